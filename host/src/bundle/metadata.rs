@@ -1,0 +1,756 @@
+//! `capstan.yaml`: the app's metadata, parsed strictly (an unknown field is an
+//! error naming the field and line) and then checked for consistency.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer};
+
+use super::Error;
+use super::manifest::Manifest;
+use super::names::{AppName, ChartName, ComponentName, Namespace, ReleaseName};
+use super::paths::check_path;
+
+/// An app's metadata, as read from `capstan.yaml`. Only [`Metadata::parse`]
+/// makes one, so a value has passed the consistency checks listed there.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Metadata {
+    /// The app's name.
+    pub name: AppName,
+    /// The app's version.
+    pub version: semver::Version,
+    /// A one-paragraph description for people.
+    #[serde(default)]
+    pub description: String,
+    /// The Kubernetes versions the app supports; absent means any.
+    #[serde(default)]
+    pub kubernetes: Option<KubernetesRange>,
+    /// Every chart of the app.
+    pub charts: Vec<Chart>,
+    /// The charts grouped in apply order; every chart is in exactly one group.
+    pub chart_groups: Vec<ChartGroup>,
+    /// The app's plugins.
+    #[serde(default)]
+    pub plugins: Vec<Plugin>,
+    /// Whether user overrides survive an update to this version.
+    #[serde(default)]
+    pub maintain_user_overrides: bool,
+    /// Which applied versions this version may update.
+    #[serde(default)]
+    pub upgrades: Upgrades,
+    /// Workloads the platform may run as different kinds (issue 6). Empty by default.
+    #[serde(default)]
+    pub components: Vec<Component>,
+}
+
+/// One Helm chart of the app.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Chart {
+    /// The chart's name within the app.
+    pub name: ChartName,
+    /// Its path in the bundle: a folder `charts/NAME` holding `Chart.yaml`, or
+    /// a file `charts/NAME.tgz`.
+    pub path: String,
+    /// The namespace its release goes to.
+    pub namespace: Namespace,
+    /// The Helm release name.
+    pub release: ReleaseName,
+    /// Whether the chart is applied; a disabled chart is skipped.
+    #[serde(default = "enabled_by_default")]
+    pub enabled: bool,
+    /// Static overrides shipped in the bundle, files under `overrides/`,
+    /// applied in order over the chart's `values.yaml`.
+    #[serde(default)]
+    pub overrides: Vec<String>,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+impl Chart {
+    /// Whether the chart is a packed `.tgz` rather than a folder.
+    pub fn is_archive(&self) -> bool {
+        self.path.ends_with(".tgz")
+    }
+}
+
+/// How the charts of a group are applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupMode {
+    /// One after the other, in the listed order, each waited for.
+    Sequential,
+    /// All at once, then waited for together.
+    Parallel,
+}
+
+/// A set of charts applied together; groups apply in the listed order.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ChartGroup {
+    /// The group's name, for logs and errors.
+    pub name: String,
+    /// Sequential or parallel.
+    pub mode: GroupMode,
+    /// The charts in the group, by name.
+    pub charts: Vec<ChartName>,
+}
+
+/// A lifecycle hook, as in the WIT `hook` enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hook {
+    /// Before any operation: may the app be applied on this platform?
+    SemanticCheck,
+    /// Just before the charts are applied.
+    PreApply,
+    /// After every chart group was applied.
+    PostApply,
+    /// Just before the app's resources are removed.
+    PreRemove,
+    /// After the app's resources were removed.
+    PostRemove,
+    /// Before an update to a new version starts.
+    PreUpdate,
+    /// After an update finished.
+    PostUpdate,
+}
+
+/// One plugin component of the app.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Plugin {
+    /// The component's path in the bundle, `plugins/NAME.wasm`.
+    pub path: String,
+    /// The hooks the plugin implements.
+    #[serde(default)]
+    pub hooks: Vec<Hook>,
+    /// The charts it computes overrides for.
+    #[serde(default)]
+    pub charts: Vec<ChartName>,
+}
+
+/// Which applied versions a bundle may update.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Upgrades {
+    /// Versions or semver ranges the update may start from. Empty means any
+    /// older version.
+    #[serde(default)]
+    pub from_versions: Vec<VersionSpec>,
+}
+
+/// One `from_versions` item: an exact version (`1.2.0`) or a Cargo-style
+/// semver range (`>=1.0, <1.3`, `^1.2`, `1.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum VersionSpec {
+    /// Exactly this version.
+    Exact(semver::Version),
+    /// Any version in this range.
+    Range(semver::VersionReq),
+}
+
+impl VersionSpec {
+    /// Parses an exact version first, then a range.
+    ///
+    /// # Errors
+    ///
+    /// A message when `text` is neither.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if let Ok(version) = semver::Version::parse(text) {
+            return Ok(Self::Exact(version));
+        }
+        semver::VersionReq::parse(text)
+            .map(Self::Range)
+            .map_err(|_| format!("{text:?} is neither a semver version nor a semver range"))
+    }
+
+    /// Whether `version` satisfies this spec.
+    pub fn matches(&self, version: &semver::Version) -> bool {
+        match self {
+            Self::Exact(exact) => exact == version,
+            Self::Range(range) => range.matches(version),
+        }
+    }
+}
+
+impl fmt::Display for VersionSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Exact(version) => version.fmt(f),
+            Self::Range(range) => range.fmt(f),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for VersionSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A Kubernetes version, `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`, compared by
+/// major then minor then patch (a missing patch is 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubeVersion {
+    /// Major version.
+    pub major: u64,
+    /// Minor version.
+    pub minor: u64,
+    /// Patch version.
+    pub patch: u64,
+}
+
+impl KubeVersion {
+    /// Parses `1.30`, `1.30.2` or `v1.30.2`.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the text when it is not such a version.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let bad = || format!("{text:?} is not a Kubernetes version like 1.30 or 1.30.2");
+        let trimmed = text.strip_prefix('v').unwrap_or(text);
+        let parts: Vec<&str> = trimmed.split('.').collect();
+        if !(2..=3).contains(&parts.len()) {
+            return Err(bad());
+        }
+        let number = |part: &str| {
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            part.parse::<u64>().map_err(|_| bad())
+        };
+        Ok(Self {
+            major: number(parts[0])?,
+            minor: number(parts[1])?,
+            patch: parts.get(2).map_or(Ok(0), |part| number(part))?,
+        })
+    }
+}
+
+impl fmt::Display for KubeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+impl<'de> Deserialize<'de> for KubeVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The Kubernetes versions an app supports, both ends inclusive. A bound
+/// given as `MAJOR.MINOR` covers every patch of that minor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesRange {
+    /// The oldest supported version.
+    #[serde(default)]
+    pub min: Option<KubeVersion>,
+    /// The newest supported version.
+    #[serde(default)]
+    pub max: Option<KubeVersion>,
+}
+
+impl KubernetesRange {
+    /// Whether `version` lies in the range.
+    pub fn contains(&self, version: KubeVersion) -> bool {
+        let above_min = self.min.is_none_or(|min| version >= min);
+        let below_max = self.max.is_none_or(|max| {
+            if max.patch == 0 {
+                (version.major, version.minor) <= (max.major, max.minor)
+            } else {
+                version <= max
+            }
+        });
+        above_min && below_max
+    }
+}
+
+/// A workload of the app that the platform may run as different kinds.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Component {
+    /// The component's name, unique within the app.
+    pub name: ComponentName,
+    /// The chart that renders it.
+    pub chart: ChartName,
+    /// The rendered workload, `Kind/name`.
+    pub workload: WorkloadRef,
+    /// What the component asks of the platform.
+    #[serde(default)]
+    pub traits: Traits,
+}
+
+/// A workload kind a component can be rendered as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// `apps/v1` Deployment.
+    Deployment,
+    /// `apps/v1` StatefulSet.
+    StatefulSet,
+}
+
+/// A rendered workload, written `Deployment/NAME` or `StatefulSet/NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadRef {
+    /// The kind the chart renders.
+    pub kind: WorkloadKind,
+    /// The object's name.
+    pub name: String,
+}
+
+impl WorkloadRef {
+    /// Parses `Kind/name`.
+    ///
+    /// # Errors
+    ///
+    /// A message when the kind is unknown or the name empty.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let bad = || format!("workload {text:?} is not Deployment/NAME or StatefulSet/NAME");
+        let (kind, name) = text.split_once('/').ok_or_else(bad)?;
+        let kind = match kind {
+            "Deployment" => WorkloadKind::Deployment,
+            "StatefulSet" => WorkloadKind::StatefulSet,
+            _ => return Err(bad()),
+        };
+        if name.is_empty() || name.contains('/') {
+            return Err(bad());
+        }
+        Ok(Self {
+            kind,
+            name: name.to_string(),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkloadRef {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A component's traits.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Traits {
+    /// Persistent volumes per container.
+    #[serde(default)]
+    pub volumes: Vec<VolumeTrait>,
+    /// Local volumes (managed by capstan) the component uses, by name.
+    #[serde(default, rename = "localVolumes")]
+    pub local_volumes: Vec<LocalVolumeName>,
+}
+
+/// The name of a local volume.
+pub type LocalVolumeName = String;
+
+/// A persistent volume a component asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct VolumeTrait {
+    /// Index of the container in the pod template that mounts it.
+    pub container: u32,
+    /// The storage class the claim asks for.
+    #[serde(rename = "storageClassName")]
+    pub storage_class_name: String,
+    /// The size as a Kubernetes quantity, such as `8Gi`.
+    pub size: String,
+    /// Where the container mounts it.
+    pub path: String,
+}
+
+impl Metadata {
+    /// Parses `capstan.yaml` and checks it:
+    /// - every field is known and typed (names are DNS-1123 labels, versions semver);
+    /// - chart and component names are unique;
+    /// - every chart is in exactly one group and groups name only declared charts;
+    /// - chart paths are `charts/NAME` folders or `charts/NAME.tgz` files,
+    ///   plugin paths `plugins/NAME.wasm`, override paths under `overrides/`;
+    /// - plugins and components name declared charts.
+    ///
+    /// Whether the referenced files exist is [`Metadata::check_files`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MetadataSyntax`] with the line for YAML and schema errors
+    /// (an unknown field is named); [`Error::MetadataInvalid`] naming the
+    /// field for consistency errors.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let metadata: Self = serde_yaml_ng::from_str(text).map_err(syntax_error)?;
+        metadata.check_consistency()?;
+        Ok(metadata)
+    }
+
+    /// Checks that every chart, plugin and override file named here is in
+    /// `manifest`; a chart folder must hold `Chart.yaml`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MissingReference`] for the first file that is missing.
+    pub fn check_files(&self, manifest: &Manifest) -> Result<(), Error> {
+        let missing = |what, path: &str| Error::MissingReference {
+            what,
+            path: path.to_string(),
+        };
+        for chart in &self.charts {
+            let present = if chart.is_archive() {
+                manifest.digest(&chart.path).is_some()
+            } else {
+                manifest
+                    .digest(&format!("{}/Chart.yaml", chart.path))
+                    .is_some()
+            };
+            if !present {
+                return Err(missing("chart", &chart.path));
+            }
+            for file in &chart.overrides {
+                if manifest.digest(file).is_none() {
+                    return Err(missing("override", file));
+                }
+            }
+        }
+        for plugin in &self.plugins {
+            if manifest.digest(&plugin.path).is_none() {
+                return Err(missing("plugin", &plugin.path));
+            }
+        }
+        Ok(())
+    }
+
+    /// The chart with this name.
+    pub fn chart(&self, name: &ChartName) -> Option<&Chart> {
+        self.charts.iter().find(|chart| &chart.name == name)
+    }
+
+    fn check_consistency(&self) -> Result<(), Error> {
+        let chart_names = self.check_charts()?;
+        self.check_groups(&chart_names)?;
+        self.check_plugins(&chart_names)?;
+        self.check_components(&chart_names)
+    }
+
+    fn check_charts(&self) -> Result<BTreeSet<&ChartName>, Error> {
+        let mut names = BTreeSet::new();
+        for (index, chart) in self.charts.iter().enumerate() {
+            let field = |name: &str| format!("charts[{index}].{name}");
+            if !names.insert(&chart.name) {
+                return Err(invalid(
+                    field("name"),
+                    format!("chart {} is declared twice", chart.name),
+                ));
+            }
+            check_chart_path(&chart.path).map_err(|reason| invalid(field("path"), reason))?;
+            for (n, file) in chart.overrides.iter().enumerate() {
+                check_under(file, "overrides/", "")
+                    .map_err(|reason| invalid(field(&format!("overrides[{n}]")), reason))?;
+            }
+        }
+        Ok(names)
+    }
+
+    fn check_groups(&self, chart_names: &BTreeSet<&ChartName>) -> Result<(), Error> {
+        let mut grouped = BTreeSet::new();
+        for (index, group) in self.chart_groups.iter().enumerate() {
+            let field = format!("chart_groups[{index}].charts");
+            for chart in &group.charts {
+                if !chart_names.contains(chart) {
+                    return Err(invalid(
+                        field,
+                        format!("chart {chart} is not declared in charts"),
+                    ));
+                }
+                if !grouped.insert(chart) {
+                    return Err(invalid(
+                        field,
+                        format!("chart {chart} is in more than one group"),
+                    ));
+                }
+            }
+        }
+        if let Some(ungrouped) = chart_names.iter().find(|name| !grouped.contains(*name)) {
+            return Err(invalid(
+                "chart_groups".to_string(),
+                format!("chart {ungrouped} is in no group"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_plugins(&self, chart_names: &BTreeSet<&ChartName>) -> Result<(), Error> {
+        let mut paths = BTreeSet::new();
+        for (index, plugin) in self.plugins.iter().enumerate() {
+            let field = |name: &str| format!("plugins[{index}].{name}");
+            check_under(&plugin.path, "plugins/", ".wasm")
+                .map_err(|reason| invalid(field("path"), reason))?;
+            if !paths.insert(&plugin.path) {
+                return Err(invalid(
+                    field("path"),
+                    "the plugin is listed twice".to_string(),
+                ));
+            }
+            if let Some(chart) = plugin.charts.iter().find(|c| !chart_names.contains(c)) {
+                return Err(invalid(
+                    field("charts"),
+                    format!("chart {chart} is not declared in charts"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_components(&self, chart_names: &BTreeSet<&ChartName>) -> Result<(), Error> {
+        let mut names = BTreeSet::new();
+        for (index, component) in self.components.iter().enumerate() {
+            let field = |name: &str| format!("components[{index}].{name}");
+            if !names.insert(&component.name) {
+                return Err(invalid(
+                    field("name"),
+                    format!("component {} is declared twice", component.name),
+                ));
+            }
+            if !chart_names.contains(&component.chart) {
+                return Err(invalid(
+                    field("chart"),
+                    format!("chart {} is not declared in charts", component.chart),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn invalid(field: String, reason: String) -> Error {
+    Error::MetadataInvalid { field, reason }
+}
+
+fn check_chart_path(path: &str) -> Result<(), String> {
+    check_under(path, "charts/", "")?;
+    if path["charts/".len()..].contains('/') {
+        return Err(format!(
+            "{path:?} must be a folder or .tgz directly under charts/"
+        ));
+    }
+    Ok(())
+}
+
+fn check_under(path: &str, folder: &str, extension: &str) -> Result<(), String> {
+    check_path(path).map_err(|err| err.to_string())?;
+    let rest = path.strip_prefix(folder).unwrap_or_default();
+    if rest.is_empty() || !rest.ends_with(extension) || rest == extension {
+        return Err(format!("{path:?} must be a {folder}*{extension} path"));
+    }
+    Ok(())
+}
+
+fn syntax_error(err: serde_yaml_ng::Error) -> Error {
+    let full = err.to_string();
+    let (line, message) = match err.location() {
+        Some(location) => {
+            let suffix = format!(" at line {} column {}", location.line(), location.column());
+            let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+            (location.line(), message)
+        }
+        None => (0, full),
+    };
+    Error::MetadataSyntax { line, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::manifest::{Digest, ManifestEntry};
+
+    const HELLO: &str = "\
+name: hello
+version: 1.2.0
+description: A greeting.
+kubernetes: { min: \"1.28\", max: \"1.32\" }
+charts:
+  - name: hello
+    path: charts/hello
+    namespace: hello
+    release: hello
+    overrides: [overrides/hello.yaml]
+  - name: extra
+    path: charts/extra-0.1.0.tgz
+    namespace: hello
+    release: hello-extra
+    enabled: false
+chart_groups:
+  - name: main
+    mode: sequential
+    charts: [hello]
+  - name: extras
+    mode: parallel
+    charts: [extra]
+plugins:
+  - path: plugins/storage.wasm
+    hooks: [pre-apply, semantic-check]
+    charts: [hello]
+maintain_user_overrides: true
+upgrades:
+  from_versions: [\"1.1.0\", \">=1.0, <1.1\"]
+components:
+  - name: web
+    chart: hello
+    workload: Deployment/hello
+    traits:
+      volumes: [{container: 0, storageClassName: local, size: 1Gi, path: /data}]
+      localVolumes: [data]
+";
+
+    #[test]
+    fn parses_every_field() {
+        let metadata = Metadata::parse(HELLO).unwrap();
+        assert_eq!(metadata.name.as_str(), "hello");
+        assert_eq!(metadata.version, semver::Version::new(1, 2, 0));
+        assert_eq!(metadata.charts.len(), 2);
+        assert!(metadata.charts[0].enabled);
+        assert!(!metadata.charts[1].enabled);
+        assert!(metadata.charts[1].is_archive());
+        assert_eq!(metadata.chart_groups[1].mode, GroupMode::Parallel);
+        assert_eq!(
+            metadata.plugins[0].hooks,
+            vec![Hook::PreApply, Hook::SemanticCheck]
+        );
+        assert!(metadata.maintain_user_overrides);
+        let from = &metadata.upgrades.from_versions;
+        assert!(from[0].matches(&semver::Version::new(1, 1, 0)));
+        assert!(!from[0].matches(&semver::Version::new(1, 1, 1)));
+        assert!(from[1].matches(&semver::Version::new(1, 0, 7)));
+        let component = &metadata.components[0];
+        assert_eq!(component.workload.kind, WorkloadKind::Deployment);
+        assert_eq!(component.traits.volumes[0].storage_class_name, "local");
+        assert_eq!(component.traits.local_volumes, vec!["data".to_string()]);
+        let range = metadata.kubernetes.unwrap();
+        assert!(range.contains(KubeVersion::parse("1.32.9").unwrap()));
+        assert!(!range.contains(KubeVersion::parse("1.33.0").unwrap()));
+        assert!(!range.contains(KubeVersion::parse("1.27.5").unwrap()));
+    }
+
+    #[test]
+    fn unknown_field_names_field_and_line() {
+        let text = HELLO.replace(
+            "    release: hello-extra\n",
+            "    release: hello-extra\n    colour: red\n",
+        );
+        match Metadata::parse(&text) {
+            Err(Error::MetadataSyntax { line, message }) => {
+                assert_eq!(line, 15, "{message}");
+                assert!(message.contains("unknown field `colour`"), "{message}");
+            }
+            other => panic!("expected a syntax error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_names_and_versions_are_syntax_errors() {
+        let bad_name = HELLO.replace("name: hello\nversion", "name: Hello\nversion");
+        assert!(matches!(
+            Metadata::parse(&bad_name),
+            Err(Error::MetadataSyntax { line: 1, .. })
+        ));
+        let bad_version = HELLO.replace("version: 1.2.0", "version: one");
+        assert!(matches!(
+            Metadata::parse(&bad_version),
+            Err(Error::MetadataSyntax { line: 2, .. })
+        ));
+    }
+
+    fn invalid_field(text: &str) -> String {
+        match Metadata::parse(text) {
+            Err(Error::MetadataInvalid { field, .. }) => field,
+            other => panic!("expected an invalid-metadata error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn consistency_errors_name_the_field() {
+        assert_eq!(
+            invalid_field(&HELLO.replace("charts: [extra]", "charts: [extra, nope]")),
+            "chart_groups[1].charts"
+        );
+        assert_eq!(
+            invalid_field(&HELLO.replace("charts: [extra]", "charts: []")),
+            "chart_groups"
+        );
+        assert_eq!(
+            invalid_field(&HELLO.replace("charts: [extra]", "charts: [extra, hello]")),
+            "chart_groups[1].charts"
+        );
+        assert_eq!(
+            invalid_field(&HELLO.replace("path: charts/hello\n", "path: ../hello\n")),
+            "charts[0].path"
+        );
+        assert_eq!(
+            invalid_field(&HELLO.replace("plugins/storage.wasm", "plugins/storage.so")),
+            "plugins[0].path"
+        );
+        assert_eq!(
+            invalid_field(&HELLO.replace("overrides/hello.yaml", "values/hello.yaml")),
+            "charts[0].overrides[0]"
+        );
+        assert_eq!(
+            invalid_field(&HELLO.replace("    chart: hello\n", "    chart: nope\n")),
+            "components[0].chart"
+        );
+    }
+
+    #[test]
+    fn check_files_finds_missing_references() {
+        let metadata = Metadata::parse(HELLO).unwrap();
+        let files = [
+            "charts/hello/Chart.yaml",
+            "charts/extra-0.1.0.tgz",
+            "overrides/hello.yaml",
+            "plugins/storage.wasm",
+        ];
+        let manifest_without =
+            |skip: &str| {
+                Manifest::from_entries(files.iter().filter(|f| **f != skip).map(|path| {
+                    ManifestEntry {
+                        path: path.to_string(),
+                        digest: Digest::of(b""),
+                    }
+                }))
+                .unwrap()
+            };
+        metadata.check_files(&manifest_without("")).unwrap();
+        for (skip, what) in [
+            ("charts/hello/Chart.yaml", "chart"),
+            ("charts/extra-0.1.0.tgz", "chart"),
+            ("overrides/hello.yaml", "override"),
+            ("plugins/storage.wasm", "plugin"),
+        ] {
+            let err = metadata.check_files(&manifest_without(skip)).unwrap_err();
+            assert!(
+                matches!(err, Error::MissingReference { what: w, .. } if w == what),
+                "{skip}"
+            );
+        }
+    }
+
+    #[test]
+    fn kube_versions_parse_strictly() {
+        assert_eq!(KubeVersion::parse("v1.30.2").unwrap().patch, 2);
+        for bad in ["1", "1.x", "1.30.2.1", "", "1..2"] {
+            assert!(KubeVersion::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

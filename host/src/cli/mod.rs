@@ -1,0 +1,105 @@
+//! The command line: parses arguments, runs one command, prints results on
+//! stdout and status and errors on stderr, and owns the exit status.
+//!
+//! Exit status: 0 when the command did what was asked, 1 when the operation
+//! failed (a plugin fault, a rejected bundle, a veto), 2 for bad usage.
+//! Errors print once, as `error: <message>` followed by its causes.
+
+mod plugin;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The exit status of a command that failed.
+pub const EXIT_FAILED: u8 = 1;
+/// The exit status of a command line that could not be understood.
+pub const EXIT_USAGE: u8 = 2;
+
+/// capstan: signed app bundles with sandboxed WebAssembly override plugins,
+/// rendered like Helm and applied to Kubernetes.
+#[derive(Debug, Parser)]
+#[command(name = "capstan", version, about, long_about = None)]
+#[command(after_help = "Exit status: 0 done, 1 the operation failed or was vetoed, 2 bad usage.")]
+struct Cli {
+    /// Show more detail: info logs once, debug logs twice.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Show only errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run and inspect override plugins.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
+}
+
+/// Runs the command line of this process and returns its exit status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    init_logging(cli.verbose, cli.quiet);
+    let result = match cli.command {
+        Command::Plugin(command) => plugin::run(command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            print_error(&error);
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn,capstan::sandbox=info",
+        (false, 1) => "info",
+        (false, _) => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CAPSTAN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// Prints `error: <message>` and each cause on a `Caused by:` line.
+fn print_error(error: &anyhow::Error) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "error: {error}");
+    let mut causes = error.chain().skip(1).peekable();
+    if causes.peek().is_some() {
+        let _ = writeln!(stderr, "\nCaused by:");
+        for cause in causes {
+            let _ = writeln!(stderr, "  {cause}");
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

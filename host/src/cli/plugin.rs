@@ -1,0 +1,150 @@
+//! `capstan plugin run`: runs one plugin component outside any app, the way
+//! the daemon would, and prints what it computes.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::sandbox::{
+    App, CallContext, ComponentCache, Facts, Hook, HookOutcome, Policy, Sandbox,
+};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PluginCommand {
+    /// Print a plugin's info and the overrides it computes for each chart it
+    /// serves (or the one named), as YAML.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The plugin component (`.wasm`).
+    plugin: PathBuf,
+    /// Facts about the platform, YAML or JSON.
+    #[arg(long)]
+    facts: PathBuf,
+    /// Compute overrides for this chart only.
+    #[arg(long)]
+    chart: Option<String>,
+    /// Run this lifecycle hook instead of computing overrides.
+    #[arg(long, value_enum)]
+    hook: Option<HookArg>,
+    /// The app the plugin is told it serves.
+    #[arg(long, default_value = "example")]
+    app: String,
+    /// The app version the plugin is told.
+    #[arg(long, default_value = "0.1.0")]
+    app_version: String,
+    /// CPU deadline per call, in milliseconds.
+    #[arg(long, value_name = "N", default_value_t = crate::sandbox::DEFAULT_DEADLINE.as_millis() as u64)]
+    timeout_ms: u64,
+    /// Memory cap per call, in MiB.
+    #[arg(long, value_name = "N", default_value_t = (crate::sandbox::DEFAULT_MEMORY_BYTES >> 20) as u64)]
+    memory_mib: u64,
+    /// Keep compiled components in this folder (created 0700).
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum HookArg {
+    SemanticCheck,
+    PreApply,
+    PostApply,
+    PreRemove,
+    PostRemove,
+    PreUpdate,
+    PostUpdate,
+}
+
+impl From<HookArg> for Hook {
+    fn from(hook: HookArg) -> Hook {
+        match hook {
+            HookArg::SemanticCheck => Hook::SemanticCheck,
+            HookArg::PreApply => Hook::PreApply,
+            HookArg::PostApply => Hook::PostApply,
+            HookArg::PreRemove => Hook::PreRemove,
+            HookArg::PostRemove => Hook::PostRemove,
+            HookArg::PreUpdate => Hook::PreUpdate,
+            HookArg::PostUpdate => Hook::PostUpdate,
+        }
+    }
+}
+
+pub(crate) fn run(command: PluginCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        PluginCommand::Run(args) => run_plugin(args),
+    }
+}
+
+fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let facts_text = std::fs::read_to_string(&args.facts)
+        .with_context(|| format!("reading facts from {}", args.facts.display()))?;
+    let facts = Facts::from_yaml(&facts_text)
+        .with_context(|| format!("parsing facts in {}", args.facts.display()))?;
+    let wasm = std::fs::read(&args.plugin)
+        .with_context(|| format!("reading plugin {}", args.plugin.display()))?;
+    let memory_bytes = usize::try_from(args.memory_mib.saturating_mul(1 << 20))
+        .context("--memory-mib is too large")?;
+    let policy = Policy::new()
+        .deadline(Duration::from_millis(args.timeout_ms))
+        .memory_bytes(memory_bytes);
+    let sandbox = match &args.cache {
+        Some(dir) => Sandbox::with_cache(policy, ComponentCache::open(dir)?)?,
+        None => Sandbox::new(policy)?,
+    };
+    let name = plugin_name(&args.plugin);
+    let plugin = sandbox.load(&name, &wasm)?;
+    let app = App {
+        name: args.app.clone(),
+        version: args.app_version.clone(),
+    };
+    // A fixed secret: `plugin run` shows what a plugin computes, the same
+    // way every time. The daemon derives a secret per app.
+    let ctx = CallContext::new([0; 32]);
+
+    let mut out = std::io::stdout().lock();
+    let info = plugin.info();
+    writeln!(out, "{}", to_yaml(&serde_json::json!({ "plugin": info }))?.trim_end())?;
+
+    if let Some(hook) = args.hook {
+        let outcome = plugin.lifecycle(&ctx, hook.into(), &app, &facts)?;
+        writeln!(out, "---")?;
+        let text = match &outcome {
+            HookOutcome::Proceed => "outcome: proceed".to_string(),
+            HookOutcome::Veto(reason) => {
+                to_yaml(&serde_json::json!({ "outcome": "veto", "reason": reason }))?
+            }
+        };
+        writeln!(out, "{}", text.trim_end())?;
+        return Ok(match outcome {
+            HookOutcome::Proceed => ExitCode::SUCCESS,
+            HookOutcome::Veto(_) => ExitCode::from(super::EXIT_FAILED),
+        });
+    }
+
+    let charts = match &args.chart {
+        Some(chart) => vec![chart.clone()],
+        None => info.charts.clone(),
+    };
+    for chart in charts {
+        let values = plugin.overrides(&ctx, &app, &facts, &chart)?;
+        writeln!(out, "---\n# overrides for chart {chart}")?;
+        writeln!(out, "{}", to_yaml(&serde_json::Value::Object(values))?.trim_end())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plugin_name(path: &std::path::Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plugin".to_string())
+}
+
+fn to_yaml(value: &impl serde::Serialize) -> anyhow::Result<String> {
+    serde_yaml_ng::to_string(value).context("formatting output as YAML")
+}

@@ -1,0 +1,129 @@
+//! `capstan template`: renders a chart locally exactly as `helm template`
+//! prints it, with no cluster and no `helm` binary.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::render::{self, TemplateOptions, ValueSource};
+
+/// Render chart templates locally and print the manifests.
+#[derive(Debug, Args)]
+pub struct TemplateArgs {
+    /// `[NAME] CHART`: the release name (default "release-name") and the
+    /// chart folder or .tgz.
+    #[arg(value_name = "[NAME] CHART", num_args = 1..=2, required = true)]
+    pub args: Vec<String>,
+    /// Values file (YAML); may be repeated, later files win.
+    #[arg(short = 'f', long = "values", value_name = "FILE")]
+    pub values: Vec<PathBuf>,
+    /// Set a value (`a.b=c`, `list[0]=x`); may be repeated.
+    #[arg(long = "set", value_name = "K=V")]
+    pub set: Vec<String>,
+    /// Set a value as a string; may be repeated.
+    #[arg(long = "set-string", value_name = "K=V")]
+    pub set_string: Vec<String>,
+    /// Set a value to the content of a file; may be repeated.
+    #[arg(long = "set-file", value_name = "K=PATH")]
+    pub set_file: Vec<String>,
+    /// Set a value from JSON; may be repeated.
+    #[arg(long = "set-json", value_name = "K=JSON")]
+    pub set_json: Vec<String>,
+    /// Namespace of the release.
+    #[arg(short = 'n', long = "namespace", default_value = "default")]
+    pub namespace: String,
+    /// Kubernetes version for .Capabilities.KubeVersion.
+    #[arg(long = "kube-version", value_name = "V")]
+    pub kube_version: Option<String>,
+    /// Extra API versions for .Capabilities.APIVersions; may be repeated.
+    #[arg(short = 'a', long = "api-versions", value_name = "V")]
+    pub api_versions: Vec<String>,
+    /// Print only manifests from these templates (globs allowed).
+    #[arg(short = 's', long = "show-only", value_name = "PATH")]
+    pub show_only: Vec<String>,
+    /// Also print the chart's CRDs.
+    #[arg(long = "include-crds")]
+    pub include_crds: bool,
+    /// Leave out test hooks.
+    #[arg(long = "skip-tests")]
+    pub skip_tests: bool,
+    /// Render as an upgrade (.Release.IsUpgrade true, IsInstall false).
+    #[arg(long = "is-upgrade")]
+    pub is_upgrade: bool,
+}
+
+impl TemplateArgs {
+    /// The render options these arguments ask for.
+    pub fn options(&self) -> TemplateOptions {
+        let (release_name, chart) = match self.args.as_slice() {
+            [chart] => ("release-name".to_string(), chart.clone()),
+            [name, chart, ..] => (name.clone(), chart.clone()),
+            [] => ("release-name".to_string(), String::new()),
+        };
+        let mut values: Vec<ValueSource> = self.values.iter().cloned().map(ValueSource::File).collect();
+        values.extend(self.set_json.iter().cloned().map(ValueSource::SetJson));
+        values.extend(self.set.iter().cloned().map(ValueSource::Set));
+        values.extend(self.set_string.iter().cloned().map(ValueSource::SetString));
+        values.extend(self.set_file.iter().cloned().map(ValueSource::SetFile));
+        TemplateOptions {
+            chart: PathBuf::from(chart),
+            release_name,
+            namespace: self.namespace.clone(),
+            values,
+            kube_version: self.kube_version.clone(),
+            api_versions: self.api_versions.clone(),
+            show_only: self.show_only.clone(),
+            include_crds: self.include_crds,
+            skip_tests: self.skip_tests,
+            is_upgrade: self.is_upgrade,
+        }
+    }
+}
+
+/// Runs `capstan template`: manifests on stdout.
+///
+/// # Errors
+/// The render error with the chart named as context.
+pub fn run(args: TemplateArgs) -> anyhow::Result<ExitCode> {
+    let opts = args.options();
+    let out = render::template(&opts).with_context(|| format!("rendering chart {}", opts.chart.display()))?;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e).context("writing manifests to stdout"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: TemplateArgs,
+    }
+
+    #[test]
+    fn parses_helm_style_arguments() {
+        let cli = Cli::parse_from([
+            "t", "rel", "./chart", "-f", "a.yaml", "--set", "x=1", "-n", "apps", "--kube-version", "1.30.0", "-a",
+            "v1/Foo", "--show-only", "templates/x.yaml", "--include-crds", "--skip-tests", "--is-upgrade",
+        ]);
+        let o = cli.args.options();
+        assert_eq!(o.release_name, "rel");
+        assert_eq!(o.chart, PathBuf::from("./chart"));
+        assert_eq!(o.namespace, "apps");
+        assert_eq!(o.kube_version.as_deref(), Some("1.30.0"));
+        assert_eq!(o.api_versions, vec!["v1/Foo".to_string()]);
+        assert_eq!(o.values, vec![ValueSource::File("a.yaml".into()), ValueSource::Set("x=1".into())]);
+        assert!(o.include_crds && o.skip_tests && o.is_upgrade);
+        let cli = Cli::parse_from(["t", "./chart"]);
+        assert_eq!(cli.args.options().release_name, "release-name");
+    }
+}

@@ -1,0 +1,12 @@
+//! capstan: a platform daemon for signed Kubernetes application bundles whose
+//! override plugins run as sandboxed WebAssembly components.
+//!
+//! Data flows one way: bundle -> store -> lifecycle -> (sandbox -> values) ->
+//! render -> workload -> kube. A module never reaches back up that chain.
+
+pub mod cli;
+pub mod sandbox;
+pub mod store;
+pub mod values;
+pub mod volumes;
+pub mod workload;

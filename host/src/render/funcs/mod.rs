@@ -1,0 +1,129 @@
+//! The template function library: Sprig's functions, Helm's additions and
+//! Go's `text/template` built-ins that format text (`print`, `printf`,
+//! `println`, `urlquery`, `html`, `js`).
+//!
+//! Owns what each function computes from its arguments, with Go's and
+//! Sprig's exact semantics, so that charts render byte for byte as with
+//! `helm template`. Must not touch the template engine: the control
+//! functions (`and`, `or`, `not`, `len`, `index`, `slice`, comparisons,
+//! `call`, `include`, `tpl`, `template`) belong to the engine, which looks
+//! functions up here by name.
+//!
+//! Functions are pure: they take their arguments by reference and return a
+//! new value. Sprig's `set`, `unset`, `merge`, `mergeOverwrite` (and their
+//! `must` forms) mutate their first argument in Go; here they return the
+//! changed map, and [`mutates_first_argument`] tells the engine to write
+//! that result back to wherever the first argument came from.
+
+mod args;
+mod convert;
+mod dates;
+mod dicts;
+mod encoding;
+mod gofmt;
+mod lists;
+mod math;
+mod random;
+mod regexp;
+mod semver;
+mod strings;
+mod url;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::LazyLock;
+
+use crate::values::Value;
+
+pub use convert::{WARN_END, WARN_START};
+pub use gofmt::{sprint, sprintf, sprintln};
+
+/// A template function: takes its arguments in Go call order (in a pipeline
+/// the previous value is the last argument) and returns a value or an error.
+pub type Function = fn(&[Value]) -> Result<Value, FuncError>;
+
+/// A template function failed; the message is what Go would print after
+/// `error calling NAME: `.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FuncError(pub String);
+
+impl fmt::Display for FuncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FuncError {}
+
+/// Every group's table, in the order their names are listed.
+const GROUPS: &[&[(&str, Function)]] = &[
+    gofmt::FUNCTIONS,
+    strings::FUNCTIONS,
+    lists::FUNCTIONS,
+    dicts::FUNCTIONS,
+    convert::FUNCTIONS,
+    math::FUNCTIONS,
+    encoding::FUNCTIONS,
+    dates::FUNCTIONS,
+    regexp::FUNCTIONS,
+    semver::FUNCTIONS,
+    random::FUNCTIONS,
+    url::FUNCTIONS,
+];
+
+static TABLE: LazyLock<HashMap<&'static str, Function>> = LazyLock::new(|| {
+    GROUPS
+        .iter()
+        .flat_map(|group| group.iter())
+        .map(|(name, function)| (*name, *function))
+        .collect()
+});
+
+/// The function called `name` in a template, if the library has one.
+pub fn lookup(name: &str) -> Option<Function> {
+    TABLE.get(name).copied()
+}
+
+/// Every function name the library supports, grouped by topic.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    GROUPS
+        .iter()
+        .flat_map(|group| group.iter())
+        .map(|(name, _)| *name)
+}
+
+/// Whether Go's version of the function mutates the map passed as its first
+/// argument (`set`, `unset`, `merge`, `mergeOverwrite` and their `must`
+/// forms). The engine should store the function's result back into the
+/// variable or field the first argument was read from, so that
+/// `{{ $_ := set $d "k" 1 }}` changes `$d` as it does in Helm.
+pub fn mutates_first_argument(name: &str) -> bool {
+    matches!(
+        name,
+        "set" | "unset" | "merge" | "mergeOverwrite" | "mustMerge" | "mustMergeOverwrite"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_unique_and_found() {
+        let mut seen = std::collections::HashSet::new();
+        for name in names() {
+            assert!(seen.insert(name), "{name} listed twice");
+            assert!(lookup(name).is_some(), "{name} not found");
+        }
+        assert!(lookup("no-such-function").is_none());
+    }
+
+    #[test]
+    fn engine_functions_are_not_here() {
+        for name in [
+            "and", "or", "not", "len", "index", "eq", "include", "tpl", "template",
+        ] {
+            assert!(lookup(name).is_none(), "{name} belongs to the engine");
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Turning rendered template files into manifests and into the text
+//! `helm template` prints: documents split on `---` as Helm's
+//! `SplitManifests` does, hooks told apart by their annotation, manifests
+//! sorted in Helm's install order, `# Source:` headers.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::Error;
+use crate::values::{self, Value};
+
+/// Helm's install order by kind; unknown kinds go last, alphabetically.
+pub const INSTALL_ORDER: [&str; 38] = [
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+/// Hook events Helm knows; a document naming any other is dropped.
+const HOOK_EVENTS: [&str; 10] = [
+    "pre-install",
+    "post-install",
+    "pre-delete",
+    "post-delete",
+    "pre-upgrade",
+    "post-upgrade",
+    "pre-rollback",
+    "post-rollback",
+    "test",
+    "test-success",
+];
+
+/// One rendered Kubernetes document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// The template it came from (`chart/templates/x.yaml`).
+    pub source: String,
+    /// The document text, as Helm keeps it (leading space trimmed).
+    pub content: String,
+    /// `apiVersion`, if the document has one.
+    pub api_version: String,
+    /// `kind`, if the document has one.
+    pub kind: String,
+    /// `metadata.name`, if the document has one.
+    pub name: String,
+    /// The hook events for a hook document (`helm.sh/hook`); empty otherwise.
+    pub hook_events: Vec<String>,
+    /// `helm.sh/hook-weight` (0 when absent or not a number).
+    pub hook_weight: i64,
+}
+
+impl Manifest {
+    /// Whether this is a hook (printed after the other manifests).
+    pub fn is_hook(&self) -> bool {
+        !self.hook_events.is_empty()
+    }
+
+    /// Whether this is a test hook (`--skip-tests` drops these).
+    pub fn is_test_hook(&self) -> bool {
+        self.hook_events.iter().any(|e| e == "test" || e == "test-success")
+    }
+}
+
+/// A `---` at the start of a line. Helm 4 keeps the previous document's
+/// trailing whitespace and still splits `---` glued to content (what `{{-`
+/// after a separator produces).
+static SEPARATOR: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?m)^---[ \t]*").ok());
+
+/// Helm's `SplitManifests`: the documents of one rendered file, in order,
+/// without blank ones, each with leading whitespace trimmed and trailing
+/// whitespace kept.
+pub fn split_documents(text: &str) -> Vec<String> {
+    let text = text.trim_start();
+    let parts: Vec<&str> = match SEPARATOR.as_ref() {
+        Some(re) => re.split(text).collect(),
+        None => vec![text],
+    };
+    parts
+        .into_iter()
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| d.trim_start().to_string())
+        .collect()
+}
+
+fn kind_rank(kind: &str) -> Option<usize> {
+    INSTALL_ORDER.iter().position(|k| *k == kind)
+}
+
+/// Helm's `lessByKind`: known kinds by install order, unknown ones after
+/// them alphabetically; a stable sort keeps file order within a kind.
+fn kind_order(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (kind_rank(a), kind_rank(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+/// Helm's `SortManifests`: splits each rendered file (in path order,
+/// skipping partials and blank files), reads each document's head, and
+/// returns the hooks and the other manifests, each sorted by kind.
+///
+/// # Errors
+/// [`Error::ManifestYaml`] when a document is not valid YAML.
+pub fn sort_manifests(files: &[(String, String)]) -> Result<(Vec<Manifest>, Vec<Manifest>), Error> {
+    let mut sorted: Vec<&(String, String)> = files.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut hooks = Vec::new();
+    let mut generic = Vec::new();
+    for (path, content) in sorted {
+        let base = path.rsplit('/').next().unwrap_or(path);
+        if base.starts_with('_') || content.trim().is_empty() {
+            continue;
+        }
+        for doc in split_documents(content) {
+            let manifest = read_head(path, doc)?;
+            if let Some(m) = manifest {
+                if m.is_hook() {
+                    hooks.push(m);
+                } else {
+                    generic.push(m);
+                }
+            }
+        }
+    }
+    generic.sort_by(|a, b| kind_order(&a.kind, &b.kind));
+    hooks.sort_by(|a, b| kind_order(&a.kind, &b.kind));
+    Ok((hooks, generic))
+}
+
+/// Reads a document's head; `None` for a hook with an unknown event.
+fn read_head(path: &str, doc: String) -> Result<Option<Manifest>, Error> {
+    let head = values::parse_yaml(&doc).map_err(|source| Error::ManifestYaml {
+        source_path: path.to_string(),
+        source,
+    })?;
+    let get = |v: &Value, k: &str| -> Option<Value> { v.as_map().and_then(|m| m.get(k)).cloned() };
+    let text = |v: Option<Value>| match v {
+        Some(Value::String(s)) => s,
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let metadata = get(&head, "metadata").unwrap_or(Value::Null);
+    let annotations = get(&metadata, "annotations").unwrap_or(Value::Null);
+    let mut manifest = Manifest {
+        source: path.to_string(),
+        api_version: text(get(&head, "apiVersion")),
+        kind: text(get(&head, "kind")),
+        name: text(get(&metadata, "name")),
+        content: doc,
+        hook_events: Vec::new(),
+        hook_weight: 0,
+    };
+    if let Some(hook) = get(&annotations, "helm.sh/hook") {
+        let events: Vec<String> = text(Some(hook))
+            .split(',')
+            .map(|e| e.trim().to_ascii_lowercase())
+            .collect();
+        if events.iter().any(|e| !HOOK_EVENTS.contains(&e.as_str())) {
+            return Ok(None);
+        }
+        manifest.hook_events = events;
+        manifest.hook_weight = text(get(&annotations, "helm.sh/hook-weight")).trim().parse().unwrap_or(0);
+    }
+    Ok(Some(manifest))
+}
+
+/// What `helm template` prints and how.
+#[derive(Debug, Clone, Default)]
+pub struct PrintOptions {
+    /// CRD files (`chart/crds/x.yaml`, content) to print first.
+    pub crds: Vec<(String, String)>,
+    /// Leave out test hooks.
+    pub skip_tests: bool,
+    /// Only these template paths (globs, relative to the chart).
+    pub show_only: Vec<String>,
+}
+
+/// Formats manifests and hooks exactly as `helm template` prints them.
+///
+/// # Errors
+/// [`Error::ShowOnlyMissing`] when a `--show-only` path matches nothing.
+pub fn print(hooks: &[Manifest], generic: &[Manifest], opts: &PrintOptions) -> Result<String, Error> {
+    let mut body = String::new();
+    for (name, content) in &opts.crds {
+        body.push_str(&format!("---\n# Source: {name}\n{content}\n"));
+    }
+    for m in generic {
+        body.push_str(&format!("---\n# Source: {}\n{}\n", m.source, m.content));
+    }
+    let mut out = String::from(body.trim());
+    out.push('\n');
+    for h in hooks {
+        if opts.skip_tests && h.is_test_hook() {
+            continue;
+        }
+        out.push_str(&format!("---\n# Source: {}\n{}\n", h.source, h.content));
+    }
+    if opts.show_only.is_empty() {
+        return Ok(out);
+    }
+    let docs = split_documents(&out);
+    let mut selected = String::new();
+    for pattern in &opts.show_only {
+        let pattern = pattern.replace('\\', "/");
+        let mut found = false;
+        for doc in &docs {
+            let Some(path) = source_of(doc) else {
+                continue;
+            };
+            if super::template::objects::glob_match(&pattern, path) {
+                selected.push_str(&format!("---\n{doc}\n"));
+                found = true;
+            }
+        }
+        if !found {
+            return Err(Error::ShowOnlyMissing { path: pattern });
+        }
+    }
+    Ok(selected)
+}
+
+/// The template path after the chart name in a `# Source: chart/...` line.
+fn source_of(doc: &str) -> Option<&str> {
+    let idx = doc.find("# Source: ")?;
+    let rest = &doc[idx + "# Source: ".len()..];
+    let line = rest.lines().next()?;
+    let (chart, path) = line.split_once('/')?;
+    if chart.is_empty() {
+        return None;
+    }
+    Some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_helm() {
+        let docs = split_documents("\n---\na: 1\n---\n\n---\nb: 2  \n\n");
+        assert_eq!(docs, vec!["a: 1\n".to_string(), "b: 2  \n\n".to_string()]);
+        assert_eq!(split_documents("a: 1\n---b: 2"), vec!["a: 1\n".to_string(), "b: 2".to_string()]);
+    }
+
+    #[test]
+    fn orders_by_kind_then_file() {
+        let files = vec![
+            ("c/templates/b.yaml".to_string(), "kind: Deployment\nmetadata:\n  name: d\n".to_string()),
+            ("c/templates/a.yaml".to_string(), "kind: Service\n---\nkind: Zed\n---\nkind: Alpha\n".to_string()),
+            ("c/templates/s.yaml".to_string(), "kind: Secret\n".to_string()),
+            (
+                "c/templates/h.yaml".to_string(),
+                "kind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: test\n".to_string(),
+            ),
+            ("c/templates/_p.tpl".to_string(), "kind: Secret\n".to_string()),
+        ];
+        let (hooks, generic) = sort_manifests(&files).unwrap();
+        let kinds: Vec<&str> = generic.iter().map(|m| m.kind.as_str()).collect();
+        assert_eq!(kinds, vec!["Secret", "Service", "Deployment", "Alpha", "Zed"]);
+        assert_eq!(hooks.len(), 1);
+        assert!(hooks[0].is_test_hook());
+        let out = print(&hooks, &generic, &PrintOptions::default()).unwrap();
+        assert!(out.starts_with("---\n# Source: c/templates/s.yaml\nkind: Secret\n\n---\n# Source: c/templates/a.yaml\nkind: Service\n\n---"));
+        assert!(out.ends_with("---\n# Source: c/templates/h.yaml\nkind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: test\n\n"));
+        let skipped = print(&hooks, &generic, &PrintOptions { skip_tests: true, ..Default::default() }).unwrap();
+        assert!(!skipped.contains("kind: Job"));
+        let only = print(&hooks, &generic, &PrintOptions { show_only: vec!["templates/b.yaml".into()], ..Default::default() }).unwrap();
+        assert_eq!(only, "---\n# Source: c/templates/b.yaml\nkind: Deployment\nmetadata:\n  name: d\n");
+        let missing = print(&hooks, &generic, &PrintOptions { show_only: vec!["templates/none.yaml".into()], ..Default::default() });
+        assert!(missing.is_err());
+    }
+}

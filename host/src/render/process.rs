@@ -1,0 +1,211 @@
+//! Rendering a prepared chart tree: builds each chart's top-level object
+//! (`.Values`, `.Chart`, `.Release`, `.Capabilities`, `.Files`,
+//! `.Subcharts`, `.Template`), parses every template once in Helm's order,
+//! and executes the ones that produce output.
+
+use std::rc::Rc;
+
+use super::Error;
+use super::chart::Chart;
+use super::template::{Engine, TemplateSet, objects::FileSet};
+use crate::values::{Map, Value};
+
+/// One template to parse, and whether to execute it.
+struct Source<'c> {
+    /// Full path: `chart/charts/sub/templates/x.yaml`.
+    path: String,
+    /// `chart/charts/sub/templates`.
+    base_path: String,
+    text: &'c [u8],
+    /// Index of its chart in the context list.
+    chart: usize,
+}
+
+/// Renders every template of `chart` (already processed for dependencies)
+/// with the final coalesced `values`. Returns `(path, output)` for each
+/// template that is not a partial, with `<no value>` removed as Helm does.
+///
+/// # Errors
+/// [`Error::Parse`] for a template that does not parse and
+/// [`Error::Execute`] for one that fails.
+pub fn render(chart: &Chart, values: &Map, release: &Value, caps: &Value) -> Result<Vec<(String, String)>, Error> {
+    let mut set = TemplateSet::new();
+    let mut sources = Vec::new();
+    let mut contexts: Vec<Value> = Vec::new();
+    // The engine must exist to register file sets; templates are added to
+    // the set first, so build contexts and sources, then the engine.
+    let mut file_sets: Vec<FileSet> = Vec::new();
+    collect(chart, None, &Value::Map(values.clone()), release, caps, &mut sources, &mut contexts, &mut file_sets);
+    let mut order: Vec<usize> = (0..sources.len()).collect();
+    // Helm parses deeper paths first, then by reverse name, so that a parent
+    // chart's definitions replace a subchart's.
+    order.sort_by(|&a, &b| {
+        let (pa, pb) = (&sources[a].path, &sources[b].path);
+        let (da, db) = (pa.matches('/').count(), pb.matches('/').count());
+        db.cmp(&da).then_with(|| pb.cmp(pa))
+    });
+    for &i in &order {
+        let src = &sources[i];
+        let text = String::from_utf8_lossy(src.text);
+        set.add(&src.path, &text).map_err(|e| Error::Parse {
+            template: src.path.clone(),
+            message: e.to_string(),
+        })?;
+    }
+    let engine = Engine::new(&set);
+    for files in file_sets {
+        engine.register_files(files);
+    }
+    let mut roots: Vec<Rc<Value>> = contexts.into_iter().map(Rc::new).collect();
+    let mut out = Vec::new();
+    for &i in &order {
+        let src = &sources[i];
+        let base = src.path.rsplit('/').next().unwrap_or(&src.path);
+        if base.starts_with('_') {
+            continue;
+        }
+        let root = &mut roots[src.chart];
+        if let Value::Map(m) = Rc::make_mut(root) {
+            let mut t = Map::new();
+            t.insert("Name".into(), Value::String(src.path.clone()));
+            t.insert("BasePath".into(), Value::String(src.base_path.clone()));
+            m.insert("Template".into(), Value::Map(t));
+        }
+        let text = engine.execute(&src.path, root.clone()).map_err(|e| Error::Execute {
+            template: src.path.clone(),
+            message: e.to_string(),
+        })?;
+        out.push((src.path.clone(), text.replace("<no value>", "")));
+    }
+    Ok(out)
+}
+
+/// Builds the top-level object of `chart` and those of its subcharts
+/// (children first, so `.Subcharts` can hold them), and lists its templates.
+#[allow(clippy::too_many_arguments)]
+fn collect<'c>(
+    chart: &'c Chart,
+    parent_path: Option<&str>,
+    values: &Value,
+    release: &Value,
+    caps: &Value,
+    sources: &mut Vec<Source<'c>>,
+    contexts: &mut Vec<Value>,
+    file_sets: &mut Vec<FileSet>,
+) -> Value {
+    let full_path = match parent_path {
+        Some(p) => format!("{p}/charts/{}", chart.name()),
+        None => chart.name().to_string(),
+    };
+    let mut subcharts = Map::new();
+    for sub in &chart.subcharts {
+        let sub_values = match values.as_map().and_then(|m| m.get(sub.name())) {
+            Some(v @ Value::Map(_)) => v.clone(),
+            _ => Value::Map(Map::new()),
+        };
+        let ctx = collect(sub, Some(&full_path), &sub_values, release, caps, sources, contexts, file_sets);
+        subcharts.insert(sub.name().to_string(), ctx);
+    }
+    let files: FileSet = chart.files.iter().map(|f| (f.name.clone(), f.data.clone())).collect();
+    file_sets.push(files);
+    let files_id = file_sets.len() - 1;
+    let mut ctx = Map::new();
+    ctx.insert("Chart".into(), chart_object(chart, parent_path.is_none()));
+    ctx.insert("Files".into(), super::template::objects::files_value(files_id));
+    ctx.insert("Release".into(), release.clone());
+    ctx.insert("Capabilities".into(), caps.clone());
+    ctx.insert("Values".into(), values.clone());
+    ctx.insert("Subcharts".into(), Value::Map(subcharts));
+    let ctx = Value::Map(ctx);
+    contexts.push(ctx.clone());
+    let index = contexts.len() - 1;
+    for t in &chart.templates {
+        // Library charts contribute only their partials.
+        let base = t.name.rsplit('/').next().unwrap_or(&t.name);
+        if chart.is_library() && !base.starts_with('_') {
+            continue;
+        }
+        sources.push(Source {
+            path: format!("{full_path}/{}", t.name),
+            base_path: format!("{full_path}/templates"),
+            text: &t.data,
+            chart: index,
+        });
+    }
+    ctx
+}
+
+/// `.Chart`: `Chart.yaml` with Go's field names and zero values.
+pub fn chart_object(chart: &Chart, is_root: bool) -> Value {
+    let meta = &chart.metadata;
+    let s = |k: &str| match meta.get(k) {
+        Some(Value::Null) | None => Value::String(String::new()),
+        Some(Value::String(x)) => Value::String(x.clone()),
+        Some(other) => Value::String(other.to_string()),
+    };
+    let list = |k: &str| match meta.get(k) {
+        Some(Value::List(l)) => Value::List(l.clone()),
+        _ => Value::List(Vec::new()),
+    };
+    let mut m = Map::new();
+    m.insert("Name".into(), s("name"));
+    m.insert("Home".into(), s("home"));
+    m.insert("Sources".into(), list("sources"));
+    m.insert("Version".into(), s("version"));
+    m.insert("Description".into(), s("description"));
+    m.insert("Keywords".into(), list("keywords"));
+    m.insert("Maintainers".into(), renamed_list(meta.get("maintainers"), &[("name", "Name"), ("email", "Email"), ("url", "URL")]));
+    m.insert("Icon".into(), s("icon"));
+    m.insert("APIVersion".into(), s("apiVersion"));
+    m.insert("Condition".into(), s("condition"));
+    m.insert("Tags".into(), s("tags"));
+    m.insert("AppVersion".into(), s("appVersion"));
+    m.insert("Deprecated".into(), Value::Bool(matches!(meta.get("deprecated"), Some(Value::Bool(true)))));
+    m.insert(
+        "Annotations".into(),
+        match meta.get("annotations") {
+            Some(Value::Map(a)) => Value::Map(a.clone()),
+            _ => Value::Map(Map::new()),
+        },
+    );
+    m.insert("KubeVersion".into(), s("kubeVersion"));
+    m.insert(
+        "Dependencies".into(),
+        renamed_list(
+            meta.get("dependencies"),
+            &[
+                ("name", "Name"),
+                ("version", "Version"),
+                ("repository", "Repository"),
+                ("condition", "Condition"),
+                ("tags", "Tags"),
+                ("enabled", "Enabled"),
+                ("import-values", "ImportValues"),
+                ("alias", "Alias"),
+            ],
+        ),
+    );
+    m.insert("Type".into(), s("type"));
+    m.insert("IsRoot".into(), Value::Bool(is_root));
+    Value::Map(m)
+}
+
+fn renamed_list(v: Option<&Value>, names: &[(&str, &str)]) -> Value {
+    let Some(Value::List(items)) = v else {
+        return Value::List(Vec::new());
+    };
+    Value::List(
+        items
+            .iter()
+            .map(|item| {
+                let mut m = Map::new();
+                for (from, to) in names {
+                    if let Some(x) = item.as_map().and_then(|im| im.get(*from)) {
+                        m.insert((*to).to_string(), x.clone());
+                    }
+                }
+                Value::Map(m)
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,199 @@
+//! The parse tree of a Go text/template, as `text/template/parse` builds it.
+
+use std::fmt;
+use std::rc::Rc;
+
+/// A byte offset into the source of the template that holds a node.
+pub type Pos = usize;
+
+/// A list of nodes executed in order.
+pub type List = Vec<Node>;
+
+/// One node of a template body.
+#[derive(Debug, Clone)]
+pub enum Node {
+    /// Plain text copied to the output.
+    Text(String),
+    /// `{{ pipeline }}`: prints the value unless the pipeline declares variables.
+    Action(Pipeline),
+    /// `{{ if }}` / `{{ else if }}` / `{{ else }}`.
+    If(Branch),
+    /// `{{ with }}` / `{{ else with }}` / `{{ else }}`.
+    With(Branch),
+    /// `{{ range }}` / `{{ else }}`.
+    Range(Branch),
+    /// `{{ template "name" pipeline }}`.
+    Template {
+        /// Where the action starts.
+        pos: Pos,
+        /// The template to run.
+        name: String,
+        /// The data to run it with.
+        pipe: Option<Pipeline>,
+    },
+    /// `{{ break }}` inside a range.
+    Break,
+    /// `{{ continue }}` inside a range.
+    Continue,
+}
+
+/// The shared shape of `if`, `with` and `range`.
+#[derive(Debug, Clone)]
+pub struct Branch {
+    /// Where the action starts.
+    pub pos: Pos,
+    /// The condition or the value to range over.
+    pub pipe: Pipeline,
+    /// Executed when the condition holds (or per element).
+    pub list: List,
+    /// Executed otherwise (`else`), possibly a nested `if`/`with`.
+    pub else_list: Option<List>,
+}
+
+/// A pipeline: optional variable declarations, then commands joined by `|`.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    /// Where the pipeline starts.
+    pub pos: Pos,
+    /// Declared or assigned variables (with their `$`).
+    pub decl: Vec<String>,
+    /// True for `=`, false for `:=`.
+    pub is_assign: bool,
+    /// The commands, the output of each fed as the last argument of the next.
+    pub cmds: Vec<Command>,
+}
+
+/// One command of a pipeline: an operand, or a function with arguments.
+#[derive(Debug, Clone)]
+pub struct Command {
+    /// Where the command starts.
+    pub pos: Pos,
+    /// The words of the command.
+    pub args: Vec<Arg>,
+}
+
+/// One word of a command.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    /// `.`
+    Dot,
+    /// `nil`
+    Nil,
+    /// `true` / `false`
+    Bool(bool),
+    /// A number constant.
+    Number(Number),
+    /// A string constant (already unquoted).
+    String(Rc<str>),
+    /// A function name.
+    Identifier(Pos, String),
+    /// `.a.b.c`
+    Field(Pos, Vec<String>),
+    /// `$x.a.b` (`$` alone for the root).
+    Variable(Pos, String, Vec<String>),
+    /// `(pipeline).a.b`
+    Chain(Pos, Box<Arg>, Vec<String>),
+    /// `(pipeline)`
+    Pipe(Box<Pipeline>),
+}
+
+/// A number constant with the forms Go gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Number {
+    /// The source text.
+    pub text: String,
+    /// The value as an int, if it is one.
+    pub int: Option<i64>,
+    /// The value as a float, if it is one.
+    pub float: Option<f64>,
+    /// Whether Go treats the constant as a float (`1.5`, `1e3`).
+    pub is_float: bool,
+}
+
+/// A parsed template file: its main body and the templates it defines.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    /// The name the source was parsed under (a file path).
+    pub name: Rc<str>,
+    /// The source text (for line and column of errors).
+    pub text: Rc<str>,
+    /// The top-level body.
+    pub root: List,
+}
+
+impl Tree {
+    /// Line (1-based) and column (0-based byte, as Go counts) of a position.
+    pub fn line_col(&self, pos: Pos) -> (usize, usize) {
+        let pos = pos.min(self.text.len());
+        let before = &self.text.as_bytes()[..pos];
+        let line = 1 + before.iter().filter(|b| **b == b'\n').count();
+        let col = match before.iter().rposition(|b| *b == b'\n') {
+            Some(nl) => pos - (nl + 1),
+            None => pos,
+        };
+        (line, col)
+    }
+}
+
+/// Whether a body has nothing but whitespace text (Go's `IsEmptyTree`).
+pub fn is_empty_list(list: &List) -> bool {
+    list.iter().all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()))
+}
+
+fn write_fields(f: &mut fmt::Formatter<'_>, fields: &[String]) -> fmt::Result {
+    for field in fields {
+        write!(f, ".{field}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Arg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::Dot => f.write_str("."),
+            Arg::Nil => f.write_str("nil"),
+            Arg::Bool(b) => write!(f, "{b}"),
+            Arg::Number(n) => f.write_str(&n.text),
+            Arg::String(s) => write!(f, "{s:?}"),
+            Arg::Identifier(_, name) => f.write_str(name),
+            Arg::Field(_, fields) => write_fields(f, fields),
+            Arg::Variable(_, name, fields) => {
+                f.write_str(name)?;
+                write_fields(f, fields)
+            }
+            Arg::Chain(_, base, fields) => {
+                write!(f, "{base}")?;
+                write_fields(f, fields)
+            }
+            Arg::Pipe(p) => write!(f, "({p})"),
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, arg) in self.args.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{arg}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.decl.is_empty() {
+            f.write_str(&self.decl.join(", "))?;
+            f.write_str(if self.is_assign { " = " } else { " := " })?;
+        }
+        for (i, cmd) in self.cmds.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{cmd}")?;
+        }
+        Ok(())
+    }
+}

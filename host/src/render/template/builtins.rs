@@ -1,0 +1,250 @@
+//! Go's `text/template` built-in functions that the engine owns: `not`,
+//! `len`, `index`, `slice`, `eq`, `ne`, `lt`, `le`, `gt`, `ge`, `call`
+//! (`and` and `or` short-circuit inside the executor).
+
+use std::cmp::Ordering;
+
+use super::exec::{Val, go_type};
+use crate::values::Value;
+
+/// How a built-in failed.
+#[derive(Debug)]
+pub enum CallError {
+    /// Reported as `error calling NAME: MSG`.
+    Call(String),
+    /// Reported as the bare message (argument count errors).
+    Plain(String),
+}
+
+/// Names of the built-ins handled here or in the executor.
+pub const NAMES: [&str; 15] = [
+    "and", "or", "not", "len", "index", "slice", "eq", "ne", "lt", "le", "gt", "ge", "call", "include", "tpl",
+];
+
+/// Calls the built-in `name`, or `None` when `name` is not one.
+pub fn call(name: &str, args: &[Val]) -> Option<Result<Val, CallError>> {
+    let r = match name {
+        "not" => arity(name, args, 1).map(|_| Value::Bool(!args[0].get().is_truthy())),
+        "len" => arity(name, args, 1).and_then(|_| length(args[0].get())),
+        "index" => at_least(name, args, 1).and_then(|_| index(args)),
+        "slice" => at_least(name, args, 1).and_then(|_| slice(args)),
+        "eq" => at_least(name, args, 1).and_then(|_| eq(args).map(Value::Bool)),
+        "ne" => arity(name, args, 2).and_then(|_| eq(args).map(|b| Value::Bool(!b))),
+        "lt" => arity(name, args, 2).and_then(|_| less(args[0].get(), args[1].get()).map(Value::Bool)),
+        "le" => arity(name, args, 2).and_then(|_| {
+            let lt = less(args[0].get(), args[1].get())?;
+            Ok(Value::Bool(lt || eq(args)?))
+        }),
+        "gt" => arity(name, args, 2).and_then(|_| {
+            let lt = less(args[0].get(), args[1].get())?;
+            Ok(Value::Bool(!lt && !eq(args)?))
+        }),
+        "ge" => arity(name, args, 2).and_then(|_| less(args[0].get(), args[1].get()).map(|lt| Value::Bool(!lt))),
+        "call" => at_least(name, args, 1).and_then(|_| {
+            Err(CallError::Call(match args[0].get() {
+                Value::Null => "call of nil".to_string(),
+                other => format!("non-function of type {}", go_type(other)),
+            }))
+        }),
+        _ => return None,
+    };
+    Some(r.map(Val::Owned))
+}
+
+fn arity(name: &str, args: &[Val], want: usize) -> Result<(), CallError> {
+    if args.len() != want {
+        return Err(CallError::Plain(format!(
+            "wrong number of args for {name}: want {want} got {}",
+            args.len()
+        )));
+    }
+    Ok(())
+}
+
+fn at_least(name: &str, args: &[Val], want: usize) -> Result<(), CallError> {
+    if args.len() < want {
+        return Err(CallError::Plain(format!(
+            "wrong number of args for {name}: want at least {want} got {}",
+            args.len()
+        )));
+    }
+    Ok(())
+}
+
+fn call_err(msg: impl Into<String>) -> CallError {
+    CallError::Call(msg.into())
+}
+
+fn length(v: &Value) -> Result<Value, CallError> {
+    let n = match v {
+        Value::String(s) => s.len(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.len(),
+        Value::Null => return Err(call_err("len of nil pointer")),
+        other => return Err(call_err(format!("len of type {}", go_type(other)))),
+    };
+    Ok(Value::Int(n as i64))
+}
+
+fn int_index(v: &Value, what: &str) -> Result<i64, CallError> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Null => Err(call_err(format!("cannot index {what} with nil"))),
+        other => Err(call_err(format!("cannot index {what} with type {}", go_type(other)))),
+    }
+}
+
+fn index(args: &[Val]) -> Result<Value, CallError> {
+    let mut item = args[0].get();
+    if matches!(item, Value::Null) {
+        return Err(call_err("index of untyped nil"));
+    }
+    let mut owned: Option<Value> = None;
+    for idx in &args[1..] {
+        let idx = idx.get();
+        let next = match item {
+            Value::Null => return Err(call_err("index of nil pointer")),
+            Value::List(l) => {
+                let i = int_index(idx, "slice/array")?;
+                if i < 0 || i as usize >= l.len() {
+                    return Err(call_err(format!("index out of range: {i}")));
+                }
+                &l[i as usize]
+            }
+            Value::String(s) => {
+                let i = int_index(idx, "slice/array")?;
+                if i < 0 || i as usize >= s.len() {
+                    return Err(call_err(format!("index out of range: {i}")));
+                }
+                owned = Some(Value::Int(i64::from(s.as_bytes()[i as usize])));
+                break;
+            }
+            Value::Map(m) => match idx {
+                Value::String(k) => match m.get(k) {
+                    Some(v) => v,
+                    None => {
+                        owned = Some(Value::Null);
+                        item = &Value::Null;
+                        continue;
+                    }
+                },
+                Value::Null => return Err(call_err("value is nil; should be of type string")),
+                other => {
+                    return Err(call_err(format!("value has type {}; should be string", go_type(other))));
+                }
+            },
+            other => return Err(call_err(format!("can't index item of type {}", go_type(other)))),
+        };
+        owned = None;
+        item = next;
+    }
+    Ok(owned.unwrap_or_else(|| item.clone()))
+}
+
+fn slice(args: &[Val]) -> Result<Value, CallError> {
+    let item = args[0].get();
+    if args.len() > 4 {
+        return Err(call_err(format!("too many slice indexes: {}", args.len() - 1)));
+    }
+    let len = match item {
+        Value::String(s) => s.len(),
+        Value::List(l) => l.len(),
+        Value::Null => return Err(call_err("slice of untyped nil")),
+        other => return Err(call_err(format!("can't slice item of type {}", go_type(other)))),
+    };
+    let mut idx = [0usize, len, len];
+    for (i, a) in args[1..].iter().enumerate() {
+        let n = int_index(a.get(), "slice/array")?;
+        if n < 0 || n as usize > len {
+            return Err(call_err(format!("index out of range: {n}")));
+        }
+        idx[i] = n as usize;
+    }
+    if args.len() == 4 && matches!(item, Value::String(_)) {
+        return Err(call_err("cannot 3-index slice a string"));
+    }
+    if idx[0] > idx[1] {
+        return Err(call_err(format!("invalid slice index: {} > {}", idx[0], idx[1])));
+    }
+    match item {
+        Value::String(s) => s
+            .get(idx[0]..idx[1])
+            .map(|x| Value::String(x.to_string()))
+            .ok_or_else(|| call_err("slice splits a character")),
+        Value::List(l) => Ok(Value::List(l[idx[0]..idx[1]].to_vec())),
+        _ => Err(call_err("can't slice")),
+    }
+}
+
+#[derive(PartialEq, Clone, Copy)]
+enum Kind {
+    Bool,
+    Int,
+    Float,
+    String,
+    Nil,
+    Other,
+}
+
+fn kind(v: &Value) -> Kind {
+    match v {
+        Value::Bool(_) => Kind::Bool,
+        Value::Int(_) => Kind::Int,
+        Value::Float(_) => Kind::Float,
+        Value::String(_) => Kind::String,
+        Value::Null => Kind::Nil,
+        _ => Kind::Other,
+    }
+}
+
+/// Go's `eq arg1 arg2...`: true when arg1 equals any of the others.
+fn eq(args: &[Val]) -> Result<bool, CallError> {
+    let a = args[0].get();
+    if args.len() < 2 {
+        return Err(call_err("missing argument for comparison"));
+    }
+    let ka = kind(a);
+    for b in &args[1..] {
+        let b = b.get();
+        let kb = kind(b);
+        let truth = if ka != kb {
+            if ka != Kind::Nil && kb != Kind::Nil {
+                return Err(call_err("incompatible types for comparison"));
+            }
+            false
+        } else {
+            match (a, b) {
+                (Value::Bool(x), Value::Bool(y)) => x == y,
+                (Value::Int(x), Value::Int(y)) => x == y,
+                (Value::Float(x), Value::Float(y)) => x == y,
+                (Value::String(x), Value::String(y)) => x == y,
+                (Value::Null, Value::Null) => true,
+                (other, _) => {
+                    return Err(call_err(format!("non-comparable type {other}: {}", go_type(other))));
+                }
+            }
+        };
+        if truth {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Go's `lt`: both basic and of the same kind (ints, floats or strings).
+fn less(a: &Value, b: &Value) -> Result<bool, CallError> {
+    let (ka, kb) = (kind(a), kind(b));
+    let basic = |k: Kind| matches!(k, Kind::Int | Kind::Float | Kind::String | Kind::Bool);
+    if !basic(ka) || !basic(kb) {
+        return Err(call_err("invalid type for comparison"));
+    }
+    if ka != kb {
+        return Err(call_err("incompatible types for comparison"));
+    }
+    Ok(match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x < y,
+        (Value::Float(x), Value::Float(y)) => x.partial_cmp(y) == Some(Ordering::Less),
+        (Value::String(x), Value::String(y)) => x < y,
+        _ => return Err(call_err("invalid type for comparison")),
+    })
+}

@@ -1,0 +1,710 @@
+//! The executor: walks parsed trees against a data value, as Go's
+//! `text/template` `exec.go` does, with Helm's options (`missingkey=zero`,
+//! `include`, `tpl`, recursion limits).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::ast::{Arg, Branch, Command, List, Node, Number, Pipeline, Tree};
+use super::builtins;
+use super::objects;
+use super::{ExecError, TemplateSet};
+use crate::render::funcs;
+use crate::values::Value;
+
+/// Helm's limit on how often one template name may be nested through `include`.
+pub const INCLUDE_NESTING_LIMIT: usize = 1000;
+/// Our limit on nested template calls of any kind (Go allows 100000, but our
+/// frames live on the thread's stack).
+pub const MAX_DEPTH: usize = 3000;
+
+/// A value during execution: owned, or shared with `.` or a variable.
+#[derive(Debug, Clone)]
+pub enum Val {
+    Owned(Value),
+    Shared(Rc<Value>),
+}
+
+impl Val {
+    pub fn get(&self) -> &Value {
+        match self {
+            Val::Owned(v) => v,
+            Val::Shared(v) => v,
+        }
+    }
+
+    pub fn into_value(self) -> Value {
+        match self {
+            Val::Owned(v) => v,
+            Val::Shared(rc) => Rc::try_unwrap(rc).unwrap_or_else(|rc| (*rc).clone()),
+        }
+    }
+
+    pub fn into_rc(self) -> Rc<Value> {
+        match self {
+            Val::Owned(v) => Rc::new(v),
+            Val::Shared(rc) => rc,
+        }
+    }
+}
+
+/// What a body asks of the enclosing range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Flow {
+    Normal,
+    Break,
+    Continue,
+}
+
+/// Per-render state shared by every template executed in it.
+pub struct Engine<'s> {
+    set: &'s TemplateSet,
+    /// File sets reachable through `.Files` values (index = id).
+    pub files: RefCell<Vec<Rc<objects::FileSet>>>,
+    include_counts: RefCell<HashMap<String, usize>>,
+    tpl_cache: RefCell<HashMap<(String, String), Rc<TemplateSet>>>,
+    depth: std::cell::Cell<usize>,
+}
+
+/// One template invocation: where errors point and the variables in scope.
+struct Frame<'a> {
+    tree: &'a Tree,
+    name: &'a str,
+    vars: Vec<(Rc<str>, Rc<Value>)>,
+    locals: Option<Rc<TemplateSet>>,
+    /// The node being evaluated, for error context.
+    at: Option<(usize, String)>,
+}
+
+type Res<T> = Result<T, ExecError>;
+
+impl<'s> Engine<'s> {
+    /// An engine over a parsed template set.
+    pub fn new(set: &'s TemplateSet) -> Self {
+        Engine {
+            set,
+            files: RefCell::new(Vec::new()),
+            include_counts: RefCell::new(HashMap::new()),
+            tpl_cache: RefCell::new(HashMap::new()),
+            depth: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Registers a file set and returns the `.Files` value that refers to it.
+    pub fn register_files(&self, files: objects::FileSet) -> Value {
+        let mut all = self.files.borrow_mut();
+        all.push(Rc::new(files));
+        objects::files_value(all.len() - 1)
+    }
+
+    /// Executes the template `name` with `data` as `.` and `$`.
+    ///
+    /// # Errors
+    /// [`ExecError`] in Go's format when the template is missing or any
+    /// action fails.
+    pub fn execute(&self, name: &str, data: Rc<Value>) -> Res<String> {
+        let mut out = String::new();
+        self.execute_into(name, data, None, &mut out)?;
+        Ok(out)
+    }
+
+    fn lookup(&self, name: &str, locals: &Option<Rc<TemplateSet>>) -> Option<(Rc<Tree>, Option<Rc<TemplateSet>>)> {
+        if let Some(l) = locals
+            && let Some(t) = l.get(name)
+        {
+            return Some((t.clone(), locals.clone()));
+        }
+        self.set.get(name).map(|t| (t.clone(), locals.clone()))
+    }
+
+    fn execute_into(&self, name: &str, data: Rc<Value>, locals: Option<Rc<TemplateSet>>, out: &mut String) -> Res<()> {
+        let Some((tree, locals)) = self.lookup(name, &locals) else {
+            return Err(ExecError(format!("template: no template {name:?} associated with template")));
+        };
+        self.run_tree(&tree, name, data, locals, out)
+    }
+
+    fn run_tree(&self, tree: &Tree, name: &str, data: Rc<Value>, locals: Option<Rc<TemplateSet>>, out: &mut String) -> Res<()> {
+        let depth = self.depth.get() + 1;
+        if depth > MAX_DEPTH {
+            return Err(ExecError(format!(
+                "template: {name}: exceeded maximum template depth ({MAX_DEPTH})"
+            )));
+        }
+        self.depth.set(depth);
+        let mut frame = Frame {
+            tree,
+            name,
+            vars: vec![(Rc::from("$"), data.clone())],
+            locals,
+            at: None,
+        };
+        let result = self.walk_list(&mut frame, &data, &tree.root, out);
+        self.depth.set(depth - 1);
+        result.map(|_| ())
+    }
+
+    fn err(&self, frame: &Frame<'_>, msg: impl std::fmt::Display) -> ExecError {
+        match &frame.at {
+            Some((pos, ctx)) => {
+                let (line, col) = frame.tree.line_col(*pos);
+                ExecError(format!(
+                    "template: {}:{}:{}: executing {:?} at <{}>: {}",
+                    frame.tree.name, line, col, frame.name, ctx, msg
+                ))
+            }
+            None => ExecError(format!("template: {}: {}", frame.name, msg)),
+        }
+    }
+
+    fn walk_list(&self, f: &mut Frame<'_>, dot: &Rc<Value>, list: &List, out: &mut String) -> Res<Flow> {
+        for node in list {
+            let flow = self.walk(f, dot, node, out)?;
+            if flow != Flow::Normal {
+                return Ok(flow);
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn walk(&self, f: &mut Frame<'_>, dot: &Rc<Value>, node: &Node, out: &mut String) -> Res<Flow> {
+        match node {
+            Node::Text(t) => out.push_str(t),
+            Node::Action(pipe) => {
+                let v = self.eval_pipeline(f, dot, pipe)?;
+                if pipe.decl.is_empty() {
+                    print_value(out, v.get());
+                }
+            }
+            Node::If(b) => return self.walk_if_with(f, dot, b, false, out),
+            Node::With(b) => return self.walk_if_with(f, dot, b, true, out),
+            Node::Range(b) => return self.walk_range(f, dot, b, out),
+            Node::Template { pos, name, pipe } => {
+                let data = match pipe {
+                    Some(p) => self.eval_pipeline(f, dot, p)?.into_rc(),
+                    None => Rc::new(Value::Null),
+                };
+                let Some((tree, locals)) = self.lookup(name, &f.locals) else {
+                    f.at = Some((*pos, format!("{{{{template {name:?}}}}}")));
+                    return Err(self.err(f, format!("template {name:?} not defined")));
+                };
+                self.run_tree(&tree, name, data, locals, out)?;
+            }
+            Node::Break => return Ok(Flow::Break),
+            Node::Continue => return Ok(Flow::Continue),
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn walk_if_with(&self, f: &mut Frame<'_>, dot: &Rc<Value>, b: &Branch, is_with: bool, out: &mut String) -> Res<Flow> {
+        let mark = f.vars.len();
+        let v = self.eval_pipeline(f, dot, &b.pipe)?;
+        let flow = if v.get().is_truthy() {
+            if is_with {
+                let new_dot = v.into_rc();
+                self.walk_list(f, &new_dot, &b.list, out)?
+            } else {
+                self.walk_list(f, dot, &b.list, out)?
+            }
+        } else if let Some(e) = &b.else_list {
+            self.walk_list(f, dot, e, out)?
+        } else {
+            Flow::Normal
+        };
+        f.vars.truncate(mark);
+        Ok(flow)
+    }
+
+    fn walk_range(&self, f: &mut Frame<'_>, dot: &Rc<Value>, b: &Branch, out: &mut String) -> Res<Flow> {
+        let mark = f.vars.len();
+        // The pipeline's declarations are bound per element, not to the whole value.
+        let decl = &b.pipe.decl;
+        let mut pipe = b.pipe.clone();
+        pipe.decl = Vec::new();
+        let v = self.eval_pipeline(f, dot, &pipe)?;
+        let items: Vec<(Value, Rc<Value>)> = match v.get() {
+            Value::Null => Vec::new(),
+            Value::List(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (Value::Int(i as i64), Rc::new(x.clone())))
+                .collect(),
+            Value::Map(_) if objects::is_files(v.get()) => {
+                let files = self.files_of(f, v.get())?;
+                files
+                    .iter()
+                    .map(|(k, data)| {
+                        let text = String::from_utf8_lossy(data).into_owned();
+                        (Value::String(k.clone()), Rc::new(Value::String(text)))
+                    })
+                    .collect()
+            }
+            Value::Map(m) => m
+                .iter()
+                .map(|(k, x)| (Value::String(k.clone()), Rc::new(x.clone())))
+                .collect(),
+            Value::Int(n) => {
+                if decl.len() > 1 {
+                    f.at = Some((b.pipe.pos, b.pipe.to_string()));
+                    return Err(self.err(f, format!("can't use {n} to iterate over more than one variable")));
+                }
+                (0..*n).map(|i| (Value::Int(i), Rc::new(Value::Int(i)))).collect()
+            }
+            other => {
+                f.at = Some((b.pipe.pos, b.pipe.to_string()));
+                return Err(self.err(f, format!("range can't iterate over {other}")));
+            }
+        };
+        if items.is_empty() {
+            let flow = match &b.else_list {
+                Some(e) => self.walk_list(f, dot, e, out)?,
+                None => Flow::Normal,
+            };
+            f.vars.truncate(mark);
+            return Ok(flow);
+        }
+        for (key, elem) in items {
+            match decl.len() {
+                0 => {}
+                1 => f.vars.push((Rc::from(decl[0].as_str()), elem.clone())),
+                _ => {
+                    f.vars.push((Rc::from(decl[0].as_str()), Rc::new(key)));
+                    f.vars.push((Rc::from(decl[1].as_str()), elem.clone()));
+                }
+            }
+            let flow = self.walk_list(f, &elem, &b.list, out)?;
+            f.vars.truncate(mark);
+            if flow == Flow::Break {
+                break;
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn files_of(&self, f: &Frame<'_>, v: &Value) -> Res<Rc<objects::FileSet>> {
+        let id = objects::files_id(v).ok_or_else(|| self.err(f, "invalid .Files value"))?;
+        self.files
+            .borrow()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| self.err(f, "invalid .Files value"))
+    }
+
+    fn eval_pipeline(&self, f: &mut Frame<'_>, dot: &Rc<Value>, pipe: &Pipeline) -> Res<Val> {
+        let mut value: Option<Val> = None;
+        for cmd in &pipe.cmds {
+            value = Some(self.eval_command(f, dot, cmd, value)?);
+        }
+        let value = value.unwrap_or(Val::Owned(Value::Null));
+        if pipe.decl.is_empty() {
+            return Ok(value);
+        }
+        let rc = value.into_rc();
+        for name in &pipe.decl {
+            if pipe.is_assign {
+                match f.vars.iter_mut().rev().find(|(n, _)| &**n == name.as_str()) {
+                    Some(slot) => slot.1 = rc.clone(),
+                    None => {
+                        f.at = Some((pipe.pos, pipe.to_string()));
+                        return Err(self.err(f, format!("undefined variable: {name}")));
+                    }
+                }
+            } else {
+                f.vars.push((Rc::from(name.as_str()), rc.clone()));
+            }
+        }
+        Ok(Val::Shared(rc))
+    }
+
+    fn eval_command(&self, f: &mut Frame<'_>, dot: &Rc<Value>, cmd: &Command, fin: Option<Val>) -> Res<Val> {
+        let first = &cmd.args[0];
+        let rest = &cmd.args[1..];
+        match first {
+            Arg::Field(pos, fields) => {
+                let recv = Val::Shared(dot.clone());
+                self.eval_fields(f, dot, *pos, first, recv, fields, rest, fin)
+            }
+            Arg::Variable(pos, name, fields) => {
+                let base = self.variable(f, *pos, name)?;
+                if fields.is_empty() {
+                    self.not_a_function(f, cmd, fin.is_some())?;
+                    return Ok(Val::Shared(base));
+                }
+                self.eval_fields(f, dot, *pos, first, Val::Shared(base), fields, rest, fin)
+            }
+            Arg::Chain(pos, base, fields) => {
+                let recv = self.eval_arg(f, dot, base)?;
+                self.eval_fields(f, dot, *pos, first, recv, fields, rest, fin)
+            }
+            Arg::Identifier(_, name) => self.call_function(f, dot, cmd, name, rest, fin),
+            Arg::Pipe(p) => {
+                self.not_a_function(f, cmd, fin.is_some())?;
+                self.eval_pipeline(f, dot, p)
+            }
+            _ => {
+                self.not_a_function(f, cmd, fin.is_some())?;
+                if matches!(first, Arg::Nil) {
+                    f.at = Some((cmd.pos, cmd.to_string()));
+                    return Err(self.err(f, "nil is not a command"));
+                }
+                self.eval_arg(f, dot, first)
+            }
+        }
+    }
+
+    fn not_a_function(&self, f: &mut Frame<'_>, cmd: &Command, has_final: bool) -> Res<()> {
+        if cmd.args.len() > 1 || has_final {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            return Err(self.err(f, format!("can't give argument to non-function {}", cmd.args[0])));
+        }
+        Ok(())
+    }
+
+    fn variable(&self, f: &mut Frame<'_>, pos: usize, name: &str) -> Res<Rc<Value>> {
+        match f.vars.iter().rev().find(|(n, _)| &**n == name) {
+            Some((_, v)) => Ok(v.clone()),
+            None => {
+                f.at = Some((pos, name.to_string()));
+                Err(self.err(f, format!("undefined variable: {name}")))
+            }
+        }
+    }
+
+    /// Evaluates `recv.fields...`; the last field receives `args` and `fin`
+    /// when it is a method of a built-in object.
+    #[allow(clippy::too_many_arguments)]
+    fn eval_fields(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &Rc<Value>,
+        pos: usize,
+        node: &Arg,
+        recv: Val,
+        fields: &[String],
+        args: &[Arg],
+        fin: Option<Val>,
+    ) -> Res<Val> {
+        let has_args = !args.is_empty() || fin.is_some();
+        let (last, init) = match fields.split_last() {
+            Some(x) => x,
+            None => return Ok(recv),
+        };
+        // Walk all but the last field by reference.
+        let mut cur: &Value = recv.get();
+        for (i, name) in init.iter().enumerate() {
+            match self.field(cur, name) {
+                Ok(Some(next)) => cur = next,
+                Ok(None) => {
+                    // Missing key: the zero value; a further field is a nil pointer.
+                    f.at = Some((pos, node.to_string()));
+                    return Err(self.err(f, format!("nil pointer evaluating interface {{}}.{}", fields[i + 1])));
+                }
+                Err(msg) => {
+                    f.at = Some((pos, node.to_string()));
+                    return Err(self.err(f, msg));
+                }
+            }
+        }
+        if let Some(method) = objects::method_kind(cur, last) {
+            let mut vals = Vec::with_capacity(args.len() + 1);
+            for a in args {
+                vals.push(self.eval_arg(f, dot, a)?.into_value());
+            }
+            if let Some(v) = fin {
+                vals.push(v.into_value());
+            }
+            let files = self.files.borrow();
+            let result = objects::call_method(method, cur, &vals, &files);
+            drop(files);
+            return match result {
+                Ok(objects::MethodResult::Value(v)) => Ok(Val::Owned(v)),
+                Ok(objects::MethodResult::Files(set)) => Ok(Val::Owned(self.register_files(set))),
+                Err(msg) => {
+                    f.at = Some((pos, node.to_string()));
+                    Err(self.err(f, msg))
+                }
+            };
+        }
+        if has_args {
+            f.at = Some((pos, node.to_string()));
+            return Err(self.err(f, format!("{last} is not a method but has arguments")));
+        }
+        match self.field(cur, last) {
+            Ok(Some(v)) => Ok(Val::Owned(v.clone())),
+            Ok(None) => Ok(Val::Owned(Value::Null)),
+            Err(msg) => {
+                f.at = Some((pos, node.to_string()));
+                Err(self.err(f, msg))
+            }
+        }
+    }
+
+    /// One field step: `Ok(None)` for a missing key (Go's zero value).
+    fn field<'v>(&self, recv: &'v Value, name: &str) -> Result<Option<&'v Value>, String> {
+        match recv {
+            Value::Map(m) => Ok(m.get(name)),
+            Value::Null => Err(format!("nil pointer evaluating interface {{}}.{name}")),
+            other => Err(format!("can't evaluate field {name} in type {}", go_type(other))),
+        }
+    }
+
+    fn eval_arg(&self, f: &mut Frame<'_>, dot: &Rc<Value>, arg: &Arg) -> Res<Val> {
+        match arg {
+            Arg::Dot => Ok(Val::Shared(dot.clone())),
+            Arg::Nil => Ok(Val::Owned(Value::Null)),
+            Arg::Bool(b) => Ok(Val::Owned(Value::Bool(*b))),
+            Arg::Number(n) => Ok(Val::Owned(number_value(n))),
+            Arg::String(s) => Ok(Val::Owned(Value::String(s.to_string()))),
+            Arg::Field(pos, fields) => {
+                self.eval_fields(f, dot, *pos, arg, Val::Shared(dot.clone()), fields, &[], None)
+            }
+            Arg::Variable(pos, name, fields) => {
+                let base = self.variable(f, *pos, name)?;
+                self.eval_fields(f, dot, *pos, arg, Val::Shared(base), fields, &[], None)
+            }
+            Arg::Chain(pos, base, fields) => {
+                let recv = self.eval_arg(f, dot, base)?;
+                self.eval_fields(f, dot, *pos, arg, recv, fields, &[], None)
+            }
+            Arg::Pipe(p) => {
+                let mark = f.vars.len();
+                let v = self.eval_pipeline(f, dot, p);
+                f.vars.truncate(mark);
+                v
+            }
+            Arg::Identifier(pos, name) => {
+                let cmd = Command {
+                    pos: *pos,
+                    args: vec![arg.clone()],
+                };
+                self.call_function(f, dot, &cmd, name, &[], None)
+            }
+        }
+    }
+
+    fn eval_args(&self, f: &mut Frame<'_>, dot: &Rc<Value>, args: &[Arg], fin: Option<Val>) -> Res<Vec<Val>> {
+        let mut vals = Vec::with_capacity(args.len() + 1);
+        for a in args {
+            vals.push(self.eval_arg(f, dot, a)?);
+        }
+        if let Some(v) = fin {
+            vals.push(v);
+        }
+        Ok(vals)
+    }
+
+    fn call_function(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &Rc<Value>,
+        cmd: &Command,
+        name: &str,
+        args: &[Arg],
+        fin: Option<Val>,
+    ) -> Res<Val> {
+        match name {
+            "and" | "or" => return self.and_or(f, dot, cmd, name == "and", args, fin),
+            "include" => {
+                let vals = self.eval_args(f, dot, args, fin)?;
+                return self.include(f, cmd, vals);
+            }
+            "tpl" => {
+                let vals = self.eval_args(f, dot, args, fin)?;
+                return self.tpl(f, cmd, vals);
+            }
+            _ => {}
+        }
+        let vals = self.eval_args(f, dot, args, fin)?;
+        let mutates = MUTATING.contains(&name);
+        let result = if let Some(r) = builtins::call(name, &vals) {
+            r
+        } else if let Some(func) = funcs::lookup(name) {
+            let plain: Vec<Value> = vals.into_iter().map(Val::into_value).collect();
+            func(&plain).map(Val::Owned).map_err(|e| builtins::CallError::Call(e.0))
+        } else {
+            Err(builtins::CallError::Plain(format!("function {name:?} not defined")))
+        };
+        let result = result.map_err(|e| {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            match e {
+                builtins::CallError::Call(msg) => self.err(f, format!("error calling {name}: {msg}")),
+                builtins::CallError::Plain(msg) => self.err(f, msg),
+            }
+        })?;
+        if mutates && let Some(Arg::Variable(_, var, fields)) = args.first() {
+            write_back(f, var, fields, result.get());
+        }
+        Ok(result)
+    }
+
+    fn and_or(&self, f: &mut Frame<'_>, dot: &Rc<Value>, cmd: &Command, is_and: bool, args: &[Arg], fin: Option<Val>) -> Res<Val> {
+        let total = args.len() + usize::from(fin.is_some());
+        if total == 0 {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            let name = if is_and { "and" } else { "or" };
+            return Err(self.err(f, format!("wrong number of args for {name}: want at least 1 got 0")));
+        }
+        let mut last = Val::Owned(Value::Null);
+        for a in args {
+            last = self.eval_arg(f, dot, a)?;
+            if last.get().is_truthy() != is_and {
+                return Ok(last);
+            }
+        }
+        if let Some(v) = fin {
+            last = v;
+        }
+        Ok(last)
+    }
+
+    fn include(&self, f: &mut Frame<'_>, cmd: &Command, vals: Vec<Val>) -> Res<Val> {
+        let fail = |this: &Self, f: &mut Frame<'_>, msg: String| {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            Err(this.err(f, format!("error calling include: {msg}")))
+        };
+        if vals.len() != 2 {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            return Err(self.err(f, format!("wrong number of args for include: want 2 got {}", vals.len())));
+        }
+        let mut it = vals.into_iter();
+        let name = match it.next().map(Val::into_value) {
+            Some(Value::String(s)) => s,
+            Some(other) => return fail(self, f, format!("template name must be a string, got {other}")),
+            None => return fail(self, f, "missing template name".into()),
+        };
+        let data = it.next().map_or_else(|| Rc::new(Value::Null), Val::into_rc);
+        {
+            let mut counts = self.include_counts.borrow_mut();
+            let n = counts.entry(name.clone()).or_insert(0);
+            if *n > INCLUDE_NESTING_LIMIT {
+                drop(counts);
+                return fail(
+                    self,
+                    f,
+                    format!("rendering template has a nested reference name: {name}: unable to execute template"),
+                );
+            }
+            *n += 1;
+        }
+        let mut out = String::new();
+        let result = match self.lookup(&name, &f.locals) {
+            Some((tree, locals)) => self.run_tree(&tree, &name, data, locals, &mut out),
+            None => Err(ExecError(format!("template: no template {name:?} associated with template {:?}", f.name))),
+        };
+        if let Some(n) = self.include_counts.borrow_mut().get_mut(&name) {
+            *n = n.saturating_sub(1);
+        }
+        match result {
+            Ok(()) => Ok(Val::Owned(Value::String(out))),
+            Err(e) => fail(self, f, e.0),
+        }
+    }
+
+    fn tpl(&self, f: &mut Frame<'_>, cmd: &Command, vals: Vec<Val>) -> Res<Val> {
+        let fail = |this: &Self, f: &mut Frame<'_>, msg: String| {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            Err(this.err(f, format!("error calling tpl: {msg}")))
+        };
+        if vals.len() != 2 {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            return Err(self.err(f, format!("wrong number of args for tpl: want 2 got {}", vals.len())));
+        }
+        let mut it = vals.into_iter();
+        let text = match it.next().map(Val::into_value) {
+            Some(Value::String(s)) => s,
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        let data = it.next().map_or_else(|| Rc::new(Value::Null), Val::into_rc);
+        let tpl_name = data
+            .as_map()
+            .and_then(|m| m.get("Template"))
+            .and_then(Value::as_map)
+            .and_then(|m| m.get("Name"))
+            .and_then(Value::as_str)
+            .unwrap_or("tpl")
+            .to_string();
+        let key = (tpl_name.clone(), text.clone());
+        let cached = self.tpl_cache.borrow().get(&key).cloned();
+        let set = match cached {
+            Some(s) => s,
+            None => {
+                let mut set = TemplateSet::new();
+                if let Err(e) = set.add(&tpl_name, &text) {
+                    return fail(self, f, format!("parse error: {e}"));
+                }
+                let set = Rc::new(set);
+                self.tpl_cache.borrow_mut().insert(key, set.clone());
+                set
+            }
+        };
+        let Some(tree) = set.get(&tpl_name).cloned() else {
+            return Ok(Val::Owned(Value::String(String::new())));
+        };
+        let mut out = String::new();
+        // Defines inside the tpl text are visible only to this execution.
+        match self.run_tree(&tree, &tpl_name, data, Some(set), &mut out) {
+            Ok(()) => Ok(Val::Owned(Value::String(out.replace("<no value>", "")))),
+            Err(e) => fail(self, f, format!("error during tpl function execution for {text:?}: {}", e.0)),
+        }
+    }
+}
+
+/// Sprig functions that change their first argument (a Go map) in place.
+/// Values here are not shared, so the engine writes the result back to the
+/// variable the argument came from.
+const MUTATING: [&str; 6] = ["set", "unset", "merge", "mergeOverwrite", "mustMerge", "mustMergeOverwrite"];
+
+/// Stores `value` in variable `var` at the map path `fields`.
+fn write_back(f: &mut Frame<'_>, var: &str, fields: &[String], value: &Value) {
+    let Some(slot) = f.vars.iter_mut().rev().find(|(n, _)| &**n == var) else {
+        return;
+    };
+    let mut target = Rc::make_mut(&mut slot.1);
+    for field in fields {
+        match target {
+            Value::Map(m) => match m.get_mut(field) {
+                Some(next) => target = next,
+                None => return,
+            },
+            _ => return,
+        }
+    }
+    *target = value.clone();
+}
+
+/// Go's name for the dynamic type of a value, as error messages print it.
+pub fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "interface {}",
+        Value::Bool(_) => "bool",
+        Value::Int(_) => "int",
+        Value::Float(_) => "float64",
+        Value::String(_) => "string",
+        Value::List(_) => "[]interface {}",
+        Value::Map(_) => "map[string]interface {}",
+    }
+}
+
+/// The value of a number constant as Go passes it to an `interface{}`.
+pub fn number_value(n: &Number) -> Value {
+    match (n.is_float, n.int, n.float) {
+        (true, _, Some(x)) => Value::Float(x),
+        (_, Some(i), _) => Value::Int(i),
+        (_, _, Some(x)) => Value::Float(x),
+        _ => Value::Null,
+    }
+}
+
+/// Prints a value as an action does: `<no value>` for nil, `%v` otherwise.
+pub fn print_value(out: &mut String, v: &Value) {
+    use std::fmt::Write;
+    match v {
+        Value::Null => out.push_str("<no value>"),
+        Value::String(s) => out.push_str(s),
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}

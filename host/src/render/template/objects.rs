@@ -1,0 +1,255 @@
+//! Methods of Helm's built-in objects that templates call like fields:
+//! `.Files.Get "x"`, `.Files.Glob`, `.Files.Lines`, `.Files.AsConfig`,
+//! `.Files.AsSecrets`, `.Files.GetBytes` and `.Capabilities.APIVersions.Has`.
+//!
+//! A `.Files` value is a map with one reserved key holding the id of a file
+//! set the engine keeps, so that passing `$` around (for example through
+//! `dict`) does not copy every file of the chart.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::values::{Map, Value};
+
+/// Files of a chart by path, as `.Files` sees them.
+pub type FileSet = BTreeMap<String, Arc<[u8]>>;
+
+const FILES_KEY: &str = "\u{0}files";
+
+/// The `.Files` value for file set `id`.
+pub fn files_value(id: usize) -> Value {
+    let mut m = Map::new();
+    m.insert(FILES_KEY.to_string(), Value::Int(id as i64));
+    Value::Map(m)
+}
+
+/// Whether `v` is a `.Files` value.
+pub fn is_files(v: &Value) -> bool {
+    files_id(v).is_some()
+}
+
+/// The file set id of a `.Files` value.
+pub fn files_id(v: &Value) -> Option<usize> {
+    match v.as_map()?.get(FILES_KEY)? {
+        Value::Int(i) => usize::try_from(*i).ok(),
+        _ => None,
+    }
+}
+
+/// A method of a built-in object.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Method {
+    Get,
+    GetBytes,
+    Glob,
+    Lines,
+    AsConfig,
+    AsSecrets,
+    Has,
+}
+
+/// The method `name` of `recv`, if `recv` is a built-in object that has it.
+pub fn method_kind(recv: &Value, name: &str) -> Option<Method> {
+    if is_files(recv) {
+        return Some(match name {
+            "Get" => Method::Get,
+            "GetBytes" => Method::GetBytes,
+            "Glob" => Method::Glob,
+            "Lines" => Method::Lines,
+            "AsConfig" => Method::AsConfig,
+            "AsSecrets" => Method::AsSecrets,
+            _ => return None,
+        });
+    }
+    if matches!(recv, Value::List(_)) && name == "Has" {
+        return Some(Method::Has);
+    }
+    None
+}
+
+/// What a method returns.
+pub enum MethodResult {
+    Value(Value),
+    /// A new file set (from `Glob`) for the engine to register.
+    Files(FileSet),
+}
+
+fn one_string(method: &str, args: &[Value]) -> Result<String, String> {
+    match args {
+        [Value::String(s)] => Ok(s.clone()),
+        [other] => Ok(other.to_string()),
+        _ => Err(format!("wrong number of args for {method}: want 1 got {}", args.len())),
+    }
+}
+
+/// Calls `method` on `recv` with `args`; `sets` are the engine's file sets.
+///
+/// # Errors
+/// A message in Go's wording for a wrong argument count.
+pub fn call_method(method: Method, recv: &Value, args: &[Value], sets: &[Rc<FileSet>]) -> Result<MethodResult, String> {
+    if method == Method::Has {
+        let want = one_string("Has", args)?;
+        let Value::List(items) = recv else {
+            return Ok(MethodResult::Value(Value::Bool(false)));
+        };
+        let has = items.iter().any(|v| v.as_str() == Some(want.as_str()));
+        return Ok(MethodResult::Value(Value::Bool(has)));
+    }
+    let empty = FileSet::new();
+    let files = files_id(recv).and_then(|id| sets.get(id)).map_or(&empty, |s| &**s);
+    let text = |data: &[u8]| String::from_utf8_lossy(data).into_owned();
+    let value = match method {
+        Method::Get | Method::GetBytes => {
+            let name = one_string("Get", args)?;
+            Value::String(files.get(&name).map(|d| text(d)).unwrap_or_default())
+        }
+        Method::Lines => {
+            let name = one_string("Lines", args)?;
+            match files.get(&name) {
+                None => Value::List(Vec::new()),
+                Some(d) => {
+                    let s = text(d);
+                    let s = s.strip_suffix('\n').unwrap_or(&s);
+                    Value::List(s.split('\n').map(|l| Value::String(l.to_string())).collect())
+                }
+            }
+        }
+        Method::Glob => {
+            let pattern = one_string("Glob", args)?;
+            let set: FileSet = files
+                .iter()
+                .filter(|(name, _)| glob_match(&pattern, name))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            return Ok(MethodResult::Files(set));
+        }
+        Method::AsConfig | Method::AsSecrets => {
+            if !args.is_empty() {
+                return Err(format!("wrong number of args: want 0 got {}", args.len()));
+            }
+            let mut m = Map::new();
+            for (name, data) in files {
+                let base = name.rsplit('/').next().unwrap_or(name).to_string();
+                let v = if method == Method::AsConfig {
+                    text(data)
+                } else {
+                    base64(data)
+                };
+                m.insert(base, Value::String(v));
+            }
+            Value::String(crate::values::to_yaml_trimmed(&Value::Map(m)))
+        }
+        Method::Has => Value::Null,
+    };
+    Ok(MethodResult::Value(value))
+}
+
+/// Standard base64 with padding.
+pub fn base64(data: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(TABLE[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Glob matching as Helm's `Files.Glob` does (gobwas/glob with `/` as the
+/// separator): `*` and `?` stay within a path segment, `**` crosses them,
+/// `[...]` classes and `{a,b}` alternatives.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    match_from(&p, &n)
+}
+
+fn match_from(p: &[char], n: &[char]) -> bool {
+    let Some(&c) = p.first() else {
+        return n.is_empty();
+    };
+    match c {
+        '*' => {
+            let super_star = p.get(1) == Some(&'*');
+            let rest = if super_star { &p[2..] } else { &p[1..] };
+            for i in 0..=n.len() {
+                if match_from(rest, &n[i..]) {
+                    return true;
+                }
+                if i < n.len() && !super_star && n[i] == '/' {
+                    return false;
+                }
+            }
+            false
+        }
+        '?' => !n.is_empty() && n[0] != '/' && match_from(&p[1..], &n[1..]),
+        '[' => {
+            let Some(end) = p.iter().position(|x| *x == ']') else {
+                return !n.is_empty() && n[0] == '[' && match_from(&p[1..], &n[1..]);
+            };
+            if n.is_empty() {
+                return false;
+            }
+            let class = &p[1..end];
+            let (negate, class) = match class.first() {
+                Some('!') | Some('^') => (true, &class[1..]),
+                _ => (false, class),
+            };
+            let mut hit = false;
+            let mut i = 0;
+            while i < class.len() {
+                if i + 2 < class.len() && class[i + 1] == '-' {
+                    hit |= class[i] <= n[0] && n[0] <= class[i + 2];
+                    i += 3;
+                } else {
+                    hit |= class[i] == n[0];
+                    i += 1;
+                }
+            }
+            hit != negate && match_from(&p[end + 1..], &n[1..])
+        }
+        '{' => {
+            let Some(end) = p.iter().position(|x| *x == '}') else {
+                return !n.is_empty() && n[0] == '{' && match_from(&p[1..], &n[1..]);
+            };
+            p[1..end].split(|x| *x == ',').any(|alt| {
+                let mut candidate: Vec<char> = alt.to_vec();
+                candidate.extend_from_slice(&p[end + 1..]);
+                match_from(&candidate, n)
+            })
+        }
+        '\\' if p.len() > 1 => !n.is_empty() && n[0] == p[1] && match_from(&p[2..], &n[1..]),
+        c => !n.is_empty() && n[0] == c && match_from(&p[1..], &n[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_follows_gobwas_rules() {
+        assert!(glob_match("files/*.conf", "files/a.conf"));
+        assert!(!glob_match("files/*.conf", "files/sub/a.conf"));
+        assert!(glob_match("files/**.conf", "files/sub/a.conf"));
+        assert!(glob_match("config/{a,b}.yaml", "config/b.yaml"));
+        assert!(glob_match("f?le[0-9]", "file7"));
+        assert!(!glob_match("f?le[!0-9]", "file7"));
+    }
+
+    #[test]
+    fn base64_pads_like_go() {
+        assert_eq!(base64(b"a"), "YQ==");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"abc"), "YWJj");
+        assert_eq!(base64(b""), "");
+    }
+}

@@ -1,0 +1,207 @@
+//! Behaviour of the engine against Go's documented `text/template` rules.
+
+use std::rc::Rc;
+
+use super::{Engine, TemplateSet};
+use crate::values::{Map, Value};
+
+fn data() -> Value {
+    let mut values = Map::new();
+    values.insert("name".into(), "web".into());
+    values.insert("replicas".into(), Value::Float(3.0));
+    values.insert("big".into(), Value::Float(1_000_000.0));
+    values.insert("on".into(), Value::Bool(true));
+    values.insert("empty".into(), Value::String(String::new()));
+    values.insert("nothing".into(), Value::Null);
+    values.insert(
+        "list".into(),
+        Value::List(vec!["a".into(), "b".into(), "c".into()]),
+    );
+    let mut nested = Map::new();
+    nested.insert("z".into(), Value::Int(26));
+    nested.insert("a".into(), Value::Int(1));
+    values.insert("map".into(), Value::Map(nested));
+    let mut root = Map::new();
+    root.insert("Values".into(), Value::Map(values));
+    Value::Map(root)
+}
+
+fn render(src: &str) -> Result<String, String> {
+    super::with_big_stack(|| render_here(src)).unwrap_or_else(|| Err("thread failed".into()))
+}
+
+fn render_here(src: &str) -> Result<String, String> {
+    let mut set = TemplateSet::new();
+    set.add("t", src).map_err(|e| e.to_string())?;
+    let engine = Engine::new(&set);
+    engine.execute("t", Rc::new(data())).map_err(|e| e.to_string())
+}
+
+fn ok(src: &str) -> String {
+    match render(src) {
+        Ok(s) => s,
+        Err(e) => panic!("{src:?} failed: {e}"),
+    }
+}
+
+#[test]
+fn text_and_fields() {
+    assert_eq!(ok("hello {{ .Values.name }}!"), "hello web!");
+    assert_eq!(ok("{{ .Values.replicas }}"), "3");
+    assert_eq!(ok("{{ .Values.big }}"), "1e+06");
+    assert_eq!(ok("{{ .Values.missing }}"), "<no value>");
+    assert_eq!(ok("{{ .Values.nothing }}"), "<no value>");
+    assert_eq!(ok("{{ .Values.list }}"), "[a b c]");
+    assert_eq!(ok("{{ .Values.map }}"), "map[a:1 z:26]");
+}
+
+#[test]
+fn trimming_and_comments() {
+    assert_eq!(ok("a  {{- 1 -}}  b"), "a1b");
+    assert_eq!(ok("a\n{{- /* note */ -}}\nb"), "ab");
+    assert_eq!(ok("a {{/* c */}} b"), "a  b");
+    assert_eq!(ok("{{-3}}"), "-3");
+}
+
+#[test]
+fn constants() {
+    assert_eq!(ok("{{ 0x1F }} {{ 0o17 }} {{ 017 }} {{ 1_000 }} {{ 1e3 }} {{ 1.5 }}"), "31 15 15 1000 1000 1.5");
+    assert_eq!(ok("{{ 'a' }} {{ \"x\\ty\" }} {{ `raw\\n` }}"), "97 x\ty raw\\n");
+    assert_eq!(ok("{{ true }} {{ false }}"), "true false");
+}
+
+#[test]
+fn if_else_chains() {
+    let t = "{{ if .Values.empty }}A{{ else if .Values.on }}B{{ else }}C{{ end }}";
+    assert_eq!(ok(t), "B");
+    assert_eq!(ok("{{ if .Values.missing }}x{{ else }}y{{ end }}"), "y");
+    assert_eq!(ok("{{ if 0 }}x{{ else }}y{{ end }}"), "y");
+    assert_eq!(ok("{{ if .Values.list }}x{{ end }}"), "x");
+}
+
+#[test]
+fn with_sets_dot_and_else_with() {
+    assert_eq!(ok("{{ with .Values.name }}{{ . }}{{ end }}"), "web");
+    assert_eq!(ok("{{ with .Values.empty }}x{{ else with .Values.name }}{{ . }}{{ end }}"), "web");
+    assert_eq!(ok("{{ with .Values.empty }}x{{ else }}none{{ end }}"), "none");
+}
+
+#[test]
+fn range_forms() {
+    assert_eq!(ok("{{ range .Values.list }}{{ . }},{{ end }}"), "a,b,c,");
+    assert_eq!(ok("{{ range $i, $v := .Values.list }}{{ $i }}={{ $v }} {{ end }}"), "0=a 1=b 2=c ");
+    assert_eq!(ok("{{ range $k, $v := .Values.map }}{{ $k }}:{{ $v }} {{ end }}"), "a:1 z:26 ");
+    assert_eq!(ok("{{ range 3 }}{{ . }}{{ end }}"), "012");
+    assert_eq!(ok("{{ range .Values.missing }}x{{ else }}empty{{ end }}"), "empty");
+    assert_eq!(
+        ok("{{ range .Values.list }}{{ if eq . \"b\" }}{{ continue }}{{ end }}{{ if eq . \"c\" }}{{ break }}{{ end }}{{ . }}{{ end }}"),
+        "a"
+    );
+    assert!(render("{{ range .Values.name }}{{ end }}").unwrap_err().contains("range can't iterate over web"));
+}
+
+#[test]
+fn variables_scope_and_assign() {
+    assert_eq!(ok("{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}"), "2");
+    assert_eq!(ok("{{ $x := 1 }}{{ if true }}{{ $x := 2 }}{{ end }}{{ $x }}"), "1");
+    assert_eq!(ok("{{ with .Values.map }}{{ $.Values.name }}{{ end }}"), "web");
+    assert_eq!(ok("{{ $m := .Values.map }}{{ $m.z }}"), "26");
+}
+
+#[test]
+fn define_template_block() {
+    assert_eq!(ok("{{ define \"x\" }}[{{ . }}]{{ end }}{{ template \"x\" .Values.name }}"), "[web]");
+    assert_eq!(ok("{{ block \"b\" .Values.name }}<{{ . }}>{{ end }}"), "<web>");
+    assert!(render("{{ template \"nope\" }}").unwrap_err().contains("template \"nope\" not defined"));
+}
+
+#[test]
+fn include_and_tpl() {
+    assert_eq!(ok("{{ define \"x\" }}v={{ .Values.name }}{{ end }}{{ include \"x\" . }}"), "v=web");
+    assert_eq!(ok("{{ tpl \"{{ .Values.name }}-{{ .Values.missing }}\" . }}"), "web-");
+    let err = render("{{ define \"loop\" }}{{ include \"loop\" . }}{{ end }}{{ include \"loop\" . }}").unwrap_err();
+    assert!(err.contains("nested reference name: loop"), "{err}");
+}
+
+#[test]
+fn comparisons_follow_go() {
+    assert_eq!(ok("{{ eq 1 1 }} {{ eq \"a\" \"b\" \"a\" }} {{ ne 1 2 }}"), "true true true");
+    assert_eq!(ok("{{ lt 1 2 }} {{ le 2 2 }} {{ gt \"b\" \"a\" }} {{ ge 1.5 2.5 }}"), "true true true false");
+    assert_eq!(ok("{{ eq .Values.missing \"x\" }}"), "false");
+    assert!(render("{{ eq 1 1.0 }}").unwrap_err().contains("incompatible types for comparison"));
+    assert!(render("{{ lt .Values.replicas 5 }}").unwrap_err().contains("incompatible types"));
+}
+
+#[test]
+fn and_or_not_short_circuit() {
+    assert_eq!(ok("{{ and 1 0 2 }} {{ and 1 2 }} {{ or 0 \"\" \"x\" }} {{ or 0 \"\" }}|"), "0 2 x |");
+    assert_eq!(ok("{{ or .Values.name .Values.missing.deep }}"), "web");
+    assert_eq!(ok("{{ not .Values.empty }}"), "true");
+}
+
+#[test]
+fn len_index_slice() {
+    assert_eq!(ok("{{ len .Values.list }} {{ len .Values.name }} {{ len .Values.map }}"), "3 3 2");
+    assert_eq!(ok("{{ index .Values.list 1 }} {{ index .Values \"map\" \"z\" }}"), "b 26");
+    assert_eq!(ok("{{ index .Values.map \"nope\" }}"), "<no value>");
+    assert_eq!(ok("{{ slice .Values.list 1 }} {{ slice .Values.name 0 2 }}"), "[b c] we");
+    assert!(render("{{ index .Values.missing \"a\" }}").unwrap_err().contains("index of untyped nil"));
+    assert!(render("{{ index .Values.list 5 }}").unwrap_err().contains("index out of range: 5"));
+}
+
+#[test]
+fn pipelines_pass_last_argument() {
+    assert_eq!(ok("{{ .Values.list | len }}"), "3");
+    assert_eq!(ok("{{ 1 | eq 1 }}"), "true");
+    assert_eq!(ok("{{ (.Values.map).z }}"), "26");
+    assert_eq!(ok("{{ (index .Values.list 0) }}"), "a");
+}
+
+#[test]
+fn errors_name_file_line_and_column() {
+    let err = render("line1\n  {{ .Values.missing.deep }}").unwrap_err();
+    assert_eq!(
+        err,
+        "template: t:2:5: executing \"t\" at <.Values.missing.deep>: nil pointer evaluating interface {}.deep"
+    );
+    let err = render("{{ .Values.name.x }}").unwrap_err();
+    assert!(err.contains("can't evaluate field x in type string"), "{err}");
+    let err = render("{{ nosuchfunc 1 }}").unwrap_err();
+    assert_eq!(err, "template: t:1: function \"nosuchfunc\" not defined");
+    assert!(render("{{ if }}").unwrap_err().contains("missing value for if"));
+    assert!(render("{{ break }}").unwrap_err().contains("{{break}} outside {{range}}"));
+    assert!(render("{{ end }}").is_err());
+    assert!(render("{{ if 1 }}").is_err());
+    assert!(render("{{ \"x\" 1 }}").unwrap_err().contains("can't give argument to non-function"));
+}
+
+#[test]
+fn later_definitions_replace_earlier_ones_unless_empty() {
+    let mut set = TemplateSet::new();
+    set.add("a", "{{ define \"n\" }}first{{ end }}").unwrap();
+    set.add("b", "{{ define \"n\" }}second{{ end }}").unwrap();
+    set.add("c", "{{ define \"n\" }}  {{ end }}").unwrap();
+    set.add("main", "{{ template \"n\" }}").unwrap();
+    let engine = Engine::new(&set);
+    assert_eq!(engine.execute("main", Rc::new(Value::Null)).unwrap(), "second");
+}
+
+#[test]
+fn files_methods() {
+    let mut set = TemplateSet::new();
+    set.add(
+        "t",
+        "{{ .Files.Get \"a.txt\" }}|{{ range .Files.Lines \"a.txt\" }}[{{ . }}]{{ end }}|{{ range $p, $_ := .Files.Glob \"conf/*\" }}{{ $p }} {{ end }}|{{ .Files.Get \"none\" }}|{{ .Caps.Has \"v1\" }}",
+    )
+    .unwrap();
+    let engine = Engine::new(&set);
+    let mut files = super::objects::FileSet::new();
+    files.insert("a.txt".into(), std::sync::Arc::from(&b"x\ny\n"[..]));
+    files.insert("conf/1".into(), std::sync::Arc::from(&b"1"[..]));
+    files.insert("conf/sub/2".into(), std::sync::Arc::from(&b"2"[..]));
+    let mut root = Map::new();
+    root.insert("Files".into(), engine.register_files(files));
+    root.insert("Caps".into(), Value::List(vec!["v1".into()]));
+    let out = engine.execute("t", Rc::new(Value::Map(root))).unwrap();
+    assert_eq!(out, "x\ny\n|[x][y]|conf/1 ||true");
+}

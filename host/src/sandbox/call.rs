@@ -1,0 +1,296 @@
+//! One plugin call: its store state, its limits, its inputs' seed, and the
+//! mapping of whatever ended it to a typed [`Fault`].
+
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Trap, WasmBacktrace};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::capstan::plugin::{host, types};
+use super::policy::Policy;
+use super::wasi::{self, Output};
+use super::{Fault, Stream};
+
+/// What the caller fixes for a call so that it is deterministic.
+///
+/// The plugin's wall clock reads [`CallContext::now`] for the whole call,
+/// and its random bytes come from a seed derived from
+/// [`CallContext::app_secret`] and the call's inputs: the same inputs give
+/// the same output (stable diffs, idempotent re-applies), while values a
+/// plugin generates, such as passwords, stay unguessable to anyone without
+/// the secret.
+#[derive(Clone)]
+pub struct CallContext {
+    app_secret: [u8; 32],
+    now: SystemTime,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("app_secret", &"<redacted>")
+            .field("now", &self.now)
+            .finish()
+    }
+}
+
+impl CallContext {
+    /// A context with the app's secret; the clock reads the Unix epoch
+    /// until [`CallContext::at`] sets it.
+    pub fn new(app_secret: [u8; 32]) -> Self {
+        CallContext {
+            app_secret,
+            now: SystemTime::UNIX_EPOCH,
+        }
+    }
+
+    /// Fixes the wall-clock instant the plugin sees (for example the time
+    /// the app version was uploaded, which stays the same across re-applies).
+    #[must_use]
+    pub fn at(mut self, now: SystemTime) -> Self {
+        self.now = now;
+        self
+    }
+
+    /// The instant the plugin's wall clock reads.
+    pub fn now(&self) -> SystemTime {
+        self.now
+    }
+
+    /// The seed for a call of `function` with `inputs` (the call's
+    /// arguments, serialized deterministically).
+    pub(crate) fn seed(&self, function: &str, inputs: &[&[u8]]) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(b"capstan plugin seed v1\0");
+        hasher.update(self.app_secret);
+        hasher.update(function.as_bytes());
+        for input in inputs {
+            hasher.update((input.len() as u64).to_le_bytes());
+            hasher.update(input);
+        }
+        hasher.finalize().into()
+    }
+}
+
+/// The store data of one call.
+pub(crate) struct HostState {
+    plugin: String,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    output: Output,
+    memory_limit: usize,
+    memory_exceeded: bool,
+    log_limit: usize,
+    log_used: usize,
+    log_exceeded: bool,
+}
+
+impl HostState {
+    pub(crate) fn new(plugin: &str, policy: &Policy, now: SystemTime, seed: [u8; 32]) -> Self {
+        let (wasi, output) = wasi::context(now, seed, policy.log_bytes);
+        HostState {
+            plugin: plugin.to_string(),
+            wasi,
+            table: ResourceTable::new(),
+            output,
+            memory_limit: policy.memory_bytes,
+            memory_exceeded: false,
+            log_limit: policy.log_bytes,
+            log_used: 0,
+            log_exceeded: false,
+        }
+    }
+
+    /// Forwards what the plugin wrote to stdout and stderr to the host's
+    /// log, line by line, under the plugin's name.
+    pub(crate) fn forward_stdio(&self) {
+        for (stream, pipe) in [
+            ("stdout", &self.output.stdout),
+            ("stderr", &self.output.stderr),
+        ] {
+            let bytes = pipe.contents();
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                tracing::info!(plugin = %self.plugin, stream, "{line}");
+            }
+        }
+    }
+
+    /// Maps the error that ended a call to its fault. The store's own
+    /// records come first: a memory or log cap that was hit explains the
+    /// trap that followed it.
+    pub(crate) fn classify(&self, error: &wasmtime::Error, policy: &Policy) -> Fault {
+        if self.memory_exceeded {
+            return Fault::MemoryLimit {
+                limit: self.memory_limit,
+            };
+        }
+        if self.log_exceeded {
+            return Fault::OutputTooLarge {
+                stream: Stream::Log,
+                limit: self.log_limit,
+            };
+        }
+        for (stream, pipe) in [
+            (Stream::Stdout, &self.output.stdout),
+            (Stream::Stderr, &self.output.stderr),
+        ] {
+            if pipe.contents().len() >= self.output.capacity {
+                return Fault::OutputTooLarge {
+                    stream,
+                    limit: self.output.capacity,
+                };
+            }
+        }
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => Fault::Timeout {
+                deadline: policy.deadline,
+            },
+            Some(Trap::StackOverflow) => Fault::StackOverflow,
+            Some(trap) => Fault::Trap {
+                message: self.with_panic_message(trap.to_string()),
+                backtrace: backtrace_summary(error),
+            },
+            None => Fault::Trap {
+                message: self.with_panic_message(one_line(&format!("{error:#}"))),
+                backtrace: backtrace_summary(error),
+            },
+        }
+    }
+
+    /// Adds the plugin's panic message, when its stderr has one, to a trap
+    /// description: a Rust panic reaches the host as `unreachable`.
+    fn with_panic_message(&self, message: String) -> String {
+        let stderr = self.output.stderr.contents();
+        let text = String::from_utf8_lossy(&stderr);
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if line.contains("panicked at") {
+                let detail = lines.next().unwrap_or("").trim();
+                return format!("{message}: plugin panicked: {detail}");
+            }
+        }
+        message
+    }
+}
+
+/// The innermost frames of a trap's wasm backtrace, `f <- g <- h`.
+fn backtrace_summary(error: &wasmtime::Error) -> String {
+    const FRAMES: usize = 4;
+    let Some(trace) = error.downcast_ref::<WasmBacktrace>() else {
+        return String::new();
+    };
+    trace
+        .frames()
+        .iter()
+        .take(FRAMES)
+        .map(|frame| {
+            frame
+                .func_name()
+                .map(demangled)
+                .unwrap_or_else(|| format!("func[{}]", frame.func_index()))
+        })
+        .collect::<Vec<_>>()
+        .join(" <- ")
+}
+
+fn demangled(name: &str) -> String {
+    let text = name.to_string();
+    // Keep backtraces short: drop the hash suffix of Rust symbols.
+    match text.rsplit_once("::h") {
+        Some((head, hash)) if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
+            head.to_string()
+        }
+        _ => text,
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl ResourceLimiter for HostState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_limit {
+            self.memory_exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+/// Table elements an instance may grow to; function tables of real plugins
+/// hold a few thousand entries at most.
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+impl types::Host for HostState {}
+
+impl host::Host for HostState {
+    fn log(&mut self, level: types::LogLevel, message: String) -> wasmtime::Result<()> {
+        self.log_used = self.log_used.saturating_add(message.len());
+        if self.log_used > self.log_limit {
+            self.log_exceeded = true;
+            return Err(wasmtime::format_err!(
+                "plugin {} logged past its budget",
+                self.plugin
+            ));
+        }
+        let plugin = self.plugin.as_str();
+        match level {
+            types::LogLevel::Trace => tracing::trace!(plugin, "{message}"),
+            types::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
+            types::LogLevel::Info => tracing::info!(plugin, "{message}"),
+            types::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
+            types::LogLevel::Error => tracing::error!(plugin, "{message}"),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seed_depends_on_secret_function_and_every_input() {
+        let a = CallContext::new([1; 32]);
+        let b = CallContext::new([2; 32]);
+        let base = a.seed("overrides", &[b"app", b"facts"]);
+        assert_eq!(base, a.seed("overrides", &[b"app", b"facts"]));
+        assert_ne!(base, b.seed("overrides", &[b"app", b"facts"]));
+        assert_ne!(base, a.seed("lifecycle", &[b"app", b"facts"]));
+        assert_ne!(base, a.seed("overrides", &[b"app", b"facts2"]));
+        // Length prefixes keep input boundaries apart.
+        assert_ne!(base, a.seed("overrides", &[b"ap", b"pfacts"]));
+    }
+
+    #[test]
+    fn rust_symbol_hashes_are_dropped() {
+        assert_eq!(demangled("hostile::spin::h0123456789abcdef"), "hostile::spin");
+        assert_eq!(demangled("plain"), "plain");
+    }
+}

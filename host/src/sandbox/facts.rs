@@ -1,0 +1,322 @@
+//! The facts and app identity the host passes to plugins, as the operator
+//! writes them (YAML or JSON, camelCase like Kubernetes) and as they cross
+//! into the component (the WIT types).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::bindings::capstan::plugin::types as wit;
+
+/// How the platform's control plane is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SystemMode {
+    /// One controller that is also a worker.
+    Simplex,
+    /// Two controllers that are also workers.
+    Duplex,
+    /// Dedicated controllers and separate workers.
+    Standard,
+}
+
+/// A role a node plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeRole {
+    /// Runs the control plane.
+    Controller,
+    /// Runs application workloads.
+    Worker,
+    /// Hosts storage daemons.
+    Storage,
+}
+
+/// One node of the cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Node {
+    /// The node's name.
+    pub name: String,
+    /// The roles it plays.
+    #[serde(default)]
+    pub roles: Vec<NodeRole>,
+    /// Its labels.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// False when cordoned.
+    #[serde(default = "schedulable_by_default")]
+    pub schedulable: bool,
+}
+
+fn schedulable_by_default() -> bool {
+    true
+}
+
+/// The kind of a storage backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StorageKind {
+    /// Ceph on the hosts.
+    Ceph,
+    /// Ceph run by Rook.
+    CephRook,
+    /// LVM volume groups.
+    Lvm,
+    /// An NFS server.
+    Nfs,
+    /// Storage outside the platform.
+    External,
+}
+
+/// A storage backend the platform offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StorageBackend {
+    /// Unique name.
+    pub name: String,
+    /// Its kind.
+    pub kind: StorageKind,
+    /// Copies kept of each object.
+    #[serde(default = "single_replica")]
+    pub replication: u32,
+    /// Monitor or server addresses.
+    #[serde(default)]
+    pub monitors: Vec<String>,
+    /// Pools or volume groups.
+    #[serde(default)]
+    pub pools: Vec<String>,
+    /// Whether it backs the default storage class.
+    #[serde(default)]
+    pub is_default: bool,
+}
+
+fn single_replica() -> u32 {
+    1
+}
+
+/// A local persistent volume managed by capstan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalVolume {
+    /// The volume's name.
+    pub name: String,
+    /// The node it lives on.
+    pub node: String,
+    /// The path on the node.
+    pub host_path: String,
+    /// Size as a Kubernetes quantity.
+    pub size: String,
+    /// The storage class its claim binds through.
+    pub storage_class: String,
+}
+
+/// Facts about the platform, handed to every plugin call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Facts {
+    /// The control-plane layout.
+    pub system_mode: SystemMode,
+    /// Number of controllers.
+    pub controller_count: u32,
+    /// Number of workers.
+    pub worker_count: u32,
+    /// Every node.
+    #[serde(default)]
+    pub nodes: Vec<Node>,
+    /// Storage backends.
+    #[serde(default)]
+    pub storage_backends: Vec<StorageBackend>,
+    /// Local volumes.
+    #[serde(default)]
+    pub local_volumes: Vec<LocalVolume>,
+    /// Kubernetes version, `major.minor.patch`.
+    pub kubernetes_version: String,
+    /// Free-form facts.
+    #[serde(default)]
+    pub extra: serde_json::Value,
+}
+
+impl Facts {
+    /// Reads facts from YAML (JSON is YAML too). Unknown fields are errors
+    /// that name the field and its line.
+    ///
+    /// # Errors
+    ///
+    /// The YAML parser's error, with line and column.
+    pub fn from_yaml(text: &str) -> Result<Facts, serde_yaml_ng::Error> {
+        serde_yaml_ng::from_str(text)
+    }
+
+    pub(crate) fn to_wit(&self) -> wit::Facts {
+        wit::Facts {
+            system_mode: match self.system_mode {
+                SystemMode::Simplex => wit::SystemMode::Simplex,
+                SystemMode::Duplex => wit::SystemMode::Duplex,
+                SystemMode::Standard => wit::SystemMode::Standard,
+            },
+            controller_count: self.controller_count,
+            worker_count: self.worker_count,
+            nodes: self.nodes.iter().map(node_to_wit).collect(),
+            storage_backends: self.storage_backends.iter().map(backend_to_wit).collect(),
+            local_volumes: self
+                .local_volumes
+                .iter()
+                .map(|v| wit::LocalVolume {
+                    name: v.name.clone(),
+                    node: v.node.clone(),
+                    host_path: v.host_path.clone(),
+                    size: v.size.clone(),
+                    storage_class: v.storage_class.clone(),
+                })
+                .collect(),
+            kubernetes_version: self.kubernetes_version.clone(),
+            extra: self.extra.to_string(),
+        }
+    }
+}
+
+fn node_to_wit(n: &Node) -> wit::Node {
+    wit::Node {
+        name: n.name.clone(),
+        roles: n
+            .roles
+            .iter()
+            .map(|r| match r {
+                NodeRole::Controller => wit::NodeRole::Controller,
+                NodeRole::Worker => wit::NodeRole::Worker,
+                NodeRole::Storage => wit::NodeRole::Storage,
+            })
+            .collect(),
+        labels: n
+            .labels
+            .iter()
+            .map(|(key, value)| wit::Label {
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect(),
+        schedulable: n.schedulable,
+    }
+}
+
+fn backend_to_wit(b: &StorageBackend) -> wit::StorageBackend {
+    wit::StorageBackend {
+        name: b.name.clone(),
+        kind: match b.kind {
+            StorageKind::Ceph => wit::StorageKind::Ceph,
+            StorageKind::CephRook => wit::StorageKind::CephRook,
+            StorageKind::Lvm => wit::StorageKind::Lvm,
+            StorageKind::Nfs => wit::StorageKind::Nfs,
+            StorageKind::External => wit::StorageKind::External,
+        },
+        replication: b.replication,
+        monitors: b.monitors.clone(),
+        pools: b.pools.clone(),
+        is_default: b.is_default,
+    }
+}
+
+/// The app a call is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct App {
+    /// The app's name.
+    pub name: String,
+    /// The app's version.
+    pub version: String,
+}
+
+impl App {
+    pub(crate) fn to_wit(&self) -> wit::App {
+        wit::App {
+            name: self.name.clone(),
+            version: self.version.clone(),
+        }
+    }
+}
+
+/// A volume a component asks for (the WIT `volume-trait`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeRequest {
+    /// Index of the container that mounts it.
+    pub container: u32,
+    /// Storage class of the claim.
+    pub storage_class_name: String,
+    /// Size as a Kubernetes quantity.
+    pub size: String,
+    /// Mount path.
+    pub path: String,
+}
+
+/// A component whose workload kind a plugin may decide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentFacts {
+    /// The component's name.
+    pub name: String,
+    /// The chart that renders it.
+    pub chart: String,
+    /// `Kind/name` of the rendered workload.
+    pub workload: String,
+    /// Volumes it asks for.
+    #[serde(default)]
+    pub volumes: Vec<VolumeRequest>,
+    /// Named local volumes it uses.
+    #[serde(default)]
+    pub local_volumes: Vec<String>,
+}
+
+impl ComponentFacts {
+    pub(crate) fn to_wit(&self) -> wit::Component {
+        wit::Component {
+            name: self.name.clone(),
+            chart: self.chart.clone(),
+            workload: self.workload.clone(),
+            volumes: self
+                .volumes
+                .iter()
+                .map(|v| wit::VolumeTrait {
+                    container: v.container,
+                    storage_class_name: v.storage_class_name.clone(),
+                    size: v.size.clone(),
+                    path: v.path.clone(),
+                })
+                .collect(),
+            local_volumes: self.local_volumes.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_documented_yaml_shape() {
+        let facts = Facts::from_yaml(
+            "systemMode: duplex\ncontrollerCount: 2\nworkerCount: 2\nkubernetesVersion: 1.30.1\n\
+             nodes:\n  - {name: c0, roles: [controller, worker], labels: {zone: a}}\n\
+             storageBackends:\n  - {name: ceph, kind: ceph-rook, replication: 2}\n\
+             extra: {site: x}\n",
+        )
+        .unwrap();
+        assert_eq!(facts.system_mode, SystemMode::Duplex);
+        assert!(facts.nodes[0].schedulable);
+        assert_eq!(facts.storage_backends[0].kind, StorageKind::CephRook);
+        let wit = facts.to_wit();
+        assert_eq!(wit.nodes[0].labels[0].key, "zone");
+        assert_eq!(wit.extra, r#"{"site":"x"}"#);
+    }
+
+    #[test]
+    fn an_unknown_field_is_an_error_naming_it_and_its_line() {
+        let err = Facts::from_yaml(
+            "systemMode: simplex\ncontrollerCount: 1\nworkerCount: 1\nkubernetesVersion: 1.30.0\nworkers: 3\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("workers"), "{err}");
+        assert!(err.contains("line 5"), "{err}");
+    }
+}

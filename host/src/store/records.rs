@@ -1,0 +1,234 @@
+//! Plain records the store reads and writes. All serialize to JSON so the
+//! API can return them as they are. Timestamps are unix milliseconds (UTC).
+//! Fields added later must be `Option` with `#[serde(default)]`, so an older
+//! reader still accepts the JSON.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::name::AppName;
+use super::state::{AppState, Operation, Outcome, OverrideLayer};
+
+/// Milliseconds since the unix epoch, UTC.
+pub type UnixMillis = i64;
+
+/// Identifies one running (or finished) operation: the id of its history
+/// entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OperationId(pub i64);
+
+impl std::fmt::Display for OperationId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// One app: its state and which versions it is on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppRecord {
+    /// The app's name.
+    pub name: AppName,
+    /// Where it is in its life.
+    pub state: AppState,
+    /// The version in effect: the one uploaded, applied, or being
+    /// re-applied.
+    pub active_version: String,
+    /// During an update, the version being moved to; kept after a failed
+    /// update until the lifecycle clears it.
+    pub target_version: Option<String>,
+    /// The running operation's current step, for progress displays.
+    pub progress: Option<String>,
+    /// Why the app is in its state, e.g. the error of a failed apply or the
+    /// note of a rollback.
+    pub message: Option<String>,
+    /// When the app was first uploaded.
+    pub created_at: UnixMillis,
+    /// When any field above last changed.
+    pub updated_at: UnixMillis,
+}
+
+/// One stored version of an app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionRecord {
+    /// The app the version belongs to.
+    pub app: AppName,
+    /// The version string from the bundle's metadata.
+    pub version: String,
+    /// Where the verified bundle was unpacked.
+    pub bundle_dir: PathBuf,
+    /// Hex sha256 of the bundle archive.
+    pub bundle_digest: String,
+    /// Key id of the signer that verified it.
+    pub signer: String,
+    /// The bundle's metadata as JSON.
+    pub metadata: Value,
+    /// When it was stored; stamped by the store on insert (the value given
+    /// to an insert is ignored).
+    pub uploaded_at: UnixMillis,
+}
+
+/// One override layer of one chart of an app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverrideRecord {
+    /// The app.
+    pub app: AppName,
+    /// The chart the values are for.
+    pub chart: String,
+    /// Which layer, and for static and system layers which version.
+    #[serde(flatten)]
+    pub layer: OverrideLayer,
+    /// The values, as given; not read by the store.
+    pub values: Value,
+    /// When they were last set.
+    pub updated_at: UnixMillis,
+}
+
+/// The sticky workload kind chosen for one component of an app.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// The app.
+    pub app: AppName,
+    /// The component named in the bundle's metadata.
+    pub component: String,
+    /// The chosen kind, e.g. `StatefulSet`.
+    pub kind: String,
+    /// Who decided: a plugin's name, `default-rule`, or `operator`.
+    pub decided_by: String,
+    /// Hex digest of the component's traits when decided, to warn when they
+    /// change later.
+    pub traits_digest: String,
+    /// When it was decided; stamped by the store when recorded (the value
+    /// given is ignored).
+    pub decided_at: UnixMillis,
+}
+
+/// One operation in an app's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// The operation's id.
+    pub id: OperationId,
+    /// The app.
+    pub app: AppName,
+    /// What was done.
+    pub operation: Operation,
+    /// The app's state before; `None` for an upload (no app before).
+    pub from_state: Option<AppState>,
+    /// The transitional state the operation moved the app into.
+    pub via_state: AppState,
+    /// The state it ended in; `None` while running.
+    pub to_state: Option<AppState>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The reason of a failure, the note of a rollback, or the reason of a
+    /// reconciliation.
+    pub message: Option<String>,
+    /// When it started.
+    pub started_at: UnixMillis,
+    /// When it ended; `None` while running.
+    pub finished_at: Option<UnixMillis>,
+}
+
+/// A local persistent volume: a host path on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeRecord {
+    /// The volume's name (also of its PersistentVolume).
+    pub name: String,
+    /// The node the host path lives on.
+    pub node: String,
+    /// The directory on that node.
+    pub host_path: PathBuf,
+    /// The size as the operator gave it, e.g. `10Gi`; not parsed here.
+    pub size: String,
+    /// The storage class the claim binds by.
+    pub storage_class: String,
+    /// When it was created; stamped by the store on insert (the value given
+    /// to an insert is ignored).
+    pub created_at: UnixMillis,
+}
+
+/// What happens to the app's target version when an operation finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetChange {
+    /// Leave versions as they are.
+    #[default]
+    Keep,
+    /// The update succeeded: the target becomes the active version and the
+    /// target is cleared.
+    Promote,
+    /// The update was rolled back: clear the target, keep the active
+    /// version.
+    Discard,
+}
+
+/// How an operation ends: written in one transaction with the app's new
+/// state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finish {
+    /// The state the app lands in; must not be transitional.
+    pub state: AppState,
+    /// How the operation ended; must not be [`Outcome::Running`].
+    pub outcome: Outcome,
+    /// The reason or note, stored on the app and in the history entry.
+    pub message: Option<String>,
+    /// What to do with the target version.
+    pub target: TargetChange,
+}
+
+impl Finish {
+    /// A successful end in `state`, with no message and versions kept.
+    pub fn succeeded(state: AppState) -> Self {
+        Finish {
+            state,
+            outcome: Outcome::Succeeded,
+            message: None,
+            target: TargetChange::Keep,
+        }
+    }
+
+    /// A failed end in `state` with the reason.
+    pub fn failed(state: AppState, reason: impl Into<String>) -> Self {
+        Finish {
+            state,
+            outcome: Outcome::Failed,
+            message: Some(reason.into()),
+            target: TargetChange::Keep,
+        }
+    }
+
+    /// Replaces the outcome (e.g. [`Outcome::Aborted`]).
+    #[must_use]
+    pub fn with_outcome(mut self, outcome: Outcome) -> Self {
+        self.outcome = outcome;
+        self
+    }
+
+    /// Sets the message.
+    #[must_use]
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+
+    /// Sets what happens to the target version.
+    #[must_use]
+    pub fn with_target(mut self, target: TargetChange) -> Self {
+        self.target = target;
+        self
+    }
+}
+
+/// One app moved out of a transitional state by
+/// [`Store::reconcile_after_restart`](super::Store::reconcile_after_restart).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reconciled {
+    /// The app.
+    pub app: AppName,
+    /// The transitional state it was found in.
+    pub from: AppState,
+    /// The failed state it was moved to.
+    pub to: AppState,
+}

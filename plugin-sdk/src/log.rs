@@ -1,0 +1,63 @@
+//! Log lines that reach the host's log under the plugin's name.
+//!
+//! Inside the sandbox these call the host's `log` import; the host keeps a
+//! per-call budget and ends a call that logs past it. In native unit tests
+//! (see [`crate::testing`]) the lines are kept in memory for the test to read.
+
+/// How bad a log line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Fine detail.
+    Trace,
+    /// Useful when debugging.
+    Debug,
+    /// Normal operation.
+    Info,
+    /// Something looks wrong.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// Writes a log line at `level`.
+pub fn log(level: Level, message: &str) {
+    write(level, message);
+}
+
+/// Writes a debug line.
+pub fn debug(message: &str) {
+    log(Level::Debug, message);
+}
+
+/// Writes an info line.
+pub fn info(message: &str) {
+    log(Level::Info, message);
+}
+
+/// Writes a warning.
+pub fn warn(message: &str) {
+    log(Level::Warn, message);
+}
+
+/// Writes an error line.
+pub fn error(message: &str) {
+    log(Level::Error, message);
+}
+
+#[cfg(target_family = "wasm")]
+fn write(level: Level, message: &str) {
+    use crate::bindings::capstan::plugin::types::LogLevel;
+    let level = match level {
+        Level::Trace => LogLevel::Trace,
+        Level::Debug => LogLevel::Debug,
+        Level::Info => LogLevel::Info,
+        Level::Warn => LogLevel::Warn,
+        Level::Error => LogLevel::Error,
+    };
+    crate::bindings::capstan::plugin::host::log(level, message);
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn write(level: Level, message: &str) {
+    crate::testing::record_log(level, message);
+}

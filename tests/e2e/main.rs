@@ -1,0 +1,16 @@
+//! End-to-end tests: one test binary, one module per concern. Each test that
+//! runs the real `capstan` binary gets a fresh folder named after it.
+//!
+//! The plugin components these tests use (the examples and the hostile
+//! fixtures under `tests/plugins/`) are built from source by the suite
+//! itself, once per run, for `wasm32-wasip2`.
+
+mod support;
+
+/// The sandbox against hostile plugins: every fault is typed, bounded in
+/// time, and leaves the host able to run the next plugin.
+mod sandbox;
+
+/// `capstan plugin run` through the real binary: output, exit codes and
+/// error lines.
+mod plugin_cli;

@@ -1,0 +1,334 @@
+//! The sandbox against the hostile plugin of `tests/plugins/hostile`, whose
+//! chart name selects how it misbehaves, and against plugins that must not
+//! load at all. Every fault must be its own typed kind, end within the
+//! deadline plus a margin, and leave the same sandbox able to run a good
+//! plugin correctly.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime};
+
+use capstan::sandbox::{
+    App, CallContext, ComponentCache, Error, Facts, Fault, Hook, HookOutcome, Plugin,
+    PluginError, Policy, Sandbox, Stream,
+};
+
+use crate::support::{example_facts, fresh_dir, plugin_bytes};
+
+const DEADLINE: Duration = Duration::from_millis(500);
+const MEMORY: usize = 32 << 20;
+/// A generous bound: a fault must end the call long before this, even on a
+/// loaded machine; a missing deadline would hang far past it.
+const MARGIN: Duration = Duration::from_secs(10);
+
+struct Fixture {
+    sandbox: Sandbox,
+    hostile: Plugin,
+    storage: Plugin,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let policy = Policy::new().deadline(DEADLINE).memory_bytes(MEMORY);
+        let cache = ComponentCache::open(fresh_dir("sandbox-shared-cache")).unwrap();
+        let sandbox = Sandbox::with_cache(policy, cache).unwrap();
+        let hostile = sandbox
+            .load("hostile", &plugin_bytes("capstan-test-hostile"))
+            .unwrap();
+        let storage = sandbox
+            .load("storage", &plugin_bytes("capstan-example-storage"))
+            .unwrap();
+        Fixture {
+            sandbox,
+            hostile,
+            storage,
+        }
+    })
+}
+
+fn app() -> App {
+    App {
+        name: "demo".into(),
+        version: "1.0.0".into(),
+    }
+}
+
+fn simplex() -> Facts {
+    let text = std::fs::read_to_string(example_facts("storage", "simplex.yaml")).unwrap();
+    Facts::from_yaml(&text).unwrap()
+}
+
+fn ctx() -> CallContext {
+    CallContext::new([7; 32])
+}
+
+/// Runs the hostile plugin's `chart` behaviour and returns its fault,
+/// checking the time it took and that the host still works afterwards.
+fn fault_of(chart: &str) -> Fault {
+    let f = fixture();
+    let started = Instant::now();
+    let result = f.hostile.overrides(&ctx(), &app(), &simplex(), chart);
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < DEADLINE + MARGIN,
+        "{chart} took {elapsed:?}, past the deadline and margin"
+    );
+    let error = result.expect_err(&format!("{chart} must fail"));
+    assert!(error.to_string().starts_with("plugin hostile: "), "{error}");
+    host_still_serves();
+    error.fault().cloned().expect("a call error is a fault")
+}
+
+/// The same sandbox runs a good plugin correctly after a fault.
+fn host_still_serves() {
+    let f = fixture();
+    let values = f
+        .storage
+        .overrides(&ctx(), &app(), &simplex(), "rbd-provisioner")
+        .unwrap();
+    assert_eq!(
+        values["provisioner"]["leaderElection"]["enabled"],
+        serde_json::json!(false)
+    );
+    let ok = f
+        .hostile
+        .overrides(&ctx(), &app(), &simplex(), "well-behaved")
+        .unwrap();
+    assert_eq!(ok["app"], serde_json::json!("demo"));
+}
+
+#[test]
+fn an_endless_loop_times_out() {
+    assert_eq!(fault_of("loop"), Fault::Timeout { deadline: DEADLINE });
+}
+
+#[test]
+fn a_memory_balloon_hits_the_memory_limit() {
+    assert_eq!(fault_of("memory"), Fault::MemoryLimit { limit: MEMORY });
+}
+
+#[test]
+fn runaway_recursion_overflows_the_stack() {
+    assert_eq!(fault_of("recursion"), Fault::StackOverflow);
+}
+
+#[test]
+fn huge_output_is_too_large() {
+    assert_eq!(
+        fault_of("huge-output"),
+        Fault::OutputTooLarge {
+            stream: Stream::Output,
+            limit: capstan::sandbox::DEFAULT_OUTPUT_BYTES
+        }
+    );
+}
+
+#[test]
+fn a_log_flood_is_stopped() {
+    assert_eq!(
+        fault_of("log-spam"),
+        Fault::OutputTooLarge {
+            stream: Stream::Log,
+            limit: capstan::sandbox::DEFAULT_LOG_BYTES
+        }
+    );
+}
+
+#[test]
+fn a_stdout_flood_is_stopped() {
+    assert_eq!(
+        fault_of("stdout-spam"),
+        Fault::OutputTooLarge {
+            stream: Stream::Stdout,
+            limit: capstan::sandbox::DEFAULT_LOG_BYTES
+        }
+    );
+}
+
+#[test]
+fn a_panic_is_a_trap_carrying_the_panic_message() {
+    match fault_of("panic") {
+        Fault::Trap { message, .. } => {
+            assert!(message.contains("unreachable"), "{message}");
+            assert!(
+                message.contains("the hostile plugin panicked on purpose"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_unreachable_instruction_is_a_trap_with_a_backtrace() {
+    match fault_of("trap") {
+        Fault::Trap { message, backtrace } => {
+            assert!(message.contains("unreachable"), "{message}");
+            assert!(!backtrace.is_empty(), "no backtrace summary");
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+}
+
+#[test]
+fn invalid_json_is_invalid_output() {
+    match fault_of("invalid-json") {
+        Fault::InvalidOutput { reason } => assert!(reason.contains("not valid JSON"), "{reason}"),
+        other => panic!("expected invalid output, got {other:?}"),
+    }
+}
+
+#[test]
+fn overrides_that_are_not_an_object_are_invalid_output() {
+    match fault_of("not-an-object") {
+        Fault::InvalidOutput { reason } => assert!(reason.contains("an array"), "{reason}"),
+        other => panic!("expected invalid output, got {other:?}"),
+    }
+}
+
+#[test]
+fn reading_a_file_is_denied() {
+    match fault_of("read-file") {
+        Fault::PluginError(PluginError::Failed(message)) => {
+            assert!(message.starts_with("read-file denied"), "{message}")
+        }
+        other => panic!("expected the plugin to report a denial, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_environment_and_arguments_are_empty() {
+    match fault_of("read-env") {
+        Fault::PluginError(PluginError::Failed(message)) => {
+            assert!(message.starts_with("read-env denied"), "{message}")
+        }
+        other => panic!("expected the plugin to report a denial, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_plugin_importing_sockets_does_not_load() {
+    let error = fixture()
+        .sandbox
+        .load("net-client", &plugin_bytes("capstan-test-net-client"))
+        .unwrap_err();
+    assert!(matches!(error, Error::Link { .. }), "{error}");
+    assert!(error.to_string().contains("wasi:sockets"), "{error}");
+    host_still_serves();
+}
+
+#[test]
+fn a_plugin_importing_an_unknown_host_function_does_not_load() {
+    let error = fixture()
+        .sandbox
+        .load("greedy", &plugin_bytes("capstan-test-bad-import"))
+        .unwrap_err();
+    assert!(matches!(error, Error::Link { .. }), "{error}");
+    assert!(error.to_string().contains("exfiltrate"), "{error}");
+    host_still_serves();
+}
+
+#[test]
+fn bytes_that_are_not_a_component_do_not_load() {
+    let sandbox = &fixture().sandbox;
+    let garbage = sandbox.load("garbage", b"definitely not wasm").unwrap_err();
+    assert!(matches!(garbage, Error::InvalidComponent { .. }), "{garbage}");
+    let core_module = sandbox.load("core", b"\0asm\x01\0\0\0").unwrap_err();
+    assert!(
+        matches!(core_module, Error::InvalidComponent { .. }),
+        "{core_module}"
+    );
+    assert!(core_module.to_string().starts_with("plugin core: invalid-component: "));
+}
+
+#[test]
+fn a_memory_cap_below_the_initial_memory_fails_at_instantiation() {
+    let sandbox = Sandbox::new(Policy::new().memory_bytes(64 << 10)).unwrap();
+    let error = sandbox
+        .load("storage", &plugin_bytes("capstan-example-storage"))
+        .unwrap_err();
+    assert_eq!(error.fault(), Some(&Fault::MemoryLimit { limit: 64 << 10 }));
+}
+
+#[test]
+fn workload_kind_and_lifecycle_calls_are_bounded_too() {
+    let f = fixture();
+    let component = capstan::sandbox::ComponentFacts {
+        name: "broker".into(),
+        chart: "kafka".into(),
+        workload: "Deployment/broker".into(),
+        volumes: vec![],
+        local_volumes: vec![],
+    };
+    let error = f
+        .hostile
+        .workload_kind(&ctx(), &app(), &simplex(), &component)
+        .unwrap_err();
+    assert_eq!(error.fault(), Some(&Fault::Timeout { deadline: DEADLINE }));
+    let outcome = f
+        .hostile
+        .lifecycle(&ctx(), Hook::SemanticCheck, &app(), &simplex())
+        .unwrap();
+    assert_eq!(
+        outcome,
+        HookOutcome::Veto("the hostile plugin vetoes everything".into())
+    );
+}
+
+#[test]
+fn clock_and_randomness_are_deterministic_per_inputs() {
+    let f = fixture();
+    let run = |ctx: &CallContext, app: &App| {
+        f.hostile
+            .overrides(ctx, app, &simplex(), "clock-and-random")
+            .unwrap()
+    };
+    let first = run(&ctx(), &app());
+    let second = run(&ctx(), &app());
+    assert_eq!(first, second, "the same inputs must give the same output");
+    assert_eq!(first["now"], serde_json::json!(0), "the clock is fixed");
+    assert_eq!(first["elapsed"], serde_json::json!(0), "monotonic time does not move");
+
+    let other_secret = run(&CallContext::new([8; 32]), &app());
+    assert_ne!(first["hash"], other_secret["hash"], "the app secret seeds randomness");
+
+    let other_app = App {
+        name: "other".into(),
+        ..app()
+    };
+    assert_ne!(run(&ctx(), &other_app)["hash"], first["hash"]);
+
+    let later = ctx().at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+    assert_eq!(
+        run(&later, &app())["now"],
+        serde_json::json!(1_700_000_000_000_000_000u64)
+    );
+}
+
+#[test]
+fn a_corrupted_cache_entry_is_recompiled_not_loaded() {
+    let dir = fresh_dir("sandbox-corrupt-cache");
+    let wasm = plugin_bytes("capstan-example-ha-replicas");
+    let cache = ComponentCache::open(&dir).unwrap();
+    let sandbox = Sandbox::with_cache(Policy::new(), cache.clone()).unwrap();
+    sandbox.load("ha", &wasm).unwrap();
+    let entry = cache.entry_path(sandbox.engine(), &wasm);
+    let written = std::fs::read(&entry).unwrap();
+
+    // Flip one byte deep in the compiled code.
+    let mut corrupted = written.clone();
+    let middle = corrupted.len() / 2;
+    corrupted[middle] ^= 0xff;
+    std::fs::write(&entry, &corrupted).unwrap();
+    let plugin = sandbox.load("ha", &wasm).unwrap();
+    let values = plugin
+        .overrides(&ctx(), &app(), &simplex(), "web")
+        .unwrap();
+    assert_eq!(values["replicaCount"], serde_json::json!(1));
+    assert_eq!(std::fs::read(&entry).unwrap(), written, "entry rewritten");
+
+    // A truncated entry is recompiled too.
+    std::fs::write(&entry, &written[..100]).unwrap();
+    sandbox.load("ha", &wasm).unwrap();
+    assert_eq!(std::fs::read(&entry).unwrap(), written);
+}

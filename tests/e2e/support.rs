@@ -1,0 +1,106 @@
+//! Helpers shared by the end-to-end tests: building the plugin fixtures,
+//! finding the binary, fresh folders.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Every plugin package the tests use, built in one cargo invocation.
+const PLUGIN_PACKAGES: &[&str] = &[
+    "capstan-example-storage",
+    "capstan-example-ha-replicas",
+    "capstan-test-hostile",
+    "capstan-test-bad-import",
+    "capstan-test-net-client",
+];
+
+/// The workspace's root folder.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .expect("the host crate lives inside the workspace")
+}
+
+/// The cargo target folder these tests were built in.
+pub fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        let dir = PathBuf::from(dir);
+        return if dir.is_absolute() {
+            dir
+        } else {
+            workspace_root().join(dir)
+        };
+    }
+    // <target>/debug/capstan
+    Path::new(env!("CARGO_BIN_EXE_capstan"))
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// The path of a plugin component built from `package` (for example
+/// `capstan-test-hostile`), building every plugin fixture on first use.
+pub fn plugin_wasm(package: &str) -> PathBuf {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(e) = BUILT.get_or_init(build_plugins) {
+        panic!("building the plugin fixtures failed: {e}");
+    }
+    let file = format!("{}.wasm", package.replace('-', "_"));
+    target_dir()
+        .join("wasm32-wasip2")
+        .join("release")
+        .join(file)
+}
+
+/// The bytes of a plugin component; see [`plugin_wasm`].
+pub fn plugin_bytes(package: &str) -> Vec<u8> {
+    let path = plugin_wasm(package);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+fn build_plugins() -> Result<(), String> {
+    // Installing the target is quick when it is already there; without
+    // rustup, cargo reports a missing target itself.
+    let _ = Command::new("rustup")
+        .args(["target", "add", "wasm32-wasip2"])
+        .output();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace_root())
+        .env("CARGO_TARGET_DIR", target_dir())
+        .args(["build", "--release", "--target", "wasm32-wasip2"]);
+    for package in PLUGIN_PACKAGES {
+        command.args(["-p", package]);
+    }
+    let output = command.output().map_err(|e| e.to_string())?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+/// A fresh, empty folder for the test `name`.
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let dir = target_dir().join("e2e").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creating a test folder");
+    dir
+}
+
+/// The `capstan` binary under test.
+pub fn capstan() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_capstan"))
+}
+
+/// The example facts file `name` of the example plugin `plugin`.
+pub fn example_facts(plugin: &str, name: &str) -> PathBuf {
+    workspace_root()
+        .join("example-plugins")
+        .join(plugin)
+        .join("facts")
+        .join(name)
+}

@@ -1,0 +1,34 @@
+//! A plugin that imports `capstan:plugin/exfiltrate`, which the host does not
+//! provide: loading it must fail with a typed error before any call runs.
+
+wit_bindgen::generate!({ path: "wit", world: "greedy-plugin" });
+
+
+struct Greedy;
+
+impl Guest for Greedy {
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "greedy".into(),
+            version: "0.0.1".into(),
+            charts: vec!["any".into()],
+            hooks: vec![],
+            decides_workloads: false,
+        }
+    }
+
+    fn overrides(_app: App, facts: Facts, _chart: String) -> Result<String, PluginError> {
+        let sent = capstan::plugin::exfiltrate::send(&facts.extra);
+        Ok(format!("{{\"sent\":{sent}}}"))
+    }
+
+    fn workload_kind(_: App, _: Facts, _: Component) -> Result<WorkloadKind, PluginError> {
+        Ok(WorkloadKind::Deployment)
+    }
+
+    fn lifecycle(_: Hook, _: App, _: Facts) -> Result<HookOutcome, PluginError> {
+        Ok(HookOutcome::Proceed)
+    }
+}
+
+export!(Greedy);

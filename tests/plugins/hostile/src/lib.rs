@@ -1,0 +1,152 @@
+//! A hostile plugin: each chart name selects one way to misbehave.
+//!
+//! It implements the generated `Guest` trait directly (not the SDK's
+//! `Plugin` trait) so that it can return output the SDK would never produce,
+//! such as invalid JSON. The host's test suite builds it from source and
+//! asserts the typed error each behaviour must end in.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+
+use capstan_plugin_sdk::bindings::Guest;
+use capstan_plugin_sdk::bindings::capstan::plugin::host::log;
+use capstan_plugin_sdk::bindings::capstan::plugin::types::{
+    App, Component, Facts, Hook, HookOutcome, LogLevel, PluginError, PluginInfo, WorkloadKind,
+};
+
+/// Every behaviour, by the chart name that selects it.
+const BEHAVIOURS: &[&str] = &[
+    "loop",
+    "memory",
+    "recursion",
+    "huge-output",
+    "log-spam",
+    "stdout-spam",
+    "panic",
+    "trap",
+    "invalid-json",
+    "not-an-object",
+    "read-file",
+    "read-env",
+    "clock-and-random",
+    "well-behaved",
+];
+
+struct Hostile;
+
+impl Guest for Hostile {
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "hostile".into(),
+            version: "0.0.1".into(),
+            charts: BEHAVIOURS.iter().map(|s| s.to_string()).collect(),
+            hooks: vec![Hook::SemanticCheck],
+            decides_workloads: true,
+        }
+    }
+
+    fn overrides(app: App, facts: Facts, chart: String) -> Result<String, PluginError> {
+        match chart.as_str() {
+            "loop" => spin_forever(),
+            "memory" => balloon(),
+            "recursion" => Ok(format!("{{\"depth\":{}}}", recurse(0, &mut [0u8; 64]))),
+            "huge-output" => Ok(format!("{{\"blob\":\"{}\"}}", "x".repeat(4 << 20))),
+            "log-spam" => {
+                for i in 0u64.. {
+                    log(LogLevel::Info, &format!("line {i} of a log flood"));
+                }
+                Ok("{}".into())
+            }
+            "stdout-spam" => {
+                for i in 0u64.. {
+                    println!("line {i} of a stdout flood");
+                }
+                Ok("{}".into())
+            }
+            "panic" => panic!("the hostile plugin panicked on purpose"),
+            "trap" => trap(),
+            "invalid-json" => Ok("{\"unterminated\": ".into()),
+            "not-an-object" => Ok("[1, 2, 3]".into()),
+            "read-file" => match std::fs::read_to_string("/etc/passwd") {
+                Ok(text) => Ok(format!("{{\"stolen\":{}}}", text.len())),
+                Err(e) => Err(PluginError::Failed(format!("read-file denied: {e}"))),
+            },
+            "read-env" => {
+                let vars: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
+                let args: Vec<String> = std::env::args().collect();
+                if vars.is_empty() && args.is_empty() {
+                    Err(PluginError::Failed("read-env denied: no variables, no args".into()))
+                } else {
+                    Ok(format!("{{\"vars\":{},\"args\":{}}}", vars.len(), args.len()))
+                }
+            }
+            "clock-and-random" => Ok(clock_and_random(&app, &facts)),
+            "well-behaved" => Ok(format!("{{\"app\":\"{}\",\"ok\":true}}", app.name)),
+            other => Err(PluginError::Unsupported(format!("chart {other}"))),
+        }
+    }
+
+    fn workload_kind(
+        _app: App,
+        _facts: Facts,
+        _component: Component,
+    ) -> Result<WorkloadKind, PluginError> {
+        spin_forever()
+    }
+
+    fn lifecycle(_hook: Hook, _app: App, _facts: Facts) -> Result<HookOutcome, PluginError> {
+        Ok(HookOutcome::Veto("the hostile plugin vetoes everything".into()))
+    }
+}
+
+capstan_plugin_sdk::bindings::__export_override_plugin!(Hostile with_types_in capstan_plugin_sdk::bindings);
+
+fn spin_forever() -> ! {
+    let mut x: u64 = 0;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
+fn balloon() -> Result<String, PluginError> {
+    let mut hoard: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut chunk = vec![0u8; 1 << 20];
+        chunk[0] = hoard.len() as u8;
+        hoard.push(std::hint::black_box(chunk));
+    }
+}
+
+#[allow(unconditional_recursion)]
+fn recurse(depth: u64, pad: &mut [u8; 64]) -> u64 {
+    pad[(depth % 64) as usize] = depth as u8;
+    let mut next = *pad;
+    std::hint::black_box(&mut next);
+    recurse(depth + 1, &mut next) + u64::from(next[0])
+}
+
+#[cfg(target_family = "wasm")]
+fn trap() -> ! {
+    core::arch::wasm32::unreachable()
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn trap() -> ! {
+    std::process::abort()
+}
+
+/// What a plugin can learn of time and randomness: the host must make both
+/// deterministic for the same inputs.
+fn clock_and_random(app: &App, facts: &Facts) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let monotonic = std::time::Instant::now();
+    let hash = RandomState::new().hash_one(&app.name);
+    format!(
+        "{{\"now\":{now},\"elapsed\":{},\"hash\":{hash},\"mode\":\"{:?}\"}}",
+        monotonic.elapsed().as_nanos(),
+        facts.system_mode
+    )
+}

@@ -1,0 +1,22 @@
+//! A plugin that tries to open a TCP connection. Its component imports
+//! `wasi:sockets`, which the sandbox does not link, so it must fail to load
+//! with a link error before any of its code runs.
+
+use capstan_plugin_sdk::{App, Facts, Info, Plugin, PluginError, Values, export_plugin};
+
+struct NetClient;
+
+impl Plugin for NetClient {
+    fn info() -> Info {
+        Info::new("net-client", "0.0.1").serving_charts(["any"])
+    }
+
+    fn overrides(_app: &App, _facts: &Facts, _chart: &str) -> Result<Values, PluginError> {
+        match std::net::TcpStream::connect("127.0.0.1:22") {
+            Ok(_) => Ok(Values::new().set("connected", true)),
+            Err(e) => Err(PluginError::Failed(format!("open-socket denied: {e}"))),
+        }
+    }
+}
+
+export_plugin!(NetClient);
