@@ -4,9 +4,11 @@
 //! Data flows one way: bundle -> store -> lifecycle -> (sandbox -> values) ->
 //! render -> workload -> kube. A module never reaches back up that chain.
 
+pub mod bundle;
 pub mod cli;
 pub mod sandbox;
 pub mod store;
+pub mod trust;
 pub mod values;
 pub mod volumes;
 pub mod workload;

@@ -227,7 +227,11 @@ pub mod glue {
             controller_count: f.controller_count,
             worker_count: f.worker_count,
             nodes: f.nodes.into_iter().map(node_from_wit).collect(),
-            storage_backends: f.storage_backends.into_iter().map(backend_from_wit).collect(),
+            storage_backends: f
+                .storage_backends
+                .into_iter()
+                .map(backend_from_wit)
+                .collect(),
             local_volumes: f
                 .local_volumes
                 .into_iter()

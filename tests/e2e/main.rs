@@ -14,3 +14,7 @@ mod sandbox;
 /// `capstan plugin run` through the real binary: output, exit codes and
 /// error lines.
 mod plugin_cli;
+
+/// Signed bundles: the hostile-bundle corpus, each rejection typed, nothing
+/// left behind.
+mod hostile_bundles;

@@ -23,8 +23,14 @@ fn prints_info_and_overrides_for_every_chart_served() {
     let stdout = stdout_of(&out);
     assert!(stdout.starts_with("plugin:\n"), "{stdout}");
     assert!(stdout.contains("\n  name: storage\n"), "{stdout}");
-    assert!(stdout.contains("# overrides for chart rbd-provisioner"), "{stdout}");
-    assert!(stdout.contains("# overrides for chart cephfs-provisioner"), "{stdout}");
+    assert!(
+        stdout.contains("# overrides for chart rbd-provisioner"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# overrides for chart cephfs-provisioner"),
+        "{stdout}"
+    );
     let docs: Vec<serde_json::Value> = stdout
         .split("\n---\n")
         .map(|doc| serde_yaml_ng::from_str(doc).unwrap())
@@ -86,7 +92,8 @@ fn a_memory_cap_from_the_command_line_is_enforced() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr_of(&out).contains("error: plugin hostile: memory-limit: tried to grow its memory past 16 MiB"),
+        stderr_of(&out)
+            .contains("error: plugin hostile: memory-limit: tried to grow its memory past 16 MiB"),
         "{}",
         stderr_of(&out)
     );
@@ -110,7 +117,11 @@ fn a_veto_from_a_hook_exits_1_with_the_reason() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout_of(&out).contains("outcome: veto"), "{}", stdout_of(&out));
+    assert!(
+        stdout_of(&out).contains("outcome: veto"),
+        "{}",
+        stdout_of(&out)
+    );
     assert!(stdout_of(&out).contains("needs a Ceph storage backend"));
 }
 
@@ -139,7 +150,11 @@ fn unreadable_input_is_an_error_naming_the_file() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr_of(&out).contains("parsing facts in"), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("parsing facts in"),
+        "{}",
+        stderr_of(&out)
+    );
     assert!(stderr_of(&out).contains("bogus"), "{}", stderr_of(&out));
 }
 

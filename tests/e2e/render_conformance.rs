@@ -1,23 +1,33 @@
-//! Conformance of `render::template` with real `helm template` output: the
-//! charts and expected output of `../shared/helm-conformance` (third-party
-//! charts kept outside the repository). Skipped when that folder is absent.
+//! Rendering conformance.
 //!
-//! Each case renders with `--kube-version 1.30.0 --namespace apps`, the
-//! case's extra flags, release `rel`; random values are masked on both
-//! sides exactly as the set's `check` script does.
+//! - `helm_conformance_cases`: real `helm template` output for the charts of
+//!   `../shared/helm-conformance` (third-party charts kept outside the
+//!   repository; skipped when that folder is absent). Random values are
+//!   masked on both sides exactly as the set's `check` script does.
+//! - `capstan_chart_cases`: the charts under `tests/charts/`, written for
+//!   capstan, each with the output Helm's documented behaviour gives.
+//!   `CAPSTAN_BLESS=1` rewrites their `expected.yaml` (review the diff!).
+//!
+//! Every case renders with release `rel`, `--kube-version 1.30.0`,
+//! `--namespace apps` and the flags in its `args.json`.
 
 use std::path::{Path, PathBuf};
 
 use capstan::render::{self, TemplateOptions, ValueSource};
 use regex::Regex;
 
+/// `CAPSTAN_HELM_CONFORMANCE`, or `shared/helm-conformance` beside the repository.
 fn conformance_dir() -> Option<PathBuf> {
     let candidates = [
-        std::env::var("CAPSTAN_HELM_CONFORMANCE").ok().map(PathBuf::from),
+        std::env::var("CAPSTAN_HELM_CONFORMANCE")
+            .ok()
+            .map(PathBuf::from),
         Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/helm-conformance")),
-        Some(PathBuf::from("/work/shared/helm-conformance")),
     ];
-    candidates.into_iter().flatten().find(|p| p.join("cases.txt").is_file())
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| p.join("cases.txt").is_file())
 }
 
 fn mask(text: &str) -> String {
@@ -62,15 +72,25 @@ fn options(case_dir: &Path) -> TemplateOptions {
     };
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
-        let Some(value) = it.next() else { break };
         match flag.as_str() {
-            "--set" => opts.values.push(ValueSource::Set(value)),
-            "--set-string" => opts.values.push(ValueSource::SetString(value)),
-            "--set-json" => opts.values.push(ValueSource::SetJson(value)),
-            "-f" | "--values" => opts.values.push(ValueSource::File(case_dir.join(value))),
-            "--api-versions" | "-a" => opts.api_versions.push(value),
-            "--show-only" | "-s" => opts.show_only.push(value),
-            other => panic!("unsupported flag {other} in conformance case"),
+            "--include-crds" => opts.include_crds = true,
+            "--skip-tests" => opts.skip_tests = true,
+            "--is-upgrade" => opts.is_upgrade = true,
+            _ => {
+                let Some(value) = it.next() else { break };
+                match flag.as_str() {
+                    "--set" => opts.values.push(ValueSource::Set(value)),
+                    "--set-string" => opts.values.push(ValueSource::SetString(value)),
+                    "--set-json" => opts.values.push(ValueSource::SetJson(value)),
+                    "--set-file" => opts.values.push(ValueSource::SetFile(value)),
+                    "-f" | "--values" => opts.values.push(ValueSource::File(case_dir.join(value))),
+                    "--api-versions" | "-a" => opts.api_versions.push(value),
+                    "--show-only" | "-s" => opts.show_only.push(value),
+                    "--namespace" | "-n" => opts.namespace = value,
+                    "--kube-version" => opts.kube_version = Some(value),
+                    other => panic!("unsupported flag {other} in case {}", case_dir.display()),
+                }
+            }
         }
     }
     opts
@@ -87,7 +107,8 @@ fn run_all(dir: &Path) -> (usize, usize, Vec<String>) {
     let mut report = Vec::new();
     for case in &cases {
         let case_dir = dir.join("cases").join(case);
-        let expected = mask(&std::fs::read_to_string(case_dir.join("expected.yaml")).unwrap_or_default());
+        let expected =
+            mask(&std::fs::read_to_string(case_dir.join("expected.yaml")).unwrap_or_default());
         match render::template(&options(&case_dir)) {
             Ok(out) => {
                 let got = mask(&out);
@@ -101,7 +122,11 @@ fn run_all(dir: &Path) -> (usize, usize, Vec<String>) {
                         .find(|(_, (e, g))| e != g)
                         .map(|(i, (e, g))| format!("line {}: want {e:?} got {g:?}", i + 1))
                         .unwrap_or_else(|| {
-                            format!("lengths differ: want {} lines got {}", expected.lines().count(), got.lines().count())
+                            format!(
+                                "lengths differ: want {} lines got {}",
+                                expected.lines().count(),
+                                got.lines().count()
+                            )
                         });
                     report.push(format!("differs {case}: {first}"));
                 }
@@ -128,5 +153,45 @@ fn helm_conformance_cases() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    assert!(same >= floor, "only {same}/{total} conformance cases identical (floor {floor})");
+    assert!(
+        same >= floor,
+        "only {same}/{total} conformance cases identical (floor {floor})"
+    );
+}
+
+#[test]
+fn capstan_chart_cases() {
+    // `CAPSTAN_TEST_CHARTS` lets a crate outside the repository run these.
+    let root = std::env::var("CAPSTAN_TEST_CHARTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/charts"));
+    let bless = std::env::var_os("CAPSTAN_BLESS").is_some();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("tests/charts exists")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("chart").is_dir())
+        .collect();
+    cases.sort();
+    assert!(!cases.is_empty(), "no chart cases under {}", root.display());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let expected_path = case.join("expected.yaml");
+        let got = match render::template(&options(case)) {
+            Ok(out) => out,
+            Err(e) => format!("error: {e}\n"),
+        };
+        if bless {
+            std::fs::write(&expected_path, &got).expect("write expected.yaml");
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+        if got != expected {
+            failures.push(format!(
+                "{}:\n--- expected\n{expected}\n--- got\n{got}",
+                case.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use capstan::sandbox::{
-    App, CallContext, ComponentCache, Error, Facts, Fault, Hook, HookOutcome, Plugin,
-    PluginError, Policy, Sandbox, Stream,
+    App, CallContext, ComponentCache, Error, Facts, Fault, Hook, HookOutcome, Plugin, PluginError,
+    Policy, Sandbox, Stream,
 };
 
 use crate::support::{example_facts, fresh_dir, plugin_bytes};
@@ -232,13 +232,20 @@ fn a_plugin_importing_an_unknown_host_function_does_not_load() {
 fn bytes_that_are_not_a_component_do_not_load() {
     let sandbox = &fixture().sandbox;
     let garbage = sandbox.load("garbage", b"definitely not wasm").unwrap_err();
-    assert!(matches!(garbage, Error::InvalidComponent { .. }), "{garbage}");
+    assert!(
+        matches!(garbage, Error::InvalidComponent { .. }),
+        "{garbage}"
+    );
     let core_module = sandbox.load("core", b"\0asm\x01\0\0\0").unwrap_err();
     assert!(
         matches!(core_module, Error::InvalidComponent { .. }),
         "{core_module}"
     );
-    assert!(core_module.to_string().starts_with("plugin core: invalid-component: "));
+    assert!(
+        core_module
+            .to_string()
+            .starts_with("plugin core: invalid-component: ")
+    );
 }
 
 #[test]
@@ -287,10 +294,17 @@ fn clock_and_randomness_are_deterministic_per_inputs() {
     let second = run(&ctx(), &app());
     assert_eq!(first, second, "the same inputs must give the same output");
     assert_eq!(first["now"], serde_json::json!(0), "the clock is fixed");
-    assert_eq!(first["elapsed"], serde_json::json!(0), "monotonic time does not move");
+    assert_eq!(
+        first["elapsed"],
+        serde_json::json!(0),
+        "monotonic time does not move"
+    );
 
     let other_secret = run(&CallContext::new([8; 32]), &app());
-    assert_ne!(first["hash"], other_secret["hash"], "the app secret seeds randomness");
+    assert_ne!(
+        first["hash"], other_secret["hash"],
+        "the app secret seeds randomness"
+    );
 
     let other_app = App {
         name: "other".into(),
@@ -321,9 +335,7 @@ fn a_corrupted_cache_entry_is_recompiled_not_loaded() {
     corrupted[middle] ^= 0xff;
     std::fs::write(&entry, &corrupted).unwrap();
     let plugin = sandbox.load("ha", &wasm).unwrap();
-    let values = plugin
-        .overrides(&ctx(), &app(), &simplex(), "web")
-        .unwrap();
+    let values = plugin.overrides(&ctx(), &app(), &simplex(), "web").unwrap();
     assert_eq!(values["replicaCount"], serde_json::json!(1));
     assert_eq!(std::fs::read(&entry).unwrap(), written, "entry rewritten");
 

@@ -74,7 +74,11 @@ fn ensure_wasm_target() -> Result<(), String> {
         .args(["target", "list", "--installed"])
         .output();
     match installed {
-        Ok(out) if String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == WASM_TARGET) => {
+        Ok(out)
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == WASM_TARGET) =>
+        {
             Ok(())
         }
         Ok(_) => {

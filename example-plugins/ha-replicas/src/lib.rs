@@ -86,8 +86,8 @@ mod tests {
         let two = testing::overrides::<HaReplicas>(&Facts::standard(2, 5), "api").unwrap();
         assert_eq!(two.get("replicaCount"), Some(&json!(2)));
         assert_eq!(two.get("podDisruptionBudget.minAvailable"), Some(&json!(1)));
-        let topology = &two.get("affinity").unwrap()["podAntiAffinity"]
-            ["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"];
+        let topology = &two.get("affinity").unwrap()["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            [0]["topologyKey"];
         assert_eq!(topology, &json!("kubernetes.io/hostname"));
 
         let five = testing::overrides::<HaReplicas>(&Facts::standard(5, 5), "web").unwrap();

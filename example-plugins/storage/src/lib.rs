@@ -141,7 +141,10 @@ mod tests {
     fn simplex_turns_leader_election_off_and_runs_one_replica() {
         let facts = Facts::simplex().with_backend(ceph(1));
         let v = testing::overrides::<Storage>(&facts, RBD_CHART).unwrap();
-        assert_eq!(v.get("provisioner.leaderElection.enabled"), Some(&json!(false)));
+        assert_eq!(
+            v.get("provisioner.leaderElection.enabled"),
+            Some(&json!(false))
+        );
         assert_eq!(v.get("provisioner.replicaCount"), Some(&json!(1)));
         assert_eq!(v.get("storageClass.chunkSize"), Some(&json!(8)));
         assert_eq!(v.get("storageClass.pool"), Some(&json!("kube-rbd")));
@@ -151,10 +154,20 @@ mod tests {
     fn standard_elects_a_leader_among_two_replicas() {
         let facts = Facts::standard(2, 3).with_backend(ceph(2));
         let v = testing::overrides::<Storage>(&facts, RBD_CHART).unwrap();
-        assert_eq!(v.get("provisioner.leaderElection.enabled"), Some(&json!(true)));
+        assert_eq!(
+            v.get("provisioner.leaderElection.enabled"),
+            Some(&json!(true))
+        );
         assert_eq!(v.get("provisioner.replicaCount"), Some(&json!(2)));
-        assert_eq!(v.get("csiConfig.monitors"), Some(&json!(["192.168.204.2:6789"])));
-        assert!(testing::take_logs().iter().any(|(_, l)| l.contains("ceph-store")));
+        assert_eq!(
+            v.get("csiConfig.monitors"),
+            Some(&json!(["192.168.204.2:6789"]))
+        );
+        assert!(
+            testing::take_logs()
+                .iter()
+                .any(|(_, l)| l.contains("ceph-store"))
+        );
     }
 
     #[test]

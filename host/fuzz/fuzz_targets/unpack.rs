@@ -35,7 +35,10 @@ fn keys() -> &'static Keys {
         let key = SigningKey::generate("fuzz").expect("key generation");
         let mut trust = TrustStore::empty();
         trust
-            .add_openssh(&key.public_key_line().expect("public key"), Path::new("fuzz.pub"))
+            .add_openssh(
+                &key.public_key_line().expect("public key"),
+                Path::new("fuzz.pub"),
+            )
             .expect("trust");
         Keys { key, trust }
     })
@@ -64,7 +67,7 @@ fn header(name: &str, size: u64) -> [u8; 512] {
 fn push_file(tar: &mut Vec<u8>, name: &str, data: &[u8]) {
     tar.extend_from_slice(&header(name, data.len() as u64));
     tar.extend_from_slice(data);
-    while tar.len() % 512 != 0 {
+    while !tar.len().is_multiple_of(512) {
         tar.push(0);
     }
 }

@@ -7,7 +7,7 @@
 //! using `path` and `size`; `g` is skipped). The archive must end with a
 //! zero block, and only zero bytes may follow it.
 
-use std::io::{self, Read};
+use std::io::{self, BufReader, Read};
 
 use super::paths::check_entry_path;
 use super::stream::Stream;
@@ -48,7 +48,9 @@ struct Pending {
 
 /// Reads a tar stream entry by entry.
 pub(super) struct TarReader<R> {
-    stream: Stream<R>,
+    /// Buffered so that 512-byte header and padding reads do not each cost a
+    /// decompression call.
+    stream: BufReader<Stream<R>>,
     /// Data bytes of the current entry not yet read.
     remaining: u64,
     /// Padding after the current entry's data.
@@ -62,7 +64,7 @@ impl<R: Read> TarReader<R> {
     /// Reads tar from a decompressed bundle stream.
     pub(super) fn new(stream: Stream<R>, limits: &Limits) -> Self {
         Self {
-            stream,
+            stream: BufReader::with_capacity(COPY_BUFFER_BYTES, stream),
             remaining: 0,
             padding: 0,
             entries: 0,
@@ -98,31 +100,31 @@ impl<R: Read> TarReader<R> {
             check_checksum(&block)?;
             let header = tar::Header::from_byte_slice(&block);
             let type_flag = block[156];
-            let size = match pending.size.take() {
-                Some(size) => size,
-                None => header
-                    .entry_size()
-                    .map_err(|_| corrupt("an entry size is not a number"))?,
-            };
+            let header_size = header
+                .entry_size()
+                .map_err(|_| corrupt("an entry size is not a number"))?;
             match type_flag {
                 b'L' => {
                     pending.has_extension = true;
-                    let name = self.read_extension(size, MAX_PATH_BYTES as u64 + 1, "long name")?;
+                    let name =
+                        self.read_extension(header_size, MAX_PATH_BYTES as u64 + 1, "long name")?;
                     pending.path = Some(trim_nuls(name));
                     continue;
                 }
                 b'x' => {
                     pending.has_extension = true;
-                    let records = self.read_extension(size, MAX_PAX_BYTES, "pax header")?;
+                    let records = self.read_extension(header_size, MAX_PAX_BYTES, "pax header")?;
                     apply_pax(&records, &mut pending)?;
                     continue;
                 }
                 b'g' | b'K' => {
-                    self.read_extension(size, MAX_PAX_BYTES, "global or link-name header")?;
+                    self.read_extension(header_size, MAX_PAX_BYTES, "global or link-name header")?;
                     continue;
                 }
                 _ => {}
             }
+            // A pax size or path applies to this entry, never to an extension header.
+            let size = pending.size.take().unwrap_or(header_size);
             let raw_path = pending
                 .path
                 .take()
@@ -329,24 +331,27 @@ fn corrupt(reason: &str) -> Error {
 }
 
 /// Reads at least one byte; end of stream here is a truncation.
-fn read_some<R: Read>(stream: &mut Stream<R>, buf: &mut [u8]) -> Result<usize, Error> {
+fn read_some<R: Read>(stream: &mut BufReader<Stream<R>>, buf: &mut [u8]) -> Result<usize, Error> {
     match read_some_or_eof(stream, buf)? {
         0 => Err(Error::Truncated),
         n => Ok(n),
     }
 }
 
-fn read_some_or_eof<R: Read>(stream: &mut Stream<R>, buf: &mut [u8]) -> Result<usize, Error> {
+fn read_some_or_eof<R: Read>(
+    stream: &mut BufReader<Stream<R>>,
+    buf: &mut [u8],
+) -> Result<usize, Error> {
     loop {
         match stream.read(buf) {
             Ok(n) => return Ok(n),
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(stream.classify(err)),
+            Err(err) => return Err(stream.get_ref().classify(err)),
         }
     }
 }
 
-fn read_exact<R: Read>(stream: &mut Stream<R>, mut buf: &mut [u8]) -> Result<(), Error> {
+fn read_exact<R: Read>(stream: &mut BufReader<Stream<R>>, mut buf: &mut [u8]) -> Result<(), Error> {
     while !buf.is_empty() {
         let n = read_some(stream, buf)?;
         buf = &mut buf[n..];

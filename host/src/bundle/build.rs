@@ -77,6 +77,14 @@ pub fn build(
     let manifest_text = manifest.render();
     let signature = key.sign(manifest_text.as_bytes()).map_err(Error::Sign)?;
     let archive_bytes = write_archive(app_dir, &manifest, &manifest_text, &signature, out)?;
+    tracing::info!(
+        app = %metadata.name,
+        version = %metadata.version,
+        signer = %key.fingerprint(),
+        files = manifest.len(),
+        bytes = archive_bytes,
+        "bundle built"
+    );
     Ok(BuildReport {
         out: out.to_path_buf(),
         metadata,

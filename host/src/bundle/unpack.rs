@@ -129,8 +129,18 @@ pub fn verify_and_unpack(
     staging_parent: &Path,
     limits: &Limits,
 ) -> Result<VerifiedBundle, Error> {
+    let _span = tracing::info_span!("bundle_unpack", staging = %staging_parent.display()).entered();
     let folder = StagingFolder::create(staging_parent)?;
-    let walked = walk(archive, Some(trust), Some(&folder.path), limits)?;
+    let walked = walk(archive, Some(trust), Some(&folder.path), limits).inspect_err(|err| {
+        tracing::warn!(error = %err, "bundle rejected");
+    })?;
+    tracing::info!(
+        app = %walked.metadata.name,
+        version = %walked.metadata.version,
+        signer = %walked.signer,
+        files = walked.manifest.len(),
+        "bundle verified and unpacked"
+    );
     Ok(VerifiedBundle {
         folder,
         metadata: walked.metadata,
@@ -151,12 +161,7 @@ pub fn verify(
     trust: &TrustStore,
     limits: &Limits,
 ) -> Result<Inspection, Error> {
-    let walked = walk(archive, Some(trust), None, limits)?;
-    Ok(Inspection {
-        metadata: walked.metadata,
-        signer: walked.signer,
-        manifest: walked.manifest,
-    })
+    walk(archive, Some(trust), None, limits)
 }
 
 /// Checks a bundle like [`verify_and_unpack`] but writes nothing and accepts
@@ -166,18 +171,7 @@ pub fn verify(
 ///
 /// As [`verify_and_unpack`], except [`Error::UntrustedKey`] and the staging errors.
 pub fn inspect(archive: impl Read, limits: &Limits) -> Result<Inspection, Error> {
-    let walked = walk(archive, None, None, limits)?;
-    Ok(Inspection {
-        metadata: walked.metadata,
-        signer: walked.signer,
-        manifest: walked.manifest,
-    })
-}
-
-struct Walked {
-    metadata: Metadata,
-    signer: Fingerprint,
-    manifest: Manifest,
+    walk(archive, None, None, limits)
 }
 
 /// The single pass over the archive. `trust: None` accepts any signer;
@@ -187,7 +181,7 @@ fn walk(
     trust: Option<&TrustStore>,
     root: Option<&Path>,
     limits: &Limits,
-) -> Result<Walked, Error> {
+) -> Result<Inspection, Error> {
     let mut tar = TarReader::new(Stream::new(archive, limits), limits);
     let manifest_bytes = read_head_file(&mut tar, MANIFEST_PATH, MAX_MANIFEST_BYTES, root)?;
     let signature_bytes = read_head_file(&mut tar, SIGNATURE_PATH, MAX_SIGNATURE_BYTES, root)?;
@@ -201,7 +195,7 @@ fn walk(
         })?;
     let metadata = Metadata::parse(metadata_text)?;
     metadata.check_files(&manifest)?;
-    Ok(Walked {
+    Ok(Inspection {
         metadata,
         signer,
         manifest,
@@ -222,11 +216,7 @@ fn read_head_file<R: Read>(
             Error::MissingSignature
         }
     };
-    let entry = match tar.next_entry() {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return Err(missing()),
-        Err(err) => return Err(err),
-    };
+    let entry = tar.next_entry()?.ok_or_else(missing)?;
     if entry.path != path || entry.kind != EntryKind::File {
         return Err(missing());
     }

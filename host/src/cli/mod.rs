@@ -5,6 +5,7 @@
 //! failed (a plugin fault, a rejected bundle, a veto), 2 for bad usage.
 //! Errors print once, as `error: <message>` followed by its causes.
 
+mod bundle;
 mod plugin;
 
 use std::io::Write;
@@ -38,6 +39,10 @@ enum Command {
     /// Run and inspect override plugins.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    /// Build, verify and inspect signed app bundles.
+    Bundle(bundle::BundleArgs),
+    /// Write a new ed25519 signing key pair (`NAME.key`, mode 0600, and `NAME.pub`).
+    Keygen(bundle::KeygenArgs),
 }
 
 /// Runs the command line of this process and returns its exit status.
@@ -56,6 +61,8 @@ pub fn main() -> ExitCode {
     init_logging(cli.verbose, cli.quiet);
     let result = match cli.command {
         Command::Plugin(command) => plugin::run(command),
+        Command::Bundle(args) => bundle::run(args, &plugin::validate_component),
+        Command::Keygen(args) => bundle::run_keygen(args),
     };
     match result {
         Ok(code) => code,

@@ -9,9 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::sandbox::{
-    App, CallContext, ComponentCache, Facts, Hook, HookOutcome, Policy, Sandbox,
-};
+use crate::sandbox::{App, CallContext, ComponentCache, Facts, Hook, HookOutcome, Policy, Sandbox};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PluginCommand {
@@ -109,7 +107,11 @@ fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     let mut out = std::io::stdout().lock();
     let info = plugin.info();
-    writeln!(out, "{}", to_yaml(&serde_json::json!({ "plugin": info }))?.trim_end())?;
+    writeln!(
+        out,
+        "{}",
+        to_yaml(&serde_json::json!({ "plugin": info }))?.trim_end()
+    )?;
 
     if let Some(hook) = args.hook {
         let outcome = plugin.lifecycle(&ctx, hook.into(), &app, &facts)?;
@@ -134,7 +136,11 @@ fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
     for chart in charts {
         let values = plugin.overrides(&ctx, &app, &facts, &chart)?;
         writeln!(out, "---\n# overrides for chart {chart}")?;
-        writeln!(out, "{}", to_yaml(&serde_json::Value::Object(values))?.trim_end())?;
+        writeln!(
+            out,
+            "{}",
+            to_yaml(&serde_json::Value::Object(values))?.trim_end()
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -147,4 +153,14 @@ fn plugin_name(path: &std::path::Path) -> String {
 
 fn to_yaml(value: &impl serde::Serialize) -> anyhow::Result<String> {
     serde_yaml_ng::to_string(value).context("formatting output as YAML")
+}
+
+/// Checks that `wasm` is a component exporting the capstan world that loads
+/// under the default policy and answers `info`; used by `bundle build`.
+pub(crate) fn validate_component(name: &str, wasm: &[u8]) -> Result<(), String> {
+    let sandbox = Sandbox::new(Policy::new()).map_err(|e| e.to_string())?;
+    sandbox
+        .load(name, wasm)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }

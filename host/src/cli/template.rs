@@ -63,7 +63,8 @@ impl TemplateArgs {
             [name, chart, ..] => (name.clone(), chart.clone()),
             [] => ("release-name".to_string(), String::new()),
         };
-        let mut values: Vec<ValueSource> = self.values.iter().cloned().map(ValueSource::File).collect();
+        let mut values: Vec<ValueSource> =
+            self.values.iter().cloned().map(ValueSource::File).collect();
         values.extend(self.set_json.iter().cloned().map(ValueSource::SetJson));
         values.extend(self.set.iter().cloned().map(ValueSource::Set));
         values.extend(self.set_string.iter().cloned().map(ValueSource::SetString));
@@ -89,9 +90,13 @@ impl TemplateArgs {
 /// The render error with the chart named as context.
 pub fn run(args: TemplateArgs) -> anyhow::Result<ExitCode> {
     let opts = args.options();
-    let out = render::template(&opts).with_context(|| format!("rendering chart {}", opts.chart.display()))?;
+    let out = render::template(&opts)
+        .with_context(|| format!("rendering chart {}", opts.chart.display()))?;
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
         Err(e) => Err(e).context("writing manifests to stdout"),
@@ -112,8 +117,24 @@ mod tests {
     #[test]
     fn parses_helm_style_arguments() {
         let cli = Cli::parse_from([
-            "t", "rel", "./chart", "-f", "a.yaml", "--set", "x=1", "-n", "apps", "--kube-version", "1.30.0", "-a",
-            "v1/Foo", "--show-only", "templates/x.yaml", "--include-crds", "--skip-tests", "--is-upgrade",
+            "t",
+            "rel",
+            "./chart",
+            "-f",
+            "a.yaml",
+            "--set",
+            "x=1",
+            "-n",
+            "apps",
+            "--kube-version",
+            "1.30.0",
+            "-a",
+            "v1/Foo",
+            "--show-only",
+            "templates/x.yaml",
+            "--include-crds",
+            "--skip-tests",
+            "--is-upgrade",
         ]);
         let o = cli.args.options();
         assert_eq!(o.release_name, "rel");
@@ -121,7 +142,13 @@ mod tests {
         assert_eq!(o.namespace, "apps");
         assert_eq!(o.kube_version.as_deref(), Some("1.30.0"));
         assert_eq!(o.api_versions, vec!["v1/Foo".to_string()]);
-        assert_eq!(o.values, vec![ValueSource::File("a.yaml".into()), ValueSource::Set("x=1".into())]);
+        assert_eq!(
+            o.values,
+            vec![
+                ValueSource::File("a.yaml".into()),
+                ValueSource::Set("x=1".into())
+            ]
+        );
         assert!(o.include_crds && o.skip_tests && o.is_upgrade);
         let cli = Cli::parse_from(["t", "./chart"]);
         assert_eq!(cli.args.options().release_name, "release-name");

@@ -125,7 +125,13 @@ pub fn load_dir(root: &Path) -> Result<Chart, Error> {
     load_files(files, &root.display().to_string(), 0)
 }
 
-fn walk(root: &Path, dir: &Path, ignore: &Ignore, out: &mut Vec<(String, Vec<u8>)>, total: &mut u64) -> Result<(), Error> {
+fn walk(
+    root: &Path,
+    dir: &Path,
+    ignore: &Ignore,
+    out: &mut Vec<(String, Vec<u8>)>,
+    total: &mut u64,
+) -> Result<(), Error> {
     let read_err = |p: &Path, e: std::io::Error| Error::ReadChart {
         path: p.display().to_string(),
         reason: e.to_string(),
@@ -152,11 +158,15 @@ fn walk(root: &Path, dir: &Path, ignore: &Ignore, out: &mut Vec<(String, Vec<u8>
                 continue;
             }
             if ft.len() > MAX_FILE_BYTES {
-                return Err(Error::ChartTooLarge { what: path.display().to_string() });
+                return Err(Error::ChartTooLarge {
+                    what: path.display().to_string(),
+                });
             }
             *total += ft.len();
             if *total > MAX_CHART_BYTES {
-                return Err(Error::ChartTooLarge { what: root.display().to_string() });
+                return Err(Error::ChartTooLarge {
+                    what: root.display().to_string(),
+                });
             }
             let data = std::fs::read(&path).map_err(|e| read_err(&path, e))?;
             out.push((rel, data));
@@ -191,7 +201,9 @@ fn load_archive_at(bytes: &[u8], origin: &str, depth: usize) -> Result<Chart, Er
         let path = entry.path().map_err(|e| archive_err(e.to_string()))?;
         let name = path.to_string_lossy().replace('\\', "/");
         if name.split('/').any(|part| part == "..") || name.starts_with('/') {
-            return Err(archive_err(format!("entry {name:?} points outside the chart")));
+            return Err(archive_err(format!(
+                "entry {name:?} points outside the chart"
+            )));
         }
         // Drop the chart's top folder.
         let Some((_, rel)) = name.split_once('/') else {
@@ -200,11 +212,15 @@ fn load_archive_at(bytes: &[u8], origin: &str, depth: usize) -> Result<Chart, Er
         let rel = rel.to_string();
         let size = entry.header().size().unwrap_or(0);
         if size > MAX_FILE_BYTES {
-            return Err(Error::ChartTooLarge { what: format!("{origin}:{rel}") });
+            return Err(Error::ChartTooLarge {
+                what: format!("{origin}:{rel}"),
+            });
         }
         total += size;
         if total > MAX_CHART_BYTES {
-            return Err(Error::ChartTooLarge { what: origin.to_string() });
+            return Err(Error::ChartTooLarge {
+                what: origin.to_string(),
+            });
         }
         let mut data = Vec::with_capacity(size as usize);
         entry
@@ -243,10 +259,11 @@ fn load_files(files: Vec<(String, Vec<u8>)>, origin: &str, depth: usize) -> Resu
         match name.as_str() {
             "Chart.yaml" => {
                 has_chart_yaml = true;
-                chart.metadata = parse_map(&data, origin, "Chart.yaml").map_err(|reason| Error::ChartYaml {
-                    origin: origin.to_string(),
-                    reason,
-                })?;
+                chart.metadata =
+                    parse_map(&data, origin, "Chart.yaml").map_err(|reason| Error::ChartYaml {
+                        origin: origin.to_string(),
+                        reason,
+                    })?;
             }
             "values.yaml" => {
                 let text = String::from_utf8_lossy(&data);
@@ -257,10 +274,13 @@ fn load_files(files: Vec<(String, Vec<u8>)>, origin: &str, depth: usize) -> Resu
             }
             "values.schema.json" => {
                 let text = String::from_utf8_lossy(&data);
-                chart.schema = Some(values::parse_json(&text).map_err(|source| Error::ValuesYaml {
-                    origin: format!("{origin}/values.schema.json"),
-                    source,
-                })?);
+                chart.schema =
+                    Some(
+                        values::parse_json(&text).map_err(|source| Error::ValuesYaml {
+                            origin: format!("{origin}/values.schema.json"),
+                            source,
+                        })?,
+                    );
             }
             "requirements.yaml" => requirements = Some(data),
             "Chart.lock" | "requirements.lock" => {}
@@ -296,9 +316,11 @@ fn load_files(files: Vec<(String, Vec<u8>)>, origin: &str, depth: usize) -> Resu
     }
     let deps_source = match (chart.meta_str("apiVersion"), requirements) {
         ("v1", Some(req)) | ("", Some(req)) => {
-            let m = parse_map(&req, origin, "requirements.yaml").map_err(|reason| Error::ChartYaml {
-                origin: origin.to_string(),
-                reason,
+            let m = parse_map(&req, origin, "requirements.yaml").map_err(|reason| {
+                Error::ChartYaml {
+                    origin: origin.to_string(),
+                    reason,
+                }
             })?;
             m.get("dependencies").cloned()
         }
@@ -312,11 +334,15 @@ fn load_files(files: Vec<(String, Vec<u8>)>, origin: &str, depth: usize) -> Resu
         if sub.ends_with(".tgz") || sub.ends_with(".tar.gz") {
             for (inner, data) in &entries {
                 if inner.is_empty() {
-                    chart.subcharts.push(load_archive_at(data, &sub_origin, depth + 1)?);
+                    chart
+                        .subcharts
+                        .push(load_archive_at(data, &sub_origin, depth + 1)?);
                 }
             }
         } else if entries.iter().any(|(inner, _)| inner == "Chart.yaml") {
-            chart.subcharts.push(load_files(entries, &sub_origin, depth + 1)?);
+            chart
+                .subcharts
+                .push(load_files(entries, &sub_origin, depth + 1)?);
         }
     }
     Ok(chart)

@@ -39,7 +39,8 @@ fn process_enabled(chart: &mut Chart, vals: &Map, path: &str) -> Result<(), Erro
         if let Some(sub) = existing.iter().find(|s| s.name() == dep.name) {
             let mut copy = sub.clone();
             if !dep.alias.is_empty() {
-                copy.metadata.insert("name".into(), Value::String(dep.alias.clone()));
+                copy.metadata
+                    .insert("name".into(), Value::String(dep.alias.clone()));
             }
             subcharts.push(copy);
         }
@@ -60,7 +61,9 @@ fn process_enabled(chart: &mut Chart, vals: &Map, path: &str) -> Result<(), Erro
         .filter(|dep| !enabled(dep, &cvals, path))
         .map(|dep| dep.name.clone())
         .collect();
-    chart.subcharts.retain(|s| !disabled.iter().any(|d| d == s.name()));
+    chart
+        .subcharts
+        .retain(|s| !disabled.iter().any(|d| d == s.name()));
     chart.dependencies.retain(|d| !disabled.contains(&d.name));
     for sub in &mut chart.subcharts {
         let sub_path = format!("{path}{}.", sub.name());

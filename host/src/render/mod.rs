@@ -151,7 +151,9 @@ pub enum Error {
     #[error("invalid kube version {0:?}")]
     KubeVersion(String),
     /// Values break a chart's `values.schema.json`.
-    #[error("values don't meet the specifications of the schema(s) in the following chart(s):\n{0}")]
+    #[error(
+        "values don't meet the specifications of the schema(s) in the following chart(s):\n{0}"
+    )]
     Schema(String),
     /// A template does not parse.
     #[error("parse error in {template}: {message}")]
@@ -183,6 +185,17 @@ pub enum Error {
     ShowOnlyMissing {
         /// The path given.
         path: String,
+    },
+    /// The top chart is a library chart, which cannot be installed.
+    #[error("library charts are not installable")]
+    LibraryChart,
+    /// The chart's `kubeVersion` range excludes the target Kubernetes version.
+    #[error("chart requires kubeVersion: {range} which is incompatible with Kubernetes {version}")]
+    KubeVersionIncompatible {
+        /// The chart's `kubeVersion`.
+        range: String,
+        /// The target version.
+        version: String,
     },
     /// The render thread could not run.
     #[error("rendering thread failed")]
@@ -257,7 +270,10 @@ impl Default for Capabilities {
             kube_version: DEFAULT_KUBE_VERSION.into(),
             major: "1".into(),
             minor: "34".into(),
-            api_versions: DEFAULT_API_VERSIONS.iter().map(|s| (*s).to_string()).collect(),
+            api_versions: DEFAULT_API_VERSIONS
+                .iter()
+                .map(|s| (*s).to_string())
+                .collect(),
         }
     }
 }
@@ -273,8 +289,12 @@ impl Capabilities {
         if let Some(v) = kube_version {
             let bare = v.strip_prefix('v').unwrap_or(v);
             let mut parts = bare.split(['.', '-', '+']);
-            let major = parts.next().filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-            let minor = parts.next().filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            let major = parts
+                .next()
+                .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            let minor = parts
+                .next()
+                .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
             let (Some(major), Some(minor)) = (major, minor) else {
                 return Err(Error::KubeVersion(v.to_string()));
             };
@@ -296,7 +316,10 @@ impl Capabilities {
     pub fn to_value(&self) -> Value {
         let mut kube = Map::new();
         kube.insert("Version".into(), Value::String(self.kube_version.clone()));
-        kube.insert("GitVersion".into(), Value::String(self.kube_version.clone()));
+        kube.insert(
+            "GitVersion".into(),
+            Value::String(self.kube_version.clone()),
+        );
         kube.insert("Major".into(), Value::String(self.major.clone()));
         kube.insert("Minor".into(), Value::String(self.minor.clone()));
         let mut helm = Map::new();
@@ -308,7 +331,12 @@ impl Capabilities {
         m.insert("KubeVersion".into(), Value::Map(kube));
         m.insert(
             "APIVersions".into(),
-            Value::List(self.api_versions.iter().map(|s| Value::String(s.clone())).collect()),
+            Value::List(
+                self.api_versions
+                    .iter()
+                    .map(|s| Value::String(s.clone()))
+                    .collect(),
+            ),
         );
         m.insert("HelmVersion".into(), Value::Map(helm));
         Value::Map(m)
@@ -447,15 +475,26 @@ pub struct Rendered {
 ///
 /// # Errors
 /// Any [`Error`] of the steps above.
-pub fn render(chart: &Chart, values: &Map, release: &ReleaseInfo, caps: &Capabilities) -> Result<Rendered, Error> {
-    template::with_big_stack(|| render_here(chart, values, release, caps)).unwrap_or(Err(Error::Thread))
+pub fn render(
+    chart: &Chart,
+    values: &Map,
+    release: &ReleaseInfo,
+    caps: &Capabilities,
+) -> Result<Rendered, Error> {
+    template::with_big_stack(|| render_here(chart, values, release, caps))
+        .unwrap_or(Err(Error::Thread))
 }
 
 /// [`render`], returning the manifests then the hooks, as the daemon applies them.
 ///
 /// # Errors
 /// As [`render`].
-pub fn render_chart(chart: &Chart, values: &Value, release: &ReleaseInfo, caps: &Capabilities) -> Result<Vec<Manifest>, Error> {
+pub fn render_chart(
+    chart: &Chart,
+    values: &Value,
+    release: &ReleaseInfo,
+    caps: &Capabilities,
+) -> Result<Vec<Manifest>, Error> {
     let user = values.as_map().cloned().unwrap_or_default();
     let rendered = render(chart, &user, release, caps)?;
     let mut all = rendered.manifests;
@@ -463,13 +502,25 @@ pub fn render_chart(chart: &Chart, values: &Value, release: &ReleaseInfo, caps: 
     Ok(all)
 }
 
-fn render_here(chart: &Chart, user: &Map, release: &ReleaseInfo, caps: &Capabilities) -> Result<Rendered, Error> {
+fn render_here(
+    chart: &Chart,
+    user: &Map,
+    release: &ReleaseInfo,
+    caps: &Capabilities,
+) -> Result<Rendered, Error> {
+    if chart.is_library() {
+        return Err(Error::LibraryChart);
+    }
+    check_kube_version(chart, caps)?;
     let mut chart = chart.clone();
     deps::process(&mut chart, user)?;
-    let coalesced = values::coalesce_chart_values(&deps::chart_values(&chart), user).map_err(|source| Error::Values {
-        what: "values".into(),
-        source,
-    })?;
+    let coalesced =
+        values::coalesce_chart_values(&deps::chart_values(&chart), user).map_err(|source| {
+            Error::Values {
+                what: "values".into(),
+                source,
+            }
+        })?;
     let final_values = coalesced.values;
     validate_schemas(&chart, &final_values)?;
     let files = process::render(&chart, &final_values, &release.to_value(), &caps.to_value())?;
@@ -498,13 +549,35 @@ fn render_here(chart: &Chart, user: &Map, release: &ReleaseInfo, caps: &Capabili
     })
 }
 
+/// Helm's check of `Chart.yaml`'s `kubeVersion` against the target version.
+fn check_kube_version(chart: &Chart, caps: &Capabilities) -> Result<(), Error> {
+    let range = chart.meta_str("kubeVersion");
+    if range.is_empty() {
+        return Ok(());
+    }
+    let Some(compare) = funcs::lookup("semverCompare") else {
+        return Ok(());
+    };
+    let args = [Value::String(range.to_string()), Value::String(caps.kube_version.clone())];
+    match compare(&args) {
+        Ok(Value::Bool(false)) => Err(Error::KubeVersionIncompatible {
+            range: range.to_string(),
+            version: caps.kube_version.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 fn collect_crds(chart: &Chart, parent: Option<&str>, out: &mut Vec<(String, String)>) {
     let full = match parent {
         Some(p) => format!("{p}/charts/{}", chart.name()),
         None => chart.name().to_string(),
     };
     for f in chart.crd_files() {
-        out.push((format!("{full}/{}", f.name), String::from_utf8_lossy(&f.data).into_owned()));
+        out.push((
+            format!("{full}/{}", f.name),
+            String::from_utf8_lossy(&f.data).into_owned(),
+        ));
     }
     for sub in &chart.subcharts {
         collect_crds(sub, Some(&full), out);
@@ -559,9 +632,16 @@ pub fn template(opts: &TemplateOptions) -> Result<String, Error> {
     };
     let rendered = render(&chart, &user, &release, &caps)?;
     let print = output::PrintOptions {
-        crds: if opts.include_crds { rendered.crds.clone() } else { Vec::new() },
+        crds: if opts.include_crds {
+            rendered.crds.clone()
+        } else {
+            Vec::new()
+        },
         skip_tests: opts.skip_tests,
         show_only: opts.show_only.clone(),
     };
     output::print(&rendered.hooks, &rendered.manifests, &print)
 }
+
+#[cfg(test)]
+mod tests;

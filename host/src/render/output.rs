@@ -93,7 +93,9 @@ impl Manifest {
 
     /// Whether this is a test hook (`--skip-tests` drops these).
     pub fn is_test_hook(&self) -> bool {
-        self.hook_events.iter().any(|e| e == "test" || e == "test-success")
+        self.hook_events
+            .iter()
+            .any(|e| e == "test" || e == "test-success")
     }
 }
 
@@ -198,7 +200,10 @@ fn read_head(path: &str, doc: String) -> Result<Option<Manifest>, Error> {
             return Ok(None);
         }
         manifest.hook_events = events;
-        manifest.hook_weight = text(get(&annotations, "helm.sh/hook-weight")).trim().parse().unwrap_or(0);
+        manifest.hook_weight = text(get(&annotations, "helm.sh/hook-weight"))
+            .trim()
+            .parse()
+            .unwrap_or(0);
     }
     Ok(Some(manifest))
 }
@@ -218,7 +223,11 @@ pub struct PrintOptions {
 ///
 /// # Errors
 /// [`Error::ShowOnlyMissing`] when a `--show-only` path matches nothing.
-pub fn print(hooks: &[Manifest], generic: &[Manifest], opts: &PrintOptions) -> Result<String, Error> {
+pub fn print(
+    hooks: &[Manifest],
+    generic: &[Manifest],
+    opts: &PrintOptions,
+) -> Result<String, Error> {
     let mut body = String::new();
     for (name, content) in &opts.crds {
         body.push_str(&format!("---\n# Source: {name}\n{content}\n"));
@@ -278,34 +287,80 @@ mod tests {
     fn splits_like_helm() {
         let docs = split_documents("\n---\na: 1\n---\n\n---\nb: 2  \n\n");
         assert_eq!(docs, vec!["a: 1\n".to_string(), "b: 2  \n\n".to_string()]);
-        assert_eq!(split_documents("a: 1\n---b: 2"), vec!["a: 1\n".to_string(), "b: 2".to_string()]);
+        assert_eq!(
+            split_documents("a: 1\n---b: 2"),
+            vec!["a: 1\n".to_string(), "b: 2".to_string()]
+        );
     }
 
     #[test]
     fn orders_by_kind_then_file() {
         let files = vec![
-            ("c/templates/b.yaml".to_string(), "kind: Deployment\nmetadata:\n  name: d\n".to_string()),
-            ("c/templates/a.yaml".to_string(), "kind: Service\n---\nkind: Zed\n---\nkind: Alpha\n".to_string()),
-            ("c/templates/s.yaml".to_string(), "kind: Secret\n".to_string()),
+            (
+                "c/templates/b.yaml".to_string(),
+                "kind: Deployment\nmetadata:\n  name: d\n".to_string(),
+            ),
+            (
+                "c/templates/a.yaml".to_string(),
+                "kind: Service\n---\nkind: Zed\n---\nkind: Alpha\n".to_string(),
+            ),
+            (
+                "c/templates/s.yaml".to_string(),
+                "kind: Secret\n".to_string(),
+            ),
             (
                 "c/templates/h.yaml".to_string(),
                 "kind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: test\n".to_string(),
             ),
-            ("c/templates/_p.tpl".to_string(), "kind: Secret\n".to_string()),
+            (
+                "c/templates/_p.tpl".to_string(),
+                "kind: Secret\n".to_string(),
+            ),
         ];
         let (hooks, generic) = sort_manifests(&files).unwrap();
         let kinds: Vec<&str> = generic.iter().map(|m| m.kind.as_str()).collect();
-        assert_eq!(kinds, vec!["Secret", "Service", "Deployment", "Alpha", "Zed"]);
+        assert_eq!(
+            kinds,
+            vec!["Secret", "Service", "Deployment", "Alpha", "Zed"]
+        );
         assert_eq!(hooks.len(), 1);
         assert!(hooks[0].is_test_hook());
         let out = print(&hooks, &generic, &PrintOptions::default()).unwrap();
         assert!(out.starts_with("---\n# Source: c/templates/s.yaml\nkind: Secret\n\n---\n# Source: c/templates/a.yaml\nkind: Service\n\n---"));
         assert!(out.ends_with("---\n# Source: c/templates/h.yaml\nkind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: test\n\n"));
-        let skipped = print(&hooks, &generic, &PrintOptions { skip_tests: true, ..Default::default() }).unwrap();
+        let skipped = print(
+            &hooks,
+            &generic,
+            &PrintOptions {
+                skip_tests: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(!skipped.contains("kind: Job"));
-        let only = print(&hooks, &generic, &PrintOptions { show_only: vec!["templates/b.yaml".into()], ..Default::default() }).unwrap();
-        assert_eq!(only, "---\n# Source: c/templates/b.yaml\nkind: Deployment\nmetadata:\n  name: d\n");
-        let missing = print(&hooks, &generic, &PrintOptions { show_only: vec!["templates/none.yaml".into()], ..Default::default() });
+        let only = print(
+            &hooks,
+            &generic,
+            &PrintOptions {
+                show_only: vec!["templates/b.yaml".into()],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // Helm re-splits its own output and prints each match as "---\n%s\n";
+        // the document keeps the blank line that separated it from the next.
+        assert_eq!(
+            only,
+            "---\n# Source: c/templates/b.yaml\nkind: Deployment\nmetadata:\n  name: d\n\n\n"
+        );
+        let missing = print(
+            &hooks,
+            &generic,
+            &PrintOptions {
+                show_only: vec!["templates/none.yaml".into()],
+                ..Default::default()
+            },
+        );
         assert!(missing.is_err());
     }
 }

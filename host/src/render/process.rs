@@ -28,14 +28,28 @@ struct Source<'c> {
 /// # Errors
 /// [`Error::Parse`] for a template that does not parse and
 /// [`Error::Execute`] for one that fails.
-pub fn render(chart: &Chart, values: &Map, release: &Value, caps: &Value) -> Result<Vec<(String, String)>, Error> {
+pub fn render(
+    chart: &Chart,
+    values: &Map,
+    release: &Value,
+    caps: &Value,
+) -> Result<Vec<(String, String)>, Error> {
     let mut set = TemplateSet::new();
     let mut sources = Vec::new();
     let mut contexts: Vec<Value> = Vec::new();
-    // The engine must exist to register file sets; templates are added to
-    // the set first, so build contexts and sources, then the engine.
+    // Each chart's `.Files` refers to a file set by index; the engine gets
+    // them in the same order once every template is parsed.
     let mut file_sets: Vec<FileSet> = Vec::new();
-    collect(chart, None, &Value::Map(values.clone()), release, caps, &mut sources, &mut contexts, &mut file_sets);
+    collect(
+        chart,
+        None,
+        &Value::Map(values.clone()),
+        release,
+        caps,
+        &mut sources,
+        &mut contexts,
+        &mut file_sets,
+    );
     let mut order: Vec<usize> = (0..sources.len()).collect();
     // Helm parses deeper paths first, then by reverse name, so that a parent
     // chart's definitions replace a subchart's.
@@ -71,10 +85,12 @@ pub fn render(chart: &Chart, values: &Map, release: &Value, caps: &Value) -> Res
             t.insert("BasePath".into(), Value::String(src.base_path.clone()));
             m.insert("Template".into(), Value::Map(t));
         }
-        let text = engine.execute(&src.path, root.clone()).map_err(|e| Error::Execute {
-            template: src.path.clone(),
-            message: e.to_string(),
-        })?;
+        let text = engine
+            .execute_shared(&src.path, root)
+            .map_err(|e| Error::Execute {
+                template: src.path.clone(),
+                message: e.to_string(),
+            })?;
         out.push((src.path.clone(), text.replace("<no value>", "")));
     }
     Ok(out)
@@ -103,15 +119,31 @@ fn collect<'c>(
             Some(v @ Value::Map(_)) => v.clone(),
             _ => Value::Map(Map::new()),
         };
-        let ctx = collect(sub, Some(&full_path), &sub_values, release, caps, sources, contexts, file_sets);
+        let ctx = collect(
+            sub,
+            Some(&full_path),
+            &sub_values,
+            release,
+            caps,
+            sources,
+            contexts,
+            file_sets,
+        );
         subcharts.insert(sub.name().to_string(), ctx);
     }
-    let files: FileSet = chart.files.iter().map(|f| (f.name.clone(), f.data.clone())).collect();
+    let files: FileSet = chart
+        .files
+        .iter()
+        .map(|f| (f.name.clone(), f.data.clone()))
+        .collect();
     file_sets.push(files);
     let files_id = file_sets.len() - 1;
     let mut ctx = Map::new();
     ctx.insert("Chart".into(), chart_object(chart, parent_path.is_none()));
-    ctx.insert("Files".into(), super::template::objects::files_value(files_id));
+    ctx.insert(
+        "Files".into(),
+        super::template::objects::files_value(files_id),
+    );
     ctx.insert("Release".into(), release.clone());
     ctx.insert("Capabilities".into(), caps.clone());
     ctx.insert("Values".into(), values.clone());
@@ -154,13 +186,22 @@ pub fn chart_object(chart: &Chart, is_root: bool) -> Value {
     m.insert("Version".into(), s("version"));
     m.insert("Description".into(), s("description"));
     m.insert("Keywords".into(), list("keywords"));
-    m.insert("Maintainers".into(), renamed_list(meta.get("maintainers"), &[("name", "Name"), ("email", "Email"), ("url", "URL")]));
+    m.insert(
+        "Maintainers".into(),
+        renamed_list(
+            meta.get("maintainers"),
+            &[("name", "Name"), ("email", "Email"), ("url", "URL")],
+        ),
+    );
     m.insert("Icon".into(), s("icon"));
     m.insert("APIVersion".into(), s("apiVersion"));
     m.insert("Condition".into(), s("condition"));
     m.insert("Tags".into(), s("tags"));
     m.insert("AppVersion".into(), s("appVersion"));
-    m.insert("Deprecated".into(), Value::Bool(matches!(meta.get("deprecated"), Some(Value::Bool(true)))));
+    m.insert(
+        "Deprecated".into(),
+        Value::Bool(matches!(meta.get("deprecated"), Some(Value::Bool(true)))),
+    );
     m.insert(
         "Annotations".into(),
         match meta.get("annotations") {

@@ -63,7 +63,14 @@ fn equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn check(root: &Value, schema: &Value, v: &Value, at: &str, errors: &mut Vec<String>, depth: usize) {
+fn check(
+    root: &Value,
+    schema: &Value,
+    v: &Value,
+    at: &str,
+    errors: &mut Vec<String>,
+    depth: usize,
+) {
     if depth > 64 {
         return;
     }
@@ -76,10 +83,10 @@ fn check(root: &Value, schema: &Value, v: &Value, at: &str, errors: &mut Vec<Str
         _ => return,
     };
     let here = if at.is_empty() { "" } else { at };
-    if let Some(Value::String(r)) = s.get("$ref") {
-        if let Some(target) = resolve(root, r) {
-            check(root, target, v, at, errors, depth + 1);
-        }
+    if let Some(Value::String(r)) = s.get("$ref")
+        && let Some(target) = resolve(root, r)
+    {
+        check(root, target, v, at, errors, depth + 1);
     }
     match s.get("type") {
         Some(Value::String(t)) if !type_matches(t, v) => {
@@ -89,7 +96,11 @@ fn check(root: &Value, schema: &Value, v: &Value, at: &str, errors: &mut Vec<Str
         Some(Value::List(ts)) => {
             let names: Vec<&str> = ts.iter().filter_map(Value::as_str).collect();
             if !names.iter().any(|t| type_matches(t, v)) {
-                errors.push(format!("at '{here}': got {}, want {}", kind(v), names.join(" or ")));
+                errors.push(format!(
+                    "at '{here}': got {}, want {}",
+                    kind(v),
+                    names.join(" or ")
+                ));
                 return;
             }
         }
@@ -98,13 +109,19 @@ fn check(root: &Value, schema: &Value, v: &Value, at: &str, errors: &mut Vec<Str
     if let Some(Value::List(options)) = s.get("enum")
         && !options.iter().any(|o| equal(o, v))
     {
-        let shown: Vec<String> = options.iter().map(|o| crate::values::to_json(o)).collect();
-        errors.push(format!("at '{here}': value must be one of {}", shown.join(", ")));
+        let shown: Vec<String> = options.iter().map(crate::values::to_json).collect();
+        errors.push(format!(
+            "at '{here}': value must be one of {}",
+            shown.join(", ")
+        ));
     }
     if let Some(c) = s.get("const")
         && !equal(c, v)
     {
-        errors.push(format!("at '{here}': value must be {}", crate::values::to_json(c)));
+        errors.push(format!(
+            "at '{here}': value must be {}",
+            crate::values::to_json(c)
+        ));
     }
     check_number(s, v, here, errors);
     check_string(s, v, here, errors);
@@ -153,22 +170,35 @@ fn check_string(s: &crate::values::Map, v: &Value, here: &str, errors: &mut Vec<
     if let Some(min) = s.get("minLength").and_then(num)
         && len < min
     {
-        errors.push(format!("at '{here}': length must be >= {min}, but got {len}"));
+        errors.push(format!(
+            "at '{here}': length must be >= {min}, but got {len}"
+        ));
     }
     if let Some(max) = s.get("maxLength").and_then(num)
         && len > max
     {
-        errors.push(format!("at '{here}': length must be <= {max}, but got {len}"));
+        errors.push(format!(
+            "at '{here}': length must be <= {max}, but got {len}"
+        ));
     }
     if let Some(Value::String(p)) = s.get("pattern")
         && let Ok(re) = Regex::new(p)
         && !re.is_match(text)
     {
-        errors.push(format!("at '{here}': '{text}' does not match pattern '{p}'"));
+        errors.push(format!(
+            "at '{here}': '{text}' does not match pattern '{p}'"
+        ));
     }
 }
 
-fn check_object(root: &Value, s: &crate::values::Map, obj: &crate::values::Map, at: &str, errors: &mut Vec<String>, depth: usize) {
+fn check_object(
+    root: &Value,
+    s: &crate::values::Map,
+    obj: &crate::values::Map,
+    at: &str,
+    errors: &mut Vec<String>,
+    depth: usize,
+) {
     if let Some(Value::List(req)) = s.get("required") {
         let missing: Vec<String> = req
             .iter()
@@ -177,14 +207,21 @@ fn check_object(root: &Value, s: &crate::values::Map, obj: &crate::values::Map, 
             .map(|k| format!("'{k}'"))
             .collect();
         if !missing.is_empty() {
-            errors.push(format!("at '{at}': missing property {}", missing.join(", ")));
+            errors.push(format!(
+                "at '{at}': missing property {}",
+                missing.join(", ")
+            ));
         }
     }
     let props = s.get("properties").and_then(Value::as_map);
     let patterns: Vec<(Regex, &Value)> = s
         .get("patternProperties")
         .and_then(Value::as_map)
-        .map(|m| m.iter().filter_map(|(p, sch)| Regex::new(p).ok().map(|re| (re, sch))).collect())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(p, sch)| Regex::new(p).ok().map(|re| (re, sch)))
+                .collect()
+        })
         .unwrap_or_default();
     for (key, val) in obj {
         let child = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
@@ -202,7 +239,9 @@ fn check_object(root: &Value, s: &crate::values::Map, obj: &crate::values::Map, 
         if !matched {
             match s.get("additionalProperties") {
                 Some(Value::Bool(false)) => {
-                    errors.push(format!("at '{at}': additional properties '{key}' not allowed"));
+                    errors.push(format!(
+                        "at '{at}': additional properties '{key}' not allowed"
+                    ));
                 }
                 Some(sch @ Value::Map(_)) => check(root, sch, val, &child, errors, depth + 1),
                 _ => {}
@@ -211,7 +250,14 @@ fn check_object(root: &Value, s: &crate::values::Map, obj: &crate::values::Map, 
     }
 }
 
-fn check_array(root: &Value, s: &crate::values::Map, items: &[Value], at: &str, errors: &mut Vec<String>, depth: usize) {
+fn check_array(
+    root: &Value,
+    s: &crate::values::Map,
+    items: &[Value],
+    at: &str,
+    errors: &mut Vec<String>,
+    depth: usize,
+) {
     let count = items.len() as f64;
     if let Some(min) = s.get("minItems").and_then(num)
         && count < min
@@ -246,7 +292,14 @@ fn check_array(root: &Value, s: &crate::values::Map, items: &[Value], at: &str, 
     }
 }
 
-fn check_combinators(root: &Value, s: &crate::values::Map, v: &Value, at: &str, errors: &mut Vec<String>, depth: usize) {
+fn check_combinators(
+    root: &Value,
+    s: &crate::values::Map,
+    v: &Value,
+    at: &str,
+    errors: &mut Vec<String>,
+    depth: usize,
+) {
     let passes = |sch: &Value| {
         let mut e = Vec::new();
         check(root, sch, v, at, &mut e, depth + 1);
@@ -274,7 +327,11 @@ fn check_combinators(root: &Value, s: &crate::values::Map, v: &Value, at: &str, 
         errors.push(format!("at '{at}': not failed"));
     }
     if let Some(cond) = s.get("if") {
-        let branch = if passes(cond) { s.get("then") } else { s.get("else") };
+        let branch = if passes(cond) {
+            s.get("then")
+        } else {
+            s.get("else")
+        };
         if let Some(sch) = branch {
             check(root, sch, v, at, errors, depth + 1);
         }
@@ -300,12 +357,26 @@ mod tests {
                 "ref":{"$ref":"#/definitions/port"}},
               "definitions":{"port":{"type":"number","maximum":65535}}}"##,
         );
-        let good = parse(r#"{"image":"x","replicas":2,"mode":"a","name":"abc","strict":{"x":true},"ref":80}"#);
-        assert!(validate(&schema, &good).is_empty(), "{:?}", validate(&schema, &good));
+        let good = parse(
+            r#"{"image":"x","replicas":2,"mode":"a","name":"abc","strict":{"x":true},"ref":80}"#,
+        );
+        assert!(
+            validate(&schema, &good).is_empty(),
+            "{:?}",
+            validate(&schema, &good)
+        );
         let bad = parse(r#"{"replicas":0.5,"mode":"c","name":"A1","strict":{"y":1},"ref":70000}"#);
         let errors = validate(&schema, &bad);
         assert_eq!(errors.len(), 6, "{errors:?}");
-        assert!(errors.iter().any(|e| e.contains("missing property 'image'")));
-        assert!(errors.iter().any(|e| e.contains("/replicas") && e.contains("want integer")));
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("missing property 'image'"))
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("/replicas") && e.contains("want integer"))
+        );
     }
 }

@@ -290,7 +290,10 @@ mod tests {
 
     #[test]
     fn rust_symbol_hashes_are_dropped() {
-        assert_eq!(demangled("hostile::spin::h0123456789abcdef"), "hostile::spin");
+        assert_eq!(
+            demangled("hostile::spin::h0123456789abcdef"),
+            "hostile::spin"
+        );
         assert_eq!(demangled("plain"), "plain");
     }
 }

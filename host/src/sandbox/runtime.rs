@@ -271,7 +271,11 @@ impl Plugin {
         facts: &Facts,
         chart: &str,
     ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
-        let inputs = [&json_bytes(app)[..], &json_bytes(facts)[..], chart.as_bytes()];
+        let inputs = [
+            &json_bytes(app)[..],
+            &json_bytes(facts)[..],
+            chart.as_bytes(),
+        ];
         let (wit_app, wit_facts) = (app.to_wit(), facts.to_wit());
         let text = self.call(ctx, "overrides", &inputs, |plugin, store| {
             plugin.call_overrides(store, &wit_app, &wit_facts, chart)
@@ -407,10 +411,7 @@ impl Plugin {
         match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(map)) => Ok(map),
             Ok(other) => Err(self.fault(Fault::InvalidOutput {
-                reason: format!(
-                    "overrides must be a JSON object, got {}",
-                    json_kind(&other)
-                ),
+                reason: format!("overrides must be a JSON object, got {}", json_kind(&other)),
             })),
             Err(e) => Err(self.fault(Fault::InvalidOutput {
                 reason: format!("overrides are not valid JSON: {e}"),

@@ -77,7 +77,9 @@ pub(crate) fn context(now: SystemTime, seed: [u8; 32], log_bytes: usize) -> (Was
         stderr: MemoryOutputPipe::new(log_bytes),
         capacity: log_bytes,
     };
-    let since_epoch = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let since_epoch = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
     let mut insecure_seed = [0u8; 16];
     insecure_seed.copy_from_slice(&seed[..16]);
     let ctx = WasiCtxBuilder::new()

@@ -128,6 +128,12 @@ pub enum Error {
     /// A signature is not an armored SSHSIG.
     #[error("signature is not an armored OpenSSH SSHSIG")]
     MalformedSignature(#[source] ssh_key::Error),
+    /// A signature was made with another key type than ed25519.
+    #[error("signature is made with a {algorithm} key; only ssh-ed25519 is accepted")]
+    SignatureNotEd25519 {
+        /// The signing key's algorithm.
+        algorithm: String,
+    },
     /// A signature was made in another namespace than [`BUNDLE_NAMESPACE`].
     #[error("signature namespace is {found:?}, expected {BUNDLE_NAMESPACE:?}")]
     WrongNamespace {
@@ -293,6 +299,18 @@ fn read_public_key(file: &Path) -> Result<PublicKey, Error> {
 }
 
 fn parse_public_key(text: &str, file: &Path) -> Result<PublicKey, Error> {
+    // Name another key type before the parser, built for ed25519 only, calls
+    // its algorithm unknown.
+    let algorithm = text.split_whitespace().next().unwrap_or_default();
+    let is_key_type = ["ssh-", "ecdsa-", "sk-"]
+        .iter()
+        .any(|p| algorithm.starts_with(p));
+    if is_key_type && algorithm != "ssh-ed25519" {
+        return Err(Error::NotEd25519 {
+            file: file.to_path_buf(),
+            algorithm: algorithm.to_string(),
+        });
+    }
     let key = PublicKey::from_openssh(text.trim()).map_err(|source| Error::ParsePublicKey {
         file: file.to_path_buf(),
         source,
@@ -479,8 +497,8 @@ impl VerifiedSignature {
 ///
 /// [`Error::MalformedSignature`] if the text is not an SSHSIG;
 /// [`Error::WrongNamespace`] if it was made for another purpose;
-/// [`Error::NotEd25519`] for another key type; [`Error::InvalidSignature`]
-/// if it does not verify.
+/// [`Error::SignatureNotEd25519`] for another key type;
+/// [`Error::InvalidSignature`] if it does not verify.
 pub fn verify_signature(armored: &[u8], message: &[u8]) -> Result<VerifiedSignature, Error> {
     let signature = SshSig::from_pem(armored).map_err(Error::MalformedSignature)?;
     if signature.namespace() != BUNDLE_NAMESPACE {
@@ -489,7 +507,11 @@ pub fn verify_signature(armored: &[u8], message: &[u8]) -> Result<VerifiedSignat
         });
     }
     let key_data = signature.public_key().clone();
-    require_ed25519(key_data.algorithm(), Path::new("MANIFEST.sig"))?;
+    if key_data.algorithm() != Algorithm::Ed25519 {
+        return Err(Error::SignatureNotEd25519 {
+            algorithm: key_data.algorithm().to_string(),
+        });
+    }
     let signer = Fingerprint::of_key_data(&key_data);
     let public = PublicKey::new(key_data, "");
     public
@@ -610,6 +632,20 @@ mod tests {
         fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
         let err = TrustStore::load_dir(dir.path()).unwrap_err();
         assert!(matches!(err, Error::ParsePublicKey { file, .. } if file.ends_with("broken.pub")));
+    }
+
+    #[test]
+    fn other_key_types_are_named() {
+        let ecdsa = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBAPPSUzo4pdWkH5VO70wA72UgOlXavhynK2o+mDcxC4pvP9MymciQgrLY4BAGUKokKJ+Jf3bAotmpk7RDeg8vA8= other";
+        let mut store = TrustStore::empty();
+        let err = store
+            .add_openssh(ecdsa, Path::new("other.pub"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::NotEd25519 { file, algorithm } if file.ends_with("other.pub") && algorithm == "ecdsa-sha2-nistp256"),
+            "{err:?}"
+        );
+        assert!(store.is_empty());
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), FuncError> {
 }
 
 /// Go's name for the dynamic type of a value, as `%T` prints it.
+///
+/// An integer is Go's `int64`, the type of `--set` integers and of Sprig's
+/// arithmetic; integer literals, `len`, `int` and `atoi` are `int` in Go
+/// but share the one variant here.
 pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "<nil>",
@@ -139,13 +143,21 @@ pub fn is_empty(value: &Value) -> bool {
     !value.is_truthy()
 }
 
-/// Go's name for a value's kind, as Sprig's errors print it
-/// (`Cannot find first on type string`).
+/// Go's name for a value's kind, as `kindOf` and Sprig's errors print it
+/// (`Cannot find first on type string`); integers are `int64`, as
+/// [`type_name`] explains.
 pub fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "invalid",
         other => other.kind_name(),
     }
+}
+
+/// Whether `name` is the type or kind of `value`; an integer answers to
+/// both `int` and `int64`, since Go's two integer types share one variant
+/// here.
+pub fn names_type(name: &str, actual: &str, value: &Value) -> bool {
+    name == actual || (matches!(value, Value::Int(_)) && name == "int")
 }
 
 /// The error Go gives when a Sprig function dereferences a nil argument.

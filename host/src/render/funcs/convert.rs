@@ -8,7 +8,8 @@
 //! octal), a failed conversion gives 0, and floats truncate toward zero.
 
 use super::args::{
-    at_least, boolean, exactly, is_empty, kind, string_list, strslice, strval, text, type_name,
+    at_least, boolean, exactly, is_empty, kind, names_type, string_list, strslice, strval, text,
+    type_name,
 };
 use super::{FuncError, Function};
 use crate::values::{Map, Value};
@@ -199,7 +200,7 @@ fn type_of(args: &[Value]) -> Result<Value, FuncError> {
 
 fn type_is(args: &[Value]) -> Result<Value, FuncError> {
     let [target, v] = exactly::<2>("typeIs", args)?;
-    Ok(Value::Bool(text(target)? == type_name(v)))
+    Ok(Value::Bool(names_type(text(target)?, type_name(v), v)))
 }
 
 /// `typeIsLike T V`: V's type is T or a pointer to T.
@@ -208,7 +209,7 @@ fn type_is_like(args: &[Value]) -> Result<Value, FuncError> {
     let target = text(target)?;
     let actual = type_name(v);
     Ok(Value::Bool(
-        target == actual || format!("*{target}") == actual,
+        names_type(target, actual, v) || format!("*{target}") == actual,
     ))
 }
 
@@ -219,7 +220,7 @@ fn kind_of(args: &[Value]) -> Result<Value, FuncError> {
 
 fn kind_is(args: &[Value]) -> Result<Value, FuncError> {
     let [target, v] = exactly::<2>("kindIs", args)?;
-    Ok(Value::Bool(text(target)? == kind(v)))
+    Ok(Value::Bool(names_type(text(target)?, kind(v), v)))
 }
 
 fn deep_equal(args: &[Value]) -> Result<Value, FuncError> {
@@ -284,10 +285,14 @@ fn required(args: &[Value]) -> Result<Value, FuncError> {
     }
 }
 
-/// `fail MSG`: always an error with MSG.
+/// `fail MSG`: always an error with MSG, between the same markers as
+/// `required` (Helm's engine replaces Sprig's `fail` with one that wraps).
 fn fail(args: &[Value]) -> Result<Value, FuncError> {
     let [message] = exactly::<1>("fail", args)?;
-    Err(FuncError(text(message)?.to_string()))
+    Err(FuncError(format!(
+        "{WARN_START}{}{WARN_END}",
+        text(message)?
+    )))
 }
 
 /// `lookup API KIND NAMESPACE NAME`: an empty map, as `helm template` is not
@@ -343,6 +348,23 @@ mod tests {
             Ok(Value::Bool(true))
         );
         assert_eq!(kind_of(&[Value::List(vec![])]), Ok("slice".into()));
+        assert_eq!(type_of(&[Value::Int(80)]), Ok("int64".into()));
+        assert_eq!(
+            type_is(&["int".into(), Value::Int(80)]),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            type_is(&["int64".into(), Value::Int(80)]),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            type_is(&["int".into(), Value::Float(80.0)]),
+            Ok(Value::Bool(false))
+        );
+        assert_eq!(
+            kind_is(&["int".into(), Value::Int(1)]),
+            Ok(Value::Bool(true))
+        );
         assert_eq!(
             kind_is(&["invalid".into(), Value::Null]),
             Ok(Value::Bool(true))
@@ -385,7 +407,10 @@ mod tests {
             Err(FuncError("HELM_ERR_STARTneed xHELM_ERR_END".into()))
         );
         assert!(required(&["need x".into(), Value::Null]).is_err());
-        assert_eq!(fail(&["boom".into()]), Err(FuncError("boom".into())));
+        assert_eq!(
+            fail(&["boom".into()]),
+            Err(FuncError("HELM_ERR_STARTboomHELM_ERR_END".into()))
+        );
         let args: Vec<Value> = ["v1", "Secret", "ns", "name"]
             .iter()
             .map(|s| Value::from(*s))

@@ -97,7 +97,7 @@ impl GoTime {
 }
 
 /// Days since 1970-01-01 to a civil date (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(super) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -484,130 +484,207 @@ fn numeric_zone(offset: i32, colon: bool, seconds: bool, _z: bool) -> String {
 /// Go's `time.ParseInLocation(layout, value, UTC)` for the layout elements
 /// charts use. The error text follows Go's.
 pub fn parse_layout(layout: &str, value: &str) -> Result<GoTime, String> {
-    let fail = |elem: &str, rest: &str| {
-        format!("parsing time {value:?} as {layout:?}: cannot parse {rest:?} as {elem:?}")
-    };
-    let (mut year, mut month, mut day, mut hour, mut minute, mut second, mut nanos) =
-        (1i64, 1u32, 1u32, 0u32, 0u32, 0u32, 0u32);
-    let mut pm: Option<bool> = None;
-    let mut offset: Option<i32> = None;
-    let mut zone = String::from("UTC");
+    let mut fields = Fields::default();
     let mut rest = value;
     let mut layout_rest = layout;
     loop {
-        let (prefix, std, tail) = next_chunk(layout_rest);
-        let literal = &layout_rest[..prefix.len()];
+        let (literal, std, tail) = next_chunk(layout_rest);
         rest = rest
             .strip_prefix(literal)
-            .ok_or_else(|| fail(literal, rest))?;
+            .ok_or_else(|| cannot_parse(value, layout, rest, literal))?;
         let Some(std) = std else {
             if !rest.is_empty() {
                 return Err(format!("parsing time {value:?}: extra text: {rest:?}"));
             }
             break;
         };
-        let element = &layout_rest[prefix.len()..layout_rest.len() - tail.len()];
+        let element = &layout_rest[literal.len()..layout_rest.len() - tail.len()];
         layout_rest = tail;
-        let digits = |rest: &str, min: usize, max: usize| -> Option<(u32, usize)> {
-            let n = rest
-                .bytes()
-                .take(max)
-                .take_while(u8::is_ascii_digit)
-                .count();
-            if n < min {
-                return None;
+        let next_is_fraction = matches!(next_chunk(layout_rest).1, Some(Std::Frac { .. }));
+        let before = rest;
+        fields
+            .read(std, &mut rest, next_is_fraction)
+            .map_err(|()| cannot_parse(value, layout, before, element))?;
+    }
+    fields.time(value)
+}
+
+fn cannot_parse(value: &str, layout: &str, rest: &str, element: &str) -> String {
+    format!("parsing time {value:?} as {layout:?}: cannot parse {rest:?} as {element:?}")
+}
+
+/// The parts of a time read so far.
+struct Fields {
+    year: i64,
+    month: u32,
+    day: u32,
+    hour: u32,
+    minute: u32,
+    second: u32,
+    nanos: u32,
+    pm: Option<bool>,
+    offset: i32,
+    zone: String,
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Fields {
+            year: 1,
+            month: 1,
+            day: 1,
+            hour: 0,
+            minute: 0,
+            second: 0,
+            nanos: 0,
+            pm: None,
+            offset: 0,
+            zone: "UTC".into(),
+        }
+    }
+}
+
+/// Reads `min` to `max` digits.
+fn take_digits(rest: &mut &str, min: usize, max: usize) -> Result<u32, ()> {
+    let n = rest
+        .bytes()
+        .take(max)
+        .take_while(u8::is_ascii_digit)
+        .count();
+    if n < min {
+        return Err(());
+    }
+    let value = rest[..n].parse().map_err(|_| ())?;
+    *rest = &rest[n..];
+    Ok(value)
+}
+
+/// Reads one of `names` (or its first three letters), case-insensitively;
+/// returns its index.
+fn take_name(rest: &mut &str, names: &[&str], short: bool) -> Result<usize, ()> {
+    for (index, name) in names.iter().enumerate() {
+        let name = if short { &name[..3] } else { name };
+        if rest
+            .get(..name.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(name))
+        {
+            *rest = &rest[name.len()..];
+            return Ok(index);
+        }
+    }
+    Err(())
+}
+
+/// Reads a numeric zone (`+07:00`, `-0700`, `Z` where allowed).
+fn take_zone(
+    rest: &mut &str,
+    z: bool,
+    colon: bool,
+    hours_only: bool,
+    seconds: bool,
+) -> Result<i32, ()> {
+    if z && rest.starts_with('Z') {
+        *rest = &rest[1..];
+        return Ok(0);
+    }
+    let sign = match rest.as_bytes().first() {
+        Some(b'+') => 1,
+        Some(b'-') => -1,
+        _ => return Err(()),
+    };
+    *rest = &rest[1..];
+    let mut total = take_digits(rest, 2, 2)? * 3600;
+    if !hours_only {
+        for (step, unit) in [(true, 60), (seconds, 1)] {
+            if !step {
+                continue;
             }
-            rest[..n].parse().ok().map(|v| (v, n))
-        };
-        let take = |min: usize, max: usize, rest: &mut &str| -> Result<u32, String> {
-            let (v, n) = digits(rest, min, max).ok_or_else(|| fail(element, rest))?;
-            *rest = &rest[n..];
-            Ok(v)
-        };
+            if colon {
+                *rest = rest.strip_prefix(':').ok_or(())?;
+            }
+            total += take_digits(rest, 2, 2)? * unit;
+        }
+    }
+    Ok(sign * total as i32)
+}
+
+/// Reads fractional-second digits after a `.` or `,`.
+fn take_fraction(rest: &mut &str) -> Option<u32> {
+    let after = rest.strip_prefix(['.', ','])?;
+    let n = after.bytes().take_while(u8::is_ascii_digit).count();
+    let nanos = fraction_nanos(&after[..n]);
+    *rest = &after[n..];
+    Some(nanos)
+}
+
+impl Fields {
+    /// Reads one layout element from the front of `rest`.
+    fn read(&mut self, std: Std, rest: &mut &str, next_is_fraction: bool) -> Result<(), ()> {
+        let width = |zero: bool| if zero { 2 } else { 1 };
         match std {
-            Std::LongYear => {
-                year = i64::from(take(4, 4, &mut rest)?);
-            }
+            Std::LongYear => self.year = i64::from(take_digits(rest, 4, 4)?),
             Std::Year => {
-                let y = i64::from(take(2, 2, &mut rest)?);
-                year = if y >= 69 { y + 1900 } else { y + 2000 };
+                let y = i64::from(take_digits(rest, 2, 2)?);
+                self.year = if y >= 69 { y + 1900 } else { y + 2000 };
             }
             Std::LongMonth | Std::Month => {
-                let found = MONTHS.iter().position(|m| {
-                    let name = if std == Std::Month { &m[..3] } else { m };
-                    rest.len() >= name.len() && rest[..name.len()].eq_ignore_ascii_case(name)
-                });
-                let index = found.ok_or_else(|| fail(element, rest))?;
-                let len = if std == Std::Month {
-                    3
-                } else {
-                    MONTHS[index].len()
-                };
-                rest = &rest[len..];
-                month = index as u32 + 1;
+                self.month = take_name(rest, &MONTHS, std == Std::Month)? as u32 + 1;
             }
             Std::LongWeekDay | Std::WeekDay => {
-                let found = WEEKDAYS.iter().find(|w| {
-                    let name = if std == Std::WeekDay { &w[..3] } else { w };
-                    rest.len() >= name.len() && rest[..name.len()].eq_ignore_ascii_case(name)
-                });
-                let name = found.ok_or_else(|| fail(element, rest))?;
-                let len = if std == Std::WeekDay { 3 } else { name.len() };
-                rest = &rest[len..];
+                take_name(rest, &WEEKDAYS, std == Std::WeekDay)?;
             }
             Std::NumMonth | Std::ZeroMonth => {
-                month = take(if std == Std::ZeroMonth { 2 } else { 1 }, 2, &mut rest)?;
-                if !(1..=12).contains(&month) {
-                    return Err(format!("parsing time {value:?}: month out of range"));
+                self.month = take_digits(rest, width(std == Std::ZeroMonth), 2)?;
+                if !(1..=12).contains(&self.month) {
+                    return Err(());
                 }
             }
             Std::Day | Std::ZeroDay | Std::UnderDay => {
                 if std == Std::UnderDay {
-                    rest = rest.strip_prefix(' ').unwrap_or(rest);
+                    *rest = rest.strip_prefix(' ').unwrap_or(rest);
                 }
-                day = take(if std == Std::ZeroDay { 2 } else { 1 }, 2, &mut rest)?;
+                self.day = take_digits(rest, width(std == Std::ZeroDay), 2)?;
             }
             Std::UnderYearDay | Std::ZeroYearDay => {
-                rest = rest.trim_start_matches(' ');
-                take(1, 3, &mut rest)?;
+                *rest = rest.trim_start_matches(' ');
+                take_digits(rest, 1, 3)?;
             }
-            Std::Hour => hour = take(2, 2, &mut rest)?,
+            Std::Hour => self.hour = take_digits(rest, 2, 2)?,
             Std::Hour12 | Std::ZeroHour12 => {
-                hour = take(if std == Std::ZeroHour12 { 2 } else { 1 }, 2, &mut rest)?
+                self.hour = take_digits(rest, width(std == Std::ZeroHour12), 2)?;
             }
             Std::Minute | Std::ZeroMinute => {
-                minute = take(if std == Std::ZeroMinute { 2 } else { 1 }, 2, &mut rest)?
+                self.minute = take_digits(rest, width(std == Std::ZeroMinute), 2)?;
             }
             Std::Second | Std::ZeroSecond => {
-                second = take(if std == Std::ZeroSecond { 2 } else { 1 }, 2, &mut rest)?;
-                // Go accepts a fractional second after the seconds even
-                // when the layout has none.
-                if let Some(after) = rest.strip_prefix(['.', ','])
-                    && !matches!(next_chunk(layout_rest).1, Some(Std::Frac { .. }))
-                {
-                    let n = after.bytes().take_while(u8::is_ascii_digit).count();
-                    if n > 0 {
-                        nanos = fraction_nanos(&after[..n]);
-                        rest = &after[n..];
+                self.second = take_digits(rest, width(std == Std::ZeroSecond), 2)?;
+                // Go accepts a fraction after the seconds even when the
+                // layout has none.
+                if !next_is_fraction {
+                    let mut probe = *rest;
+                    if let Some(nanos) =
+                        take_fraction(&mut probe).filter(|_| probe.len() + 1 < rest.len())
+                    {
+                        self.nanos = nanos;
+                        *rest = probe;
                     }
                 }
             }
             Std::Pm | Std::LowerPm => {
-                let word = rest.get(..2).unwrap_or("").to_ascii_uppercase();
-                pm = match word.as_str() {
-                    "PM" => Some(true),
-                    "AM" => Some(false),
-                    _ => return Err(fail(element, rest)),
+                self.pm = match rest.get(..2).map(str::to_ascii_uppercase).as_deref() {
+                    Some("PM") => Some(true),
+                    Some("AM") => Some(false),
+                    _ => return Err(()),
                 };
-                rest = &rest[2..];
+                *rest = &rest[2..];
             }
             Std::Tz => {
                 let n = rest.bytes().take_while(u8::is_ascii_uppercase).count();
                 if n < 3 {
-                    return Err(fail(element, rest));
+                    return Err(());
                 }
-                zone = rest[..n].to_string();
-                rest = &rest[n..];
+                self.zone = rest[..n].to_string();
+                *rest = &rest[n..];
             }
             Std::Zone {
                 z,
@@ -615,75 +692,55 @@ pub fn parse_layout(layout: &str, value: &str) -> Result<GoTime, String> {
                 hours_only,
                 seconds,
             } => {
-                if z && rest.starts_with('Z') {
-                    rest = &rest[1..];
-                    offset = Some(0);
-                    continue;
+                self.offset = take_zone(rest, z, colon, hours_only, seconds)?;
+                // A zero offset is the local zone (UTC here); any other is
+                // a fixed zone without a name, as Go makes it.
+                if self.offset != 0 {
+                    self.zone = String::new();
                 }
-                let sign = match rest.as_bytes().first() {
-                    Some(b'+') => 1,
-                    Some(b'-') => -1,
-                    _ => return Err(fail(element, rest)),
-                };
-                rest = &rest[1..];
-                let h = take(2, 2, &mut rest)?;
-                let mut m = 0;
-                let mut s = 0;
-                if !hours_only {
-                    if colon {
-                        rest = rest.strip_prefix(':').ok_or_else(|| fail(element, rest))?;
-                    }
-                    m = take(2, 2, &mut rest)?;
-                    if seconds {
-                        if colon {
-                            rest = rest.strip_prefix(':').ok_or_else(|| fail(element, rest))?;
-                        }
-                        s = take(2, 2, &mut rest)?;
-                    }
-                }
-                offset = Some(sign * (h * 3600 + m * 60 + s) as i32);
-                zone = String::new();
             }
             Std::Frac { digits, trim, .. } => {
-                let after = rest.strip_prefix(['.', ',']);
-                match after {
-                    Some(after) => {
-                        let n = after.bytes().take_while(u8::is_ascii_digit).count();
-                        if !trim && n != digits {
-                            return Err(fail(element, rest));
-                        }
-                        nanos = fraction_nanos(&after[..n]);
-                        rest = &after[n..];
-                    }
+                let before = rest.len();
+                match take_fraction(rest) {
+                    Some(nanos) if trim || before - rest.len() == digits + 1 => self.nanos = nanos,
                     None if trim => {}
-                    None => return Err(fail(element, rest)),
+                    _ => return Err(()),
                 }
             }
         }
+        Ok(())
     }
-    match pm {
-        Some(true) if hour < 12 => hour += 12,
-        Some(false) if hour == 12 => hour = 0,
-        _ => {}
+
+    /// The time these fields name, checking the day and clock ranges.
+    fn time(mut self, value: &str) -> Result<GoTime, String> {
+        match self.pm {
+            Some(true) if self.hour < 12 => self.hour += 12,
+            Some(false) if self.hour == 12 => self.hour = 0,
+            _ => {}
+        }
+        let days_in_month = match self.month {
+            2 if is_leap(self.year) => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        if self.day < 1 || self.day > days_in_month {
+            return Err(format!("parsing time {value:?}: day out of range"));
+        }
+        if self.hour > 23 || self.minute > 59 || self.second > 59 {
+            return Err(format!(
+                "parsing time {value:?}: hour, minute or second out of range"
+            ));
+        }
+        let clock = i64::from(self.hour * 3600 + self.minute * 60 + self.second);
+        let local = days_from_civil(self.year, self.month, self.day) * 86_400 + clock;
+        Ok(GoTime {
+            unix: local - i64::from(self.offset),
+            nanos: self.nanos,
+            offset: self.offset,
+            zone: self.zone,
+        })
     }
-    let days_in_month = match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    if day < 1 || day > days_in_month || hour > 23 || minute > 59 || second > 59 {
-        return Err(format!("parsing time {value:?}: day out of range"));
-    }
-    let offset = offset.unwrap_or(0);
-    let local =
-        days_from_civil(year, month, day) * 86_400 + i64::from(hour * 3600 + minute * 60 + second);
-    Ok(GoTime {
-        unix: local - i64::from(offset),
-        nanos,
-        offset,
-        zone,
-    })
 }
 
 fn fraction_nanos(digits: &str) -> u32 {
@@ -1010,8 +1067,14 @@ mod tests {
         let parsed =
             parse_layout(time_rfc3339(), "2020-02-29T10:20:30+02:00").map(|t| (t.unix, t.offset));
         assert_eq!(parsed, Ok((1_582_964_430, 7200)));
+        let fixed =
+            parse_layout(time_rfc3339(), "2020-02-29T10:20:30+02:00").map(|t| t.go_string());
+        assert_eq!(fixed, Ok("2020-02-29 10:20:30 +0200 +0200".into()));
+        let utc = parse_layout(time_rfc3339(), "2020-02-29T10:20:30+00:00").map(|t| t.go_string());
+        assert_eq!(utc, Ok("2020-02-29 10:20:30 +0000 UTC".into()));
         assert!(parse_layout("2006-01-02", "2017-13-01").is_err());
         assert!(parse_layout("2006-01-02", "nope").is_err());
+        assert!(parse_layout("Jan", "Jaé").is_err());
         let time = t(1_257_894_000, 500);
         assert_eq!(parse_go_time_string(&time.go_string()), Some(time));
     }

@@ -98,25 +98,134 @@ struct Spec {
 /// `%!(EXTRA type=value)`, `%!(NOVERB)`, `%!(BADWIDTH)`, `%!(BADPREC)` and
 /// `%!d(BADINDEX)`.
 pub fn sprintf(format: &str, args: &[Value]) -> String {
-    let bytes = format.as_bytes();
-    let end = bytes.len();
-    let mut out = String::new();
-    let mut arg_num = 0usize;
-    let mut reordered = false;
-    let mut i = 0usize;
-    while i < end {
-        let start = i;
-        while i < end && bytes[i] != b'%' {
-            i += 1;
+    let mut printer = Printer {
+        format,
+        args,
+        i: 0,
+        arg_num: 0,
+        reordered: false,
+        good_arg_num: true,
+        out: String::new(),
+    };
+    printer.run();
+    printer.out
+}
+
+/// The state of one `Sprintf` call, as Go's `pp.doPrintf` keeps it.
+struct Printer<'a> {
+    format: &'a str,
+    args: &'a [Value],
+    /// Position in the format.
+    i: usize,
+    /// The next operand.
+    arg_num: usize,
+    /// Whether an explicit index was used (then extra operands are fine).
+    reordered: bool,
+    /// False after a bad explicit index in the current directive.
+    good_arg_num: bool,
+    out: String,
+}
+
+impl Printer<'_> {
+    fn byte(&self) -> Option<u8> {
+        self.format.as_bytes().get(self.i).copied()
+    }
+
+    fn run(&mut self) {
+        while self.i < self.format.len() {
+            let start = self.i;
+            let rest = &self.format[start..];
+            self.i = start + rest.find('%').unwrap_or(rest.len());
+            self.out.push_str(&self.format[start..self.i]);
+            if self.i >= self.format.len() {
+                break;
+            }
+            self.i += 1;
+            if !self.directive() {
+                break;
+            }
         }
-        out.push_str(&format[start..i]);
-        if i >= end {
-            break;
+        if !self.reordered && self.arg_num < self.args.len() {
+            self.extra();
         }
-        i += 1;
+    }
+
+    /// One directive after its `%`; false when the format ended early.
+    fn directive(&mut self) -> bool {
+        self.good_arg_num = true;
+        let mut spec = self.flags();
+        let mut after_index = self.index();
+        if self.byte() == Some(b'*') {
+            self.i += 1;
+            match self.star_operand() {
+                Some(w) => {
+                    if w < 0 {
+                        spec.minus = true;
+                        spec.zero = false;
+                    }
+                    spec.width = Some(w.unsigned_abs() as usize);
+                }
+                None => self.out.push_str("%!(BADWIDTH)"),
+            }
+            after_index = false;
+        } else {
+            spec.width = self.number();
+            if after_index && spec.width.is_some() {
+                self.good_arg_num = false;
+            }
+        }
+        if self.i + 1 < self.format.len() && self.byte() == Some(b'.') {
+            self.i += 1;
+            if after_index {
+                self.good_arg_num = false;
+            }
+            after_index = self.index();
+            if self.byte() == Some(b'*') {
+                self.i += 1;
+                match self.star_operand() {
+                    Some(p) => spec.precision = usize::try_from(p).ok(),
+                    None => self.out.push_str("%!(BADPREC)"),
+                }
+                after_index = false;
+            } else {
+                spec.precision = Some(self.number().unwrap_or(0));
+            }
+        }
+        if !after_index {
+            self.index();
+        }
+        let Some(verb) = self.format[self.i..].chars().next() else {
+            self.out.push_str("%!(NOVERB)");
+            return false;
+        };
+        self.i += verb.len_utf8();
+        self.print_verb(verb, spec);
+        true
+    }
+
+    fn print_verb(&mut self, verb: char, mut spec: Spec) {
+        if verb == '%' {
+            self.out.push('%');
+        } else if !self.good_arg_num {
+            self.out.push_str(&format!("%!{verb}(BADINDEX)"));
+        } else if self.arg_num >= self.args.len() {
+            self.out.push_str(&format!("%!{verb}(MISSING)"));
+        } else {
+            if verb == 'v' {
+                spec.sharp_v = spec.sharp;
+                spec.sharp = false;
+                spec.plus_v = spec.plus;
+                spec.plus = false;
+            }
+            format_arg(&mut self.out, &self.args[self.arg_num], verb, &spec);
+            self.arg_num += 1;
+        }
+    }
+
+    fn flags(&mut self) -> Spec {
         let mut spec = Spec::default();
-        while i < end {
-            match bytes[i] {
+        while let Some(b) = self.byte() {
+            match b {
                 b'#' => spec.sharp = true,
                 b'0' => spec.zero = !spec.minus,
                 b'+' => spec.plus = true,
@@ -127,140 +236,72 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
                 b' ' => spec.space = true,
                 _ => break,
             }
-            i += 1;
+            self.i += 1;
         }
-        let mut good_arg_num = true;
-        let (n, ni, mut after_index) = arg_number(format, i, arg_num, args.len(), &mut reordered);
-        if let Some(n) = n {
-            arg_num = n;
-        } else if ni != i {
-            good_arg_num = false;
-        }
-        i = ni;
-        if i < end && bytes[i] == b'*' {
-            i += 1;
-            match int_from_arg(args, &mut arg_num) {
-                Some(w) => {
-                    if w < 0 {
-                        spec.minus = true;
-                        spec.zero = false;
-                    }
-                    spec.width = Some(w.unsigned_abs() as usize);
-                }
-                None => out.push_str("%!(BADWIDTH)"),
-            }
-            after_index = false;
-        } else {
-            let (w, ni) = parse_num(bytes, i);
-            spec.width = w;
-            i = ni;
-            if after_index && spec.width.is_some() {
-                good_arg_num = false;
-            }
-        }
-        if i + 1 < end && bytes[i] == b'.' {
-            i += 1;
-            if after_index {
-                good_arg_num = false;
-            }
-            let (n, ni, idx) = arg_number(format, i, arg_num, args.len(), &mut reordered);
-            if let Some(n) = n {
-                arg_num = n;
-            } else if ni != i {
-                good_arg_num = false;
-            }
-            i = ni;
-            after_index = idx;
-            if i < end && bytes[i] == b'*' {
-                i += 1;
-                match int_from_arg(args, &mut arg_num) {
-                    Some(p) if p >= 0 => spec.precision = Some(p as usize),
-                    Some(_) => spec.precision = None,
-                    None => out.push_str("%!(BADPREC)"),
-                }
-                after_index = false;
-            } else {
-                let (p, ni) = parse_num(bytes, i);
-                spec.precision = Some(p.unwrap_or(0));
-                i = ni;
-            }
-        }
-        if !after_index {
-            let (n, ni, idx) = arg_number(format, i, arg_num, args.len(), &mut reordered);
-            if let Some(n) = n {
-                arg_num = n;
-            } else if ni != i {
-                good_arg_num = false;
-            }
-            i = ni;
-            after_index = idx;
-        }
-        let _ = after_index;
-        let Some(verb) = format[i..].chars().next() else {
-            out.push_str("%!(NOVERB)");
-            break;
-        };
-        i += verb.len_utf8();
-        if verb == '%' {
-            out.push('%');
-        } else if !good_arg_num {
-            out.push_str(&format!("%!{verb}(BADINDEX)"));
-        } else if arg_num >= args.len() {
-            out.push_str(&format!("%!{verb}(MISSING)"));
-        } else {
-            if verb == 'v' {
-                spec.sharp_v = spec.sharp;
-                spec.sharp = false;
-                spec.plus_v = spec.plus;
-                spec.plus = false;
-            }
-            format_arg(&mut out, &args[arg_num], verb, &spec);
-            arg_num += 1;
-        }
+        spec
     }
-    if !reordered && arg_num < args.len() {
-        out.push_str("%!(EXTRA ");
-        for (k, arg) in args[arg_num..].iter().enumerate() {
+
+    /// An explicit argument index `[n]`; returns whether one was present.
+    fn index(&mut self) -> bool {
+        if self.byte() != Some(b'[') {
+            return false;
+        }
+        self.reordered = true;
+        let rest = &self.format[self.i + 1..];
+        let Some(close) = rest.find(']') else {
+            self.i += 1;
+            self.good_arg_num = false;
+            return false;
+        };
+        let inner = &rest[..close];
+        self.i += close + 2;
+        let parsed = (!inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| inner.parse::<usize>().ok())
+            .flatten();
+        match parsed {
+            Some(n) if n >= 1 && n <= self.args.len() => self.arg_num = n - 1,
+            _ => self.good_arg_num = false,
+        }
+        parsed.is_some()
+    }
+
+    /// A decimal width or precision, as Go's `parsenum`.
+    fn number(&mut self) -> Option<usize> {
+        let start = self.i;
+        let mut n = 0usize;
+        while let Some(b) = self.byte().filter(u8::is_ascii_digit) {
+            if n > 1_000_000 {
+                self.i = self.format.len();
+                return None;
+            }
+            n = n * 10 + usize::from(b - b'0');
+            self.i += 1;
+        }
+        (self.i > start).then_some(n)
+    }
+
+    /// The operand of a `*` width or precision.
+    fn star_operand(&mut self) -> Option<i64> {
+        int_from_arg(self.args, &mut self.arg_num)
+    }
+
+    /// `%!(EXTRA type=value, ...)` for operands no verb used.
+    fn extra(&mut self) {
+        self.out.push_str("%!(EXTRA ");
+        for (k, arg) in self.args[self.arg_num..].iter().enumerate() {
             if k > 0 {
-                out.push_str(", ");
+                self.out.push_str(", ");
             }
             match arg {
-                Value::Null => out.push_str("<nil>"),
+                Value::Null => self.out.push_str("<nil>"),
                 other => {
-                    out.push_str(type_name(other));
-                    out.push('=');
-                    format_arg(&mut out, other, 'v', &Spec::default());
+                    self.out.push_str(type_name(other));
+                    self.out.push('=');
+                    format_arg(&mut self.out, other, 'v', &Spec::default());
                 }
             }
         }
-        out.push(')');
-    }
-    out
-}
-
-/// Parses an explicit argument index `[n]` at `i`. Returns the new argument
-/// number (None if there is no index or it is bad), the position after it,
-/// and whether an index was present.
-fn arg_number(
-    format: &str,
-    i: usize,
-    arg_num: usize,
-    num_args: usize,
-    reordered: &mut bool,
-) -> (Option<usize>, usize, bool) {
-    let bytes = format.as_bytes();
-    if i >= bytes.len() || bytes[i] != b'[' {
-        return (Some(arg_num), i, false);
-    }
-    *reordered = true;
-    let Some(close) = format[i + 1..].find(']') else {
-        return (None, i + 1, false);
-    };
-    let inner = &format[i + 1..i + 1 + close];
-    let after = i + 1 + close + 1;
-    match inner.parse::<usize>() {
-        Ok(n) if n >= 1 && !inner.starts_with('+') && n <= num_args => (Some(n - 1), after, true),
-        _ => (None, after, true),
+        self.out.push(')');
     }
 }
 
@@ -272,20 +313,6 @@ fn int_from_arg(args: &[Value], arg_num: &mut usize) -> Option<i64> {
         Value::Int(n) if n.unsigned_abs() <= 1_000_000 => Some(*n),
         _ => None,
     }
-}
-
-/// Parses a decimal number at `i`, as Go's `parsenum`.
-fn parse_num(bytes: &[u8], mut i: usize) -> (Option<usize>, usize) {
-    let start = i;
-    let mut n = 0usize;
-    while i < bytes.len() && bytes[i].is_ascii_digit() {
-        if n > 1_000_000 {
-            return (None, bytes.len());
-        }
-        n = n * 10 + usize::from(bytes[i] - b'0');
-        i += 1;
-    }
-    if i == start { (None, i) } else { (Some(n), i) }
 }
 
 /// Formats one operand, as Go's `printArg` does for the types a template
@@ -747,42 +774,53 @@ pub fn query_escape(s: &str) -> String {
     out
 }
 
-/// Go's `template.HTMLEscapeString`.
-pub fn html_escape(s: &str) -> String {
-    let mut out = String::new();
+/// Rewrites each character `replacement` names, keeping the others.
+fn escape_with(s: &str, replacement: impl Fn(char) -> Option<String>) -> String {
+    let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '\0' => out.push('\u{FFFD}'),
-            '"' => out.push_str("&#34;"),
-            '\'' => out.push_str("&#39;"),
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            _ => out.push(c),
+        match replacement(c) {
+            Some(r) => out.push_str(&r),
+            None => out.push(c),
         }
     }
     out
 }
 
+/// Go's `template.HTMLEscapeString`.
+pub fn html_escape(s: &str) -> String {
+    escape_with(s, |c| {
+        Some(
+            match c {
+                '\0' => "\u{FFFD}",
+                '"' => "&#34;",
+                '\'' => "&#39;",
+                '&' => "&amp;",
+                '<' => "&lt;",
+                '>' => "&gt;",
+                _ => return None,
+            }
+            .to_string(),
+        )
+    })
+}
+
 /// Go's `template.JSEscapeString`.
 pub fn js_escape(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '"' => out.push_str("\\\""),
-            '<' => out.push_str("\\u003C"),
-            '>' => out.push_str("\\u003E"),
-            '&' => out.push_str("\\u0026"),
-            '=' => out.push_str("\\u003D"),
+    escape_with(s, |c| {
+        Some(match c {
+            '\\' => "\\\\".into(),
+            '\'' => "\\'".into(),
+            '"' => "\\\"".into(),
+            '<' => "\\u003C".into(),
+            '>' => "\\u003E".into(),
+            '&' => "\\u0026".into(),
+            '=' => "\\u003D".into(),
             _ if (c as u32) < 0x20 || !is_printable(c) && !c.is_ascii() => {
-                out.push_str(&format!("\\u{:04X}", c as u32))
+                format!("\\u{:04X}", c as u32)
             }
-            _ => out.push(c),
-        }
-    }
-    out
+            _ => return None,
+        })
+    })
 }
 
 #[cfg(test)]

@@ -326,7 +326,10 @@ pub fn until_step_values(start: i64, stop: i64, step: i64) -> Vec<i64> {
         }
         while i > stop {
             out.push(i);
-            i += step;
+            let Some(next) = i.checked_add(step) else {
+                break;
+            };
+            i = next;
         }
     } else {
         if step <= 0 {
@@ -334,7 +337,10 @@ pub fn until_step_values(start: i64, stop: i64, step: i64) -> Vec<i64> {
         }
         while i < stop {
             out.push(i);
-            i += step;
+            let Some(next) = i.checked_add(step) else {
+                break;
+            };
+            i = next;
         }
     }
     out
@@ -377,18 +383,18 @@ fn seq(args: &[Value]) -> Result<Value, FuncError> {
     let (start, stop, step) = match params[..] {
         [end] => {
             let inc = if end < 1 { -1 } else { 1 };
-            (1, end + inc, inc)
+            (1, end.saturating_add(inc), inc)
         }
         [start, end] => {
             let step = if end < start { -1 } else { 1 };
-            (start, end + step, step)
+            (start, end.saturating_add(step), step)
         }
         [start, step, end] => {
             let inc = if end < start { -1 } else { 1 };
             if end < start && step > 0 {
                 return Ok("".into());
             }
-            (start, end + inc, step)
+            (start, end.saturating_add(inc), step)
         }
         _ => return Ok("".into()),
     };
@@ -466,5 +472,10 @@ mod tests {
         assert_eq!(seq(&[i(10), i(2), i(0)]), Ok("".into()));
         assert_eq!(seq(&[]), Ok("".into()));
         assert!(until(&[i(1 << 40)]).is_err());
+        assert_eq!(
+            until_step(&[i(i64::MAX - 1), i(i64::MAX), i(10)]),
+            Ok(Value::List(vec![i(i64::MAX - 1)]))
+        );
+        assert!(seq(&[i(i64::MAX)]).is_err());
     }
 }

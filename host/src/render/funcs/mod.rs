@@ -14,10 +14,22 @@
 //! `must` forms) mutate their first argument in Go; here they return the
 //! changed map, and [`mutates_first_argument`] tells the engine to write
 //! that result back to wherever the first argument came from.
+//!
+//! Errors are one message each ([`FuncError`]), as Go's template engine
+//! reports them: argument checks ([`is_argument_error`]) are printed as
+//! they are, other errors after `error calling NAME: `. `required` and
+//! `fail` wrap their message in [`WARN_START`]/[`WARN_END`], which Helm's
+//! engine cuts out when it prints the error (`execution error at (...)`).
+//!
+//! The random functions (`randAlphaNum`, `uuidv4`, `genCA`, ...) and
+//! `now` differ on every render, as in Helm; nothing here reads files, the
+//! environment or the network.
 
 mod args;
 mod convert;
+mod crypto;
 mod dates;
+mod der;
 mod dicts;
 mod encoding;
 mod gofmt;
@@ -25,8 +37,10 @@ mod lists;
 mod math;
 mod random;
 mod regexp;
+mod secrets;
 mod semver;
 mod strings;
+mod toml_decode;
 mod url;
 
 use std::collections::HashMap;
@@ -69,6 +83,9 @@ const GROUPS: &[&[(&str, Function)]] = &[
     semver::FUNCTIONS,
     random::FUNCTIONS,
     url::FUNCTIONS,
+    crypto::FUNCTIONS,
+    secrets::FUNCTIONS,
+    toml_decode::FUNCTIONS,
 ];
 
 static TABLE: LazyLock<HashMap<&'static str, Function>> = LazyLock::new(|| {
@@ -90,6 +107,15 @@ pub fn names() -> impl Iterator<Item = &'static str> {
         .iter()
         .flat_map(|group| group.iter())
         .map(|(name, _)| *name)
+}
+
+/// Whether the error is Go's argument check (`wrong number of args ...`,
+/// `wrong type for value ...`), which Go reports before calling the
+/// function and so without the `error calling NAME: ` prefix it puts on
+/// errors the function itself returns.
+pub fn is_argument_error(error: &FuncError) -> bool {
+    error.0.starts_with("wrong number of args for ")
+        || error.0.starts_with("wrong type for value; ")
 }
 
 /// Whether Go's version of the function mutates the map passed as its first
@@ -116,6 +142,16 @@ mod tests {
             assert!(lookup(name).is_some(), "{name} not found");
         }
         assert!(lookup("no-such-function").is_none());
+    }
+
+    #[test]
+    fn argument_errors_are_recognised() {
+        let upper = lookup("upper").map(|f| f(&[Value::Int(1)]));
+        assert!(matches!(upper, Some(Err(e)) if is_argument_error(&e)));
+        let arity = lookup("upper").map(|f| f(&[]));
+        assert!(matches!(arity, Some(Err(e)) if is_argument_error(&e)));
+        let fail = lookup("fail").map(|f| f(&["boom".into()]));
+        assert!(matches!(fail, Some(Err(e)) if !is_argument_error(&e)));
     }
 
     #[test]

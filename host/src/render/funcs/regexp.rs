@@ -333,6 +333,36 @@ mod tests {
     }
 
     #[test]
+    fn patterns_from_bitnami_common() {
+        let caps = s("&{map[] {v1.30.0 1 30} {v3.14.0}}");
+        assert_eq!(
+            regex_match(&[s("{(v[0-9])*[^}]*}}$"), caps]),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            regex_replace_all(&[s(r"(-?[^a-z\d\-])+-?"), s("my_release.Name"), s("-")]),
+            Ok(s("my-release-ame"))
+        );
+        assert_eq!(
+            regex_replace_all_literal(&[s(r"\W"), s("a-b.c"), s("@")]),
+            Ok(s("a@b@c"))
+        );
+        assert_eq!(
+            regex_find(&[s(r"-r\d+$|sha256:"), s("1.2.3-debian-12-r4")]),
+            Ok(s("-r4"))
+        );
+        let semver_like = r"^([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$";
+        assert_eq!(
+            regex_match(&[s(semver_like), s("1.25.3-debian-12-r0")]),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            regex_match(&[s(semver_like), s("latest")]),
+            Ok(Value::Bool(false))
+        );
+    }
+
+    #[test]
     fn find_and_replace() {
         assert_eq!(
             regex_find(&[s("[a-zA-Z][1-9]"), s("abcd1234")]),

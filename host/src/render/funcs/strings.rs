@@ -58,6 +58,10 @@ pub(super) const FUNCTIONS: &[(&str, Function)] = &[
     ("osIsAbs", is_abs),
 ];
 
+/// The largest string `repeat` and `indent` build (64 MiB), so that a
+/// template cannot make the renderer allocate without bound.
+pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
+
 /// Applies a `string -> string` function to a one-string call.
 fn map_text(name: &str, args: &[Value], f: impl Fn(&str) -> String) -> Result<Value, FuncError> {
     let [s] = exactly::<1>(name, args)?;
@@ -192,7 +196,7 @@ fn repeat(args: &[Value]) -> Result<Value, FuncError> {
     let (count, s) = (integer(count)?, text(s)?);
     let count =
         usize::try_from(count).map_err(|_| FuncError("strings: negative Repeat count".into()))?;
-    if s.len().saturating_mul(count) > 64 << 20 {
+    if s.len().saturating_mul(count) > MAX_OUTPUT_BYTES {
         return Err(FuncError("strings: Repeat output length overflow".into()));
     }
     Ok(s.repeat(count).into())
@@ -256,7 +260,7 @@ fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<String> {
         return Some(s.to_string());
     }
     let mut offset = offset.min(len);
-    if len - offset < max_width - 3 {
+    if len.saturating_sub(offset) < max_width - 3 {
         offset = len - (max_width - 3);
     }
     if offset <= 4 {
@@ -265,7 +269,7 @@ fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<String> {
     if max_width < 7 {
         return None;
     }
-    if offset + max_width - 3 < len {
+    if offset.saturating_add(max_width - 3) < len {
         let rest = byte_slice(s, offset as usize, s.len());
         return Some(format!("...{}", abbreviate_full(&rest, 0, max_width - 3)?));
     }
@@ -504,7 +508,13 @@ fn squote(args: &[Value]) -> Result<Value, FuncError> {
 fn indent_text(name: &str, args: &[Value]) -> Result<String, FuncError> {
     let [spaces, s] = exactly::<2>(name, args)?;
     let (spaces, s) = (integer(spaces)?, text(s)?);
-    let pad = " ".repeat(usize::try_from(spaces).unwrap_or(0));
+    let spaces =
+        usize::try_from(spaces).map_err(|_| FuncError("strings: negative Repeat count".into()))?;
+    let lines = s.matches('\n').count() + 1;
+    if spaces.saturating_mul(lines) > MAX_OUTPUT_BYTES {
+        return Err(FuncError(format!("indent of {spaces} spaces is too large")));
+    }
+    let pad = " ".repeat(spaces);
     Ok(format!("{pad}{}", s.replace('\n', &format!("\n{pad}"))))
 }
 
@@ -738,6 +748,24 @@ mod tests {
             s("ERR wrong type for value; expected string; got interface {}")
         );
         assert_eq!(call(cat, &[s("a"), Value::Null, Value::Int(1)]), s("a 1"));
+        assert!(indent(&[Value::Int(i64::MAX), s("a")]).is_err());
+        assert!(indent(&[Value::Int(-1), s("a")]).is_err());
+        assert!(repeat(&[Value::Int(i64::MAX), s("ab")]).is_err());
+        let long = s("1234 5678 9123");
+        assert_eq!(
+            call(
+                abbrevboth,
+                &[Value::Int(i64::MIN), Value::Int(10), long.clone()]
+            ),
+            s("1234 56...")
+        );
+        assert_eq!(
+            call(
+                abbrevboth,
+                &[Value::Int(5), Value::Int(i64::MAX), long.clone()]
+            ),
+            long
+        );
     }
 
     #[test]

@@ -85,8 +85,9 @@ pub enum Arg {
     Number(Number),
     /// A string constant (already unquoted).
     String(Rc<str>),
-    /// A function name.
-    Identifier(Pos, String),
+    /// A function name, with the library function it names resolved at
+    /// parse time (`None` for the engine's own built-ins).
+    Identifier(Pos, String, Option<crate::render::funcs::Function>),
     /// `.a.b.c`
     Field(Pos, Vec<String>),
     /// `$x.a.b` (`$` alone for the root).
@@ -137,7 +138,8 @@ impl Tree {
 
 /// Whether a body has nothing but whitespace text (Go's `IsEmptyTree`).
 pub fn is_empty_list(list: &List) -> bool {
-    list.iter().all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()))
+    list.iter()
+        .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()))
 }
 
 fn write_fields(f: &mut fmt::Formatter<'_>, fields: &[String]) -> fmt::Result {
@@ -155,7 +157,7 @@ impl fmt::Display for Arg {
             Arg::Bool(b) => write!(f, "{b}"),
             Arg::Number(n) => f.write_str(&n.text),
             Arg::String(s) => write!(f, "{s:?}"),
-            Arg::Identifier(_, name) => f.write_str(name),
+            Arg::Identifier(_, name, _) => f.write_str(name),
             Arg::Field(_, fields) => write_fields(f, fields),
             Arg::Variable(_, name, fields) => {
                 f.write_str(name)?;

@@ -18,7 +18,8 @@ pub enum CallError {
 
 /// Names of the built-ins handled here or in the executor.
 pub const NAMES: [&str; 15] = [
-    "and", "or", "not", "len", "index", "slice", "eq", "ne", "lt", "le", "gt", "ge", "call", "include", "tpl",
+    "and", "or", "not", "len", "index", "slice", "eq", "ne", "lt", "le", "gt", "ge", "call",
+    "include", "tpl",
 ];
 
 /// Calls the built-in `name`, or `None` when `name` is not one.
@@ -30,7 +31,9 @@ pub fn call(name: &str, args: &[Val]) -> Option<Result<Val, CallError>> {
         "slice" => at_least(name, args, 1).and_then(|_| slice(args)),
         "eq" => at_least(name, args, 1).and_then(|_| eq(args).map(Value::Bool)),
         "ne" => arity(name, args, 2).and_then(|_| eq(args).map(|b| Value::Bool(!b))),
-        "lt" => arity(name, args, 2).and_then(|_| less(args[0].get(), args[1].get()).map(Value::Bool)),
+        "lt" => {
+            arity(name, args, 2).and_then(|_| less(args[0].get(), args[1].get()).map(Value::Bool))
+        }
         "le" => arity(name, args, 2).and_then(|_| {
             let lt = less(args[0].get(), args[1].get())?;
             Ok(Value::Bool(lt || eq(args)?))
@@ -39,7 +42,8 @@ pub fn call(name: &str, args: &[Val]) -> Option<Result<Val, CallError>> {
             let lt = less(args[0].get(), args[1].get())?;
             Ok(Value::Bool(!lt && !eq(args)?))
         }),
-        "ge" => arity(name, args, 2).and_then(|_| less(args[0].get(), args[1].get()).map(|lt| Value::Bool(!lt))),
+        "ge" => arity(name, args, 2)
+            .and_then(|_| less(args[0].get(), args[1].get()).map(|lt| Value::Bool(!lt))),
         "call" => at_least(name, args, 1).and_then(|_| {
             Err(CallError::Call(match args[0].get() {
                 Value::Null => "call of nil".to_string(),
@@ -90,7 +94,10 @@ fn int_index(v: &Value, what: &str) -> Result<i64, CallError> {
     match v {
         Value::Int(i) => Ok(*i),
         Value::Null => Err(call_err(format!("cannot index {what} with nil"))),
-        other => Err(call_err(format!("cannot index {what} with type {}", go_type(other)))),
+        other => Err(call_err(format!(
+            "cannot index {what} with type {}",
+            go_type(other)
+        ))),
     }
 }
 
@@ -130,10 +137,18 @@ fn index(args: &[Val]) -> Result<Value, CallError> {
                 },
                 Value::Null => return Err(call_err("value is nil; should be of type string")),
                 other => {
-                    return Err(call_err(format!("value has type {}; should be string", go_type(other))));
+                    return Err(call_err(format!(
+                        "value has type {}; should be string",
+                        go_type(other)
+                    )));
                 }
             },
-            other => return Err(call_err(format!("can't index item of type {}", go_type(other)))),
+            other => {
+                return Err(call_err(format!(
+                    "can't index item of type {}",
+                    go_type(other)
+                )));
+            }
         };
         owned = None;
         item = next;
@@ -144,13 +159,21 @@ fn index(args: &[Val]) -> Result<Value, CallError> {
 fn slice(args: &[Val]) -> Result<Value, CallError> {
     let item = args[0].get();
     if args.len() > 4 {
-        return Err(call_err(format!("too many slice indexes: {}", args.len() - 1)));
+        return Err(call_err(format!(
+            "too many slice indexes: {}",
+            args.len() - 1
+        )));
     }
     let len = match item {
         Value::String(s) => s.len(),
         Value::List(l) => l.len(),
         Value::Null => return Err(call_err("slice of untyped nil")),
-        other => return Err(call_err(format!("can't slice item of type {}", go_type(other)))),
+        other => {
+            return Err(call_err(format!(
+                "can't slice item of type {}",
+                go_type(other)
+            )));
+        }
     };
     let mut idx = [0usize, len, len];
     for (i, a) in args[1..].iter().enumerate() {
@@ -164,7 +187,10 @@ fn slice(args: &[Val]) -> Result<Value, CallError> {
         return Err(call_err("cannot 3-index slice a string"));
     }
     if idx[0] > idx[1] {
-        return Err(call_err(format!("invalid slice index: {} > {}", idx[0], idx[1])));
+        return Err(call_err(format!(
+            "invalid slice index: {} > {}",
+            idx[0], idx[1]
+        )));
     }
     match item {
         Value::String(s) => s
@@ -220,7 +246,10 @@ fn eq(args: &[Val]) -> Result<bool, CallError> {
                 (Value::String(x), Value::String(y)) => x == y,
                 (Value::Null, Value::Null) => true,
                 (other, _) => {
-                    return Err(call_err(format!("non-comparable type {other}: {}", go_type(other))));
+                    return Err(call_err(format!(
+                        "non-comparable type {other}: {}",
+                        go_type(other)
+                    )));
                 }
             }
         };

@@ -104,12 +104,32 @@ impl<'s> Engine<'s> {
     /// [`ExecError`] in Go's format when the template is missing or any
     /// action fails.
     pub fn execute(&self, name: &str, data: Rc<Value>) -> Res<String> {
+        let mut data = data;
+        self.execute_shared(name, &mut data)
+    }
+
+    /// [`Engine::execute`] that leaves in `data` what the template made of
+    /// it: Sprig's `set`, `unset` and `merge` change maps in place in Go, so
+    /// a later template of the same chart sees what an earlier one set.
+    ///
+    /// # Errors
+    /// As [`Engine::execute`].
+    pub fn execute_shared(&self, name: &str, data: &mut Rc<Value>) -> Res<String> {
         let mut out = String::new();
-        self.execute_into(name, data, None, &mut out)?;
+        let Some((tree, locals)) = self.lookup(name, &None) else {
+            return Err(ExecError(format!(
+                "template: no template {name:?} associated with template"
+            )));
+        };
+        *data = self.run_tree(&tree, name, data.clone(), locals, &mut out)?;
         Ok(out)
     }
 
-    fn lookup(&self, name: &str, locals: &Option<Rc<TemplateSet>>) -> Option<(Rc<Tree>, Option<Rc<TemplateSet>>)> {
+    fn lookup(
+        &self,
+        name: &str,
+        locals: &Option<Rc<TemplateSet>>,
+    ) -> Option<(Rc<Tree>, Option<Rc<TemplateSet>>)> {
         if let Some(l) = locals
             && let Some(t) = l.get(name)
         {
@@ -118,14 +138,14 @@ impl<'s> Engine<'s> {
         self.set.get(name).map(|t| (t.clone(), locals.clone()))
     }
 
-    fn execute_into(&self, name: &str, data: Rc<Value>, locals: Option<Rc<TemplateSet>>, out: &mut String) -> Res<()> {
-        let Some((tree, locals)) = self.lookup(name, &locals) else {
-            return Err(ExecError(format!("template: no template {name:?} associated with template")));
-        };
-        self.run_tree(&tree, name, data, locals, out)
-    }
-
-    fn run_tree(&self, tree: &Tree, name: &str, data: Rc<Value>, locals: Option<Rc<TemplateSet>>, out: &mut String) -> Res<()> {
+    fn run_tree(
+        &self,
+        tree: &Tree,
+        name: &str,
+        data: Rc<Value>,
+        locals: Option<Rc<TemplateSet>>,
+        out: &mut String,
+    ) -> Res<Rc<Value>> {
         let depth = self.depth.get() + 1;
         if depth > MAX_DEPTH {
             return Err(ExecError(format!(
@@ -140,9 +160,11 @@ impl<'s> Engine<'s> {
             locals,
             at: None,
         };
-        let result = self.walk_list(&mut frame, &data, &tree.root, out);
+        let mut dot = data;
+        let result = self.walk_list(&mut frame, &mut dot, &tree.root, out);
         self.depth.set(depth - 1);
-        result.map(|_| ())
+        result?;
+        Ok(frame.vars.swap_remove(0).1)
     }
 
     fn err(&self, frame: &Frame<'_>, msg: impl std::fmt::Display) -> ExecError {
@@ -158,7 +180,13 @@ impl<'s> Engine<'s> {
         }
     }
 
-    fn walk_list(&self, f: &mut Frame<'_>, dot: &Rc<Value>, list: &List, out: &mut String) -> Res<Flow> {
+    fn walk_list(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &mut Rc<Value>,
+        list: &List,
+        out: &mut String,
+    ) -> Res<Flow> {
         for node in list {
             let flow = self.walk(f, dot, node, out)?;
             if flow != Flow::Normal {
@@ -168,7 +196,13 @@ impl<'s> Engine<'s> {
         Ok(Flow::Normal)
     }
 
-    fn walk(&self, f: &mut Frame<'_>, dot: &Rc<Value>, node: &Node, out: &mut String) -> Res<Flow> {
+    fn walk(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &mut Rc<Value>,
+        node: &Node,
+        out: &mut String,
+    ) -> Res<Flow> {
         match node {
             Node::Text(t) => out.push_str(t),
             Node::Action(pipe) => {
@@ -189,7 +223,14 @@ impl<'s> Engine<'s> {
                     f.at = Some((*pos, format!("{{{{template {name:?}}}}}")));
                     return Err(self.err(f, format!("template {name:?} not defined")));
                 };
-                self.run_tree(&tree, name, data, locals, out)?;
+                let changed = self.run_tree(&tree, name, data.clone(), locals, out)?;
+                if let Some(p) = pipe
+                    && let [cmd] = p.cmds.as_slice()
+                    && let [arg] = cmd.args.as_slice()
+                    && !Rc::ptr_eq(&changed, &data)
+                {
+                    replace_target(f, dot, arg, changed);
+                }
             }
             Node::Break => return Ok(Flow::Break),
             Node::Continue => return Ok(Flow::Continue),
@@ -197,13 +238,20 @@ impl<'s> Engine<'s> {
         Ok(Flow::Normal)
     }
 
-    fn walk_if_with(&self, f: &mut Frame<'_>, dot: &Rc<Value>, b: &Branch, is_with: bool, out: &mut String) -> Res<Flow> {
+    fn walk_if_with(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &mut Rc<Value>,
+        b: &Branch,
+        is_with: bool,
+        out: &mut String,
+    ) -> Res<Flow> {
         let mark = f.vars.len();
         let v = self.eval_pipeline(f, dot, &b.pipe)?;
         let flow = if v.get().is_truthy() {
             if is_with {
-                let new_dot = v.into_rc();
-                self.walk_list(f, &new_dot, &b.list, out)?
+                let mut new_dot = v.into_rc();
+                self.walk_list(f, &mut new_dot, &b.list, out)?
             } else {
                 self.walk_list(f, dot, &b.list, out)?
             }
@@ -216,13 +264,17 @@ impl<'s> Engine<'s> {
         Ok(flow)
     }
 
-    fn walk_range(&self, f: &mut Frame<'_>, dot: &Rc<Value>, b: &Branch, out: &mut String) -> Res<Flow> {
+    fn walk_range(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &mut Rc<Value>,
+        b: &Branch,
+        out: &mut String,
+    ) -> Res<Flow> {
         let mark = f.vars.len();
         // The pipeline's declarations are bound per element, not to the whole value.
-        let decl = &b.pipe.decl;
-        let mut pipe = b.pipe.clone();
-        pipe.decl = Vec::new();
-        let v = self.eval_pipeline(f, dot, &pipe)?;
+        let decl: Vec<Rc<str>> = b.pipe.decl.iter().map(|d| Rc::from(d.as_str())).collect();
+        let v = self.eval_commands(f, dot, &b.pipe)?;
         let items: Vec<(Value, Rc<Value>)> = match v.get() {
             Value::Null => Vec::new(),
             Value::List(items) => items
@@ -247,9 +299,14 @@ impl<'s> Engine<'s> {
             Value::Int(n) => {
                 if decl.len() > 1 {
                     f.at = Some((b.pipe.pos, b.pipe.to_string()));
-                    return Err(self.err(f, format!("can't use {n} to iterate over more than one variable")));
+                    return Err(self.err(
+                        f,
+                        format!("can't use {n} to iterate over more than one variable"),
+                    ));
                 }
-                (0..*n).map(|i| (Value::Int(i), Rc::new(Value::Int(i)))).collect()
+                (0..*n)
+                    .map(|i| (Value::Int(i), Rc::new(Value::Int(i))))
+                    .collect()
             }
             other => {
                 f.at = Some((b.pipe.pos, b.pipe.to_string()));
@@ -264,16 +321,16 @@ impl<'s> Engine<'s> {
             f.vars.truncate(mark);
             return Ok(flow);
         }
-        for (key, elem) in items {
+        for (key, mut elem) in items {
             match decl.len() {
                 0 => {}
-                1 => f.vars.push((Rc::from(decl[0].as_str()), elem.clone())),
+                1 => f.vars.push((decl[0].clone(), elem.clone())),
                 _ => {
-                    f.vars.push((Rc::from(decl[0].as_str()), Rc::new(key)));
-                    f.vars.push((Rc::from(decl[1].as_str()), elem.clone()));
+                    f.vars.push((decl[0].clone(), Rc::new(key)));
+                    f.vars.push((decl[1].clone(), elem.clone()));
                 }
             }
-            let flow = self.walk_list(f, &elem, &b.list, out)?;
+            let flow = self.walk_list(f, &mut elem, &b.list, out)?;
             f.vars.truncate(mark);
             if flow == Flow::Break {
                 break;
@@ -291,12 +348,17 @@ impl<'s> Engine<'s> {
             .ok_or_else(|| self.err(f, "invalid .Files value"))
     }
 
-    fn eval_pipeline(&self, f: &mut Frame<'_>, dot: &Rc<Value>, pipe: &Pipeline) -> Res<Val> {
+    /// The value of a pipeline's commands, ignoring its declarations.
+    fn eval_commands(&self, f: &mut Frame<'_>, dot: &mut Rc<Value>, pipe: &Pipeline) -> Res<Val> {
         let mut value: Option<Val> = None;
         for cmd in &pipe.cmds {
             value = Some(self.eval_command(f, dot, cmd, value)?);
         }
-        let value = value.unwrap_or(Val::Owned(Value::Null));
+        Ok(value.unwrap_or(Val::Owned(Value::Null)))
+    }
+
+    fn eval_pipeline(&self, f: &mut Frame<'_>, dot: &mut Rc<Value>, pipe: &Pipeline) -> Res<Val> {
+        let value = self.eval_commands(f, dot, pipe)?;
         if pipe.decl.is_empty() {
             return Ok(value);
         }
@@ -317,7 +379,13 @@ impl<'s> Engine<'s> {
         Ok(Val::Shared(rc))
     }
 
-    fn eval_command(&self, f: &mut Frame<'_>, dot: &Rc<Value>, cmd: &Command, fin: Option<Val>) -> Res<Val> {
+    fn eval_command(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &mut Rc<Value>,
+        cmd: &Command,
+        fin: Option<Val>,
+    ) -> Res<Val> {
         let first = &cmd.args[0];
         let rest = &cmd.args[1..];
         match first {
@@ -337,7 +405,7 @@ impl<'s> Engine<'s> {
                 let recv = self.eval_arg(f, dot, base)?;
                 self.eval_fields(f, dot, *pos, first, recv, fields, rest, fin)
             }
-            Arg::Identifier(_, name) => self.call_function(f, dot, cmd, name, rest, fin),
+            Arg::Identifier(..) => self.call_function(f, dot, cmd, fin),
             Arg::Pipe(p) => {
                 self.not_a_function(f, cmd, fin.is_some())?;
                 self.eval_pipeline(f, dot, p)
@@ -356,7 +424,10 @@ impl<'s> Engine<'s> {
     fn not_a_function(&self, f: &mut Frame<'_>, cmd: &Command, has_final: bool) -> Res<()> {
         if cmd.args.len() > 1 || has_final {
             f.at = Some((cmd.pos, cmd.to_string()));
-            return Err(self.err(f, format!("can't give argument to non-function {}", cmd.args[0])));
+            return Err(self.err(
+                f,
+                format!("can't give argument to non-function {}", cmd.args[0]),
+            ));
         }
         Ok(())
     }
@@ -377,7 +448,7 @@ impl<'s> Engine<'s> {
     fn eval_fields(
         &self,
         f: &mut Frame<'_>,
-        dot: &Rc<Value>,
+        dot: &mut Rc<Value>,
         pos: usize,
         node: &Arg,
         recv: Val,
@@ -398,7 +469,10 @@ impl<'s> Engine<'s> {
                 Ok(None) => {
                     // Missing key: the zero value; a further field is a nil pointer.
                     f.at = Some((pos, node.to_string()));
-                    return Err(self.err(f, format!("nil pointer evaluating interface {{}}.{}", fields[i + 1])));
+                    return Err(self.err(
+                        f,
+                        format!("nil pointer evaluating interface {{}}.{}", fields[i + 1]),
+                    ));
                 }
                 Err(msg) => {
                     f.at = Some((pos, node.to_string()));
@@ -445,20 +519,30 @@ impl<'s> Engine<'s> {
         match recv {
             Value::Map(m) => Ok(m.get(name)),
             Value::Null => Err(format!("nil pointer evaluating interface {{}}.{name}")),
-            other => Err(format!("can't evaluate field {name} in type {}", go_type(other))),
+            other => Err(format!(
+                "can't evaluate field {name} in type {}",
+                go_type(other)
+            )),
         }
     }
 
-    fn eval_arg(&self, f: &mut Frame<'_>, dot: &Rc<Value>, arg: &Arg) -> Res<Val> {
+    fn eval_arg(&self, f: &mut Frame<'_>, dot: &mut Rc<Value>, arg: &Arg) -> Res<Val> {
         match arg {
             Arg::Dot => Ok(Val::Shared(dot.clone())),
             Arg::Nil => Ok(Val::Owned(Value::Null)),
             Arg::Bool(b) => Ok(Val::Owned(Value::Bool(*b))),
             Arg::Number(n) => Ok(Val::Owned(number_value(n))),
             Arg::String(s) => Ok(Val::Owned(Value::String(s.to_string()))),
-            Arg::Field(pos, fields) => {
-                self.eval_fields(f, dot, *pos, arg, Val::Shared(dot.clone()), fields, &[], None)
-            }
+            Arg::Field(pos, fields) => self.eval_fields(
+                f,
+                dot,
+                *pos,
+                arg,
+                Val::Shared(dot.clone()),
+                fields,
+                &[],
+                None,
+            ),
             Arg::Variable(pos, name, fields) => {
                 let base = self.variable(f, *pos, name)?;
                 self.eval_fields(f, dot, *pos, arg, Val::Shared(base), fields, &[], None)
@@ -473,17 +557,23 @@ impl<'s> Engine<'s> {
                 f.vars.truncate(mark);
                 v
             }
-            Arg::Identifier(pos, name) => {
+            Arg::Identifier(pos, ..) => {
                 let cmd = Command {
                     pos: *pos,
                     args: vec![arg.clone()],
                 };
-                self.call_function(f, dot, &cmd, name, &[], None)
+                self.call_function(f, dot, &cmd, None)
             }
         }
     }
 
-    fn eval_args(&self, f: &mut Frame<'_>, dot: &Rc<Value>, args: &[Arg], fin: Option<Val>) -> Res<Vec<Val>> {
+    fn eval_args(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &mut Rc<Value>,
+        args: &[Arg],
+        fin: Option<Val>,
+    ) -> Res<Vec<Val>> {
         let mut vals = Vec::with_capacity(args.len() + 1);
         for a in args {
             vals.push(self.eval_arg(f, dot, a)?);
@@ -494,20 +584,53 @@ impl<'s> Engine<'s> {
         Ok(vals)
     }
 
+    /// Calls the function that starts `cmd` with the rest of `cmd` as
+    /// arguments, then `fin` (the previous pipeline value).
     fn call_function(
         &self,
         f: &mut Frame<'_>,
-        dot: &Rc<Value>,
+        dot: &mut Rc<Value>,
         cmd: &Command,
-        name: &str,
-        args: &[Arg],
         fin: Option<Val>,
     ) -> Res<Val> {
+        let (name, func) = match cmd.args.first() {
+            Some(Arg::Identifier(_, name, func)) => (name.as_str(), *func),
+            _ => return Err(self.err(f, "not a function call")),
+        };
+        let args = &cmd.args[1..];
+        if let Some(func) = func {
+            let plain: Vec<Value> = self
+                .eval_args(f, dot, args, fin)?
+                .into_iter()
+                .map(Val::into_value)
+                .collect();
+            let result = match func(&plain) {
+                Ok(v) => Val::Owned(v),
+                Err(e) => {
+                    f.at = Some((cmd.pos, cmd.to_string()));
+                    return Err(self.err(f, format!("error calling {name}: {}", e.0)));
+                }
+            };
+            if MUTATING.contains(&name)
+                && let Some(target) = args.first()
+            {
+                write_back(f, dot, target, result.get());
+            }
+            return Ok(result);
+        }
         match name {
             "and" | "or" => return self.and_or(f, dot, cmd, name == "and", args, fin),
             "include" => {
-                let vals = self.eval_args(f, dot, args, fin)?;
-                return self.include(f, cmd, vals);
+                let mut vals = self.eval_args(f, dot, args, fin)?;
+                let data = (vals.len() == 2).then(|| vals.remove(1).into_rc());
+                let result = self.include(f, cmd, vals, data.clone());
+                if let Ok((_, Some(changed))) = &result
+                    && let (Some(before), Some(arg)) = (data, args.get(1))
+                    && !Rc::ptr_eq(changed, &before)
+                {
+                    replace_target(f, dot, arg, changed.clone());
+                }
+                return result.map(|(v, _)| v);
             }
             "tpl" => {
                 let vals = self.eval_args(f, dot, args, fin)?;
@@ -521,29 +644,46 @@ impl<'s> Engine<'s> {
             r
         } else if let Some(func) = funcs::lookup(name) {
             let plain: Vec<Value> = vals.into_iter().map(Val::into_value).collect();
-            func(&plain).map(Val::Owned).map_err(|e| builtins::CallError::Call(e.0))
+            func(&plain)
+                .map(Val::Owned)
+                .map_err(|e| builtins::CallError::Call(e.0))
         } else {
-            Err(builtins::CallError::Plain(format!("function {name:?} not defined")))
+            Err(builtins::CallError::Plain(format!(
+                "function {name:?} not defined"
+            )))
         };
         let result = result.map_err(|e| {
             f.at = Some((cmd.pos, cmd.to_string()));
             match e {
-                builtins::CallError::Call(msg) => self.err(f, format!("error calling {name}: {msg}")),
+                builtins::CallError::Call(msg) => {
+                    self.err(f, format!("error calling {name}: {msg}"))
+                }
                 builtins::CallError::Plain(msg) => self.err(f, msg),
             }
         })?;
-        if mutates && let Some(Arg::Variable(_, var, fields)) = args.first() {
-            write_back(f, var, fields, result.get());
+        if mutates && let Some(target) = args.first() {
+            write_back(f, dot, target, result.get());
         }
         Ok(result)
     }
 
-    fn and_or(&self, f: &mut Frame<'_>, dot: &Rc<Value>, cmd: &Command, is_and: bool, args: &[Arg], fin: Option<Val>) -> Res<Val> {
+    fn and_or(
+        &self,
+        f: &mut Frame<'_>,
+        dot: &mut Rc<Value>,
+        cmd: &Command,
+        is_and: bool,
+        args: &[Arg],
+        fin: Option<Val>,
+    ) -> Res<Val> {
         let total = args.len() + usize::from(fin.is_some());
         if total == 0 {
             f.at = Some((cmd.pos, cmd.to_string()));
             let name = if is_and { "and" } else { "or" };
-            return Err(self.err(f, format!("wrong number of args for {name}: want at least 1 got 0")));
+            return Err(self.err(
+                f,
+                format!("wrong number of args for {name}: want at least 1 got 0"),
+            ));
         }
         let mut last = Val::Owned(Value::Null);
         for a in args {
@@ -558,22 +698,40 @@ impl<'s> Engine<'s> {
         Ok(last)
     }
 
-    fn include(&self, f: &mut Frame<'_>, cmd: &Command, vals: Vec<Val>) -> Res<Val> {
+    /// Runs `include`; also returns what the template made of its data.
+    fn include(
+        &self,
+        f: &mut Frame<'_>,
+        cmd: &Command,
+        vals: Vec<Val>,
+        data: Option<Rc<Value>>,
+    ) -> Res<(Val, Option<Rc<Value>>)> {
         let fail = |this: &Self, f: &mut Frame<'_>, msg: String| {
             f.at = Some((cmd.pos, cmd.to_string()));
             Err(this.err(f, format!("error calling include: {msg}")))
         };
-        if vals.len() != 2 {
+        let given = vals.len() + usize::from(data.is_some());
+        if given != 2 {
             f.at = Some((cmd.pos, cmd.to_string()));
-            return Err(self.err(f, format!("wrong number of args for include: want 2 got {}", vals.len())));
+            return Err(self.err(
+                f,
+                format!("wrong number of args for include: want 2 got {given}"),
+            ));
         }
         let mut it = vals.into_iter();
         let name = match it.next().map(Val::into_value) {
             Some(Value::String(s)) => s,
-            Some(other) => return fail(self, f, format!("template name must be a string, got {other}")),
+            Some(other) => {
+                return fail(
+                    self,
+                    f,
+                    format!("template name must be a string, got {other}"),
+                );
+            }
             None => return fail(self, f, "missing template name".into()),
         };
-        let data = it.next().map_or_else(|| Rc::new(Value::Null), Val::into_rc);
+        drop(it);
+        let data = data.unwrap_or_else(|| Rc::new(Value::Null));
         {
             let mut counts = self.include_counts.borrow_mut();
             let n = counts.entry(name.clone()).or_insert(0);
@@ -582,7 +740,9 @@ impl<'s> Engine<'s> {
                 return fail(
                     self,
                     f,
-                    format!("rendering template has a nested reference name: {name}: unable to execute template"),
+                    format!(
+                        "rendering template has a nested reference name: {name}: unable to execute template"
+                    ),
                 );
             }
             *n += 1;
@@ -590,13 +750,16 @@ impl<'s> Engine<'s> {
         let mut out = String::new();
         let result = match self.lookup(&name, &f.locals) {
             Some((tree, locals)) => self.run_tree(&tree, &name, data, locals, &mut out),
-            None => Err(ExecError(format!("template: no template {name:?} associated with template {:?}", f.name))),
+            None => Err(ExecError(format!(
+                "template: no template {name:?} associated with template {:?}",
+                f.name
+            ))),
         };
         if let Some(n) = self.include_counts.borrow_mut().get_mut(&name) {
             *n = n.saturating_sub(1);
         }
         match result {
-            Ok(()) => Ok(Val::Owned(Value::String(out))),
+            Ok(changed) => Ok((Val::Owned(Value::String(out)), Some(changed))),
             Err(e) => fail(self, f, e.0),
         }
     }
@@ -608,7 +771,10 @@ impl<'s> Engine<'s> {
         };
         if vals.len() != 2 {
             f.at = Some((cmd.pos, cmd.to_string()));
-            return Err(self.err(f, format!("wrong number of args for tpl: want 2 got {}", vals.len())));
+            return Err(self.err(
+                f,
+                format!("wrong number of args for tpl: want 2 got {}", vals.len()),
+            ));
         }
         let mut it = vals.into_iter();
         let text = match it.next().map(Val::into_value) {
@@ -623,8 +789,14 @@ impl<'s> Engine<'s> {
             .and_then(Value::as_map)
             .and_then(|m| m.get("Name"))
             .and_then(Value::as_str)
-            .unwrap_or("tpl")
-            .to_string();
+            .map(str::to_string);
+        let Some(tpl_name) = tpl_name else {
+            return fail(
+                self,
+                f,
+                format!("cannot retrieve Template.Name from values inside tpl function: {text}"),
+            );
+        };
         let key = (tpl_name.clone(), text.clone());
         let cached = self.tpl_cache.borrow().get(&key).cloned();
         let set = match cached {
@@ -645,8 +817,12 @@ impl<'s> Engine<'s> {
         let mut out = String::new();
         // Defines inside the tpl text are visible only to this execution.
         match self.run_tree(&tree, &tpl_name, data, Some(set), &mut out) {
-            Ok(()) => Ok(Val::Owned(Value::String(out.replace("<no value>", "")))),
-            Err(e) => fail(self, f, format!("error during tpl function execution for {text:?}: {}", e.0)),
+            Ok(_) => Ok(Val::Owned(Value::String(out.replace("<no value>", "")))),
+            Err(e) => fail(
+                self,
+                f,
+                format!("error during tpl function execution for {text:?}: {}", e.0),
+            ),
         }
     }
 }
@@ -654,24 +830,90 @@ impl<'s> Engine<'s> {
 /// Sprig functions that change their first argument (a Go map) in place.
 /// Values here are not shared, so the engine writes the result back to the
 /// variable the argument came from.
-const MUTATING: [&str; 6] = ["set", "unset", "merge", "mergeOverwrite", "mustMerge", "mustMergeOverwrite"];
+const MUTATING: [&str; 6] = [
+    "set",
+    "unset",
+    "merge",
+    "mergeOverwrite",
+    "mustMerge",
+    "mustMergeOverwrite",
+];
 
-/// Stores `value` in variable `var` at the map path `fields`.
-fn write_back(f: &mut Frame<'_>, var: &str, fields: &[String], value: &Value) {
-    let Some(slot) = f.vars.iter_mut().rev().find(|(n, _)| &**n == var) else {
-        return;
-    };
-    let mut target = Rc::make_mut(&mut slot.1);
+/// Stores `value` where the argument `target` (`$v.a.b`, `.a.b` or `.`)
+/// points, keeping `.` and `$` the same value when they were before.
+fn write_back(f: &mut Frame<'_>, dot: &mut Rc<Value>, target: &Arg, value: &Value) {
+    match target {
+        Arg::Variable(_, var, fields) => {
+            let Some(slot) = f.vars.iter_mut().rev().find(|(n, _)| &**n == var.as_str()) else {
+                return;
+            };
+            let was_dot = Rc::ptr_eq(&slot.1, dot);
+            if set_path(&mut slot.1, fields, value) && was_dot {
+                *dot = slot.1.clone();
+            }
+        }
+        Arg::Field(_, fields) => {
+            let was_root = Rc::ptr_eq(&f.vars[0].1, dot);
+            if set_path(dot, fields, value) && was_root {
+                f.vars[0].1 = dot.clone();
+            }
+        }
+        Arg::Dot => replace_target(f, dot, target, Rc::new(value.clone())),
+        _ => {}
+    }
+}
+
+/// Makes the variable or `.` that `target` names (with no field path) the
+/// value `new`, as when an included template changed the data it was given.
+fn replace_target(f: &mut Frame<'_>, dot: &mut Rc<Value>, target: &Arg, new: Rc<Value>) {
+    match target {
+        Arg::Dot => {
+            if Rc::ptr_eq(&f.vars[0].1, dot) {
+                f.vars[0].1 = new.clone();
+            }
+            *dot = new;
+        }
+        Arg::Variable(_, var, fields) if fields.is_empty() => {
+            if let Some(slot) = f.vars.iter_mut().rev().find(|(n, _)| &**n == var.as_str()) {
+                if Rc::ptr_eq(&slot.1, dot) {
+                    *dot = new.clone();
+                }
+                slot.1 = new;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Replaces the value at the map path `fields` inside `root`; false when
+/// the path does not lead to an existing entry.
+fn set_path(root: &mut Rc<Value>, fields: &[String], value: &Value) -> bool {
+    if !path_exists(root, fields) {
+        return false;
+    }
+    let mut target = Rc::make_mut(root);
     for field in fields {
         match target {
             Value::Map(m) => match m.get_mut(field) {
                 Some(next) => target = next,
-                None => return,
+                None => return false,
             },
-            _ => return,
+            _ => return false,
         }
     }
     *target = value.clone();
+    true
+}
+
+fn path_exists(root: &Value, fields: &[String]) -> bool {
+    let mut cur = root;
+    for field in fields {
+        match cur.as_map().and_then(|m| m.get(field)) {
+            Some(next) => cur = next,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Go's name for the dynamic type of a value, as error messages print it.

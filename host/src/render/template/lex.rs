@@ -98,15 +98,7 @@ pub fn lex(name: &str, src: &str) -> Result<Vec<Token>, ParseError> {
 
 impl Lexer<'_> {
     fn err(&self, pos: usize, msg: impl Into<String>) -> ParseError {
-        let line = 1 + self.src.as_bytes()[..pos.min(self.src.len())]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count();
-        ParseError {
-            name: self.name.to_string(),
-            line,
-            message: msg.into(),
-        }
+        ParseError::at(self.name, self.src, pos, msg)
     }
 
     fn bytes(&self) -> &[u8] {
@@ -269,7 +261,10 @@ impl Lexer<'_> {
         let Some(c) = self.src[self.pos..].chars().next() else {
             return true;
         };
-        if matches!(c, ' ' | '\t' | '\r' | '\n' | '.' | ',' | '|' | ':' | ')' | '(') {
+        if matches!(
+            c,
+            ' ' | '\t' | '\r' | '\n' | '.' | ',' | '|' | ':' | ')' | '('
+        ) {
             return true;
         }
         self.src[self.pos..].starts_with("}}")
@@ -336,21 +331,26 @@ impl Lexer<'_> {
         Ok(())
     }
 
-    fn lex_quote(&mut self) -> Result<(), ParseError> {
-        let at = self.pos;
+    /// The index of the quote that closes the literal starting at `at`.
+    fn closing_quote(&self, at: usize, quote: u8, what: &str) -> Result<usize, ParseError> {
         let b = self.bytes();
-        let mut i = self.pos + 1;
+        let mut i = at + 1;
         loop {
             match b.get(i) {
-                None | Some(b'\n') => return Err(self.err(at, "unterminated quoted string")),
+                None | Some(b'\n') => return Err(self.err(at, format!("unterminated {what}"))),
                 Some(b'\\') => i += 2,
-                Some(b'"') => break,
+                Some(c) if *c == quote => return Ok(i),
                 Some(_) => i += 1,
             }
         }
-        let raw = &self.src[at + 1..i];
-        let s = unquote(raw).ok_or_else(|| self.err(at, "invalid syntax in quoted string"))?;
-        self.pos = i + 1;
+    }
+
+    fn lex_quote(&mut self) -> Result<(), ParseError> {
+        let at = self.pos;
+        let end = self.closing_quote(at, b'"', "quoted string")?;
+        let s = unquote(&self.src[at + 1..end])
+            .ok_or_else(|| self.err(at, "invalid syntax in quoted string"))?;
+        self.pos = end + 1;
         self.push(Tok::Str(s), at);
         Ok(())
     }
@@ -368,20 +368,11 @@ impl Lexer<'_> {
 
     fn lex_char(&mut self) -> Result<(), ParseError> {
         let at = self.pos;
-        let b = self.bytes();
-        let mut i = self.pos + 1;
-        loop {
-            match b.get(i) {
-                None | Some(b'\n') => return Err(self.err(at, "unterminated character constant")),
-                Some(b'\\') => i += 2,
-                Some(b'\'') => break,
-                Some(_) => i += 1,
-            }
-        }
-        let raw = &self.src[at + 1..i];
-        let value = unquote_char(raw).ok_or_else(|| self.err(at, "malformed character constant"))?;
-        self.pos = i + 1;
-        self.push(Tok::Char(self.src[at..=i].to_string(), value), at);
+        let end = self.closing_quote(at, b'\'', "character constant")?;
+        let value = unquote_char(&self.src[at + 1..end])
+            .ok_or_else(|| self.err(at, "malformed character constant"))?;
+        self.pos = end + 1;
+        self.push(Tok::Char(self.src[at..=end].to_string(), value), at);
         Ok(())
     }
 

@@ -35,6 +35,18 @@ pub struct ParseError {
     pub message: String,
 }
 
+impl ParseError {
+    /// An error at byte `pos` of the source `src` of template `name`.
+    pub fn at(name: &str, src: &str, pos: usize, message: impl Into<String>) -> ParseError {
+        let before = &src.as_bytes()[..pos.min(src.len())];
+        ParseError {
+            name: name.to_string(),
+            line: 1 + before.iter().filter(|b| **b == b'\n').count(),
+            message: message.into(),
+        }
+    }
+}
+
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "template: {}:{}: {}", self.name, self.line, self.message)

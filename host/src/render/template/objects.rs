@@ -79,7 +79,10 @@ fn one_string(method: &str, args: &[Value]) -> Result<String, String> {
     match args {
         [Value::String(s)] => Ok(s.clone()),
         [other] => Ok(other.to_string()),
-        _ => Err(format!("wrong number of args for {method}: want 1 got {}", args.len())),
+        _ => Err(format!(
+            "wrong number of args for {method}: want 1 got {}",
+            args.len()
+        )),
     }
 }
 
@@ -87,7 +90,12 @@ fn one_string(method: &str, args: &[Value]) -> Result<String, String> {
 ///
 /// # Errors
 /// A message in Go's wording for a wrong argument count.
-pub fn call_method(method: Method, recv: &Value, args: &[Value], sets: &[Rc<FileSet>]) -> Result<MethodResult, String> {
+pub fn call_method(
+    method: Method,
+    recv: &Value,
+    args: &[Value],
+    sets: &[Rc<FileSet>],
+) -> Result<MethodResult, String> {
     if method == Method::Has {
         let want = one_string("Has", args)?;
         let Value::List(items) = recv else {
@@ -97,7 +105,9 @@ pub fn call_method(method: Method, recv: &Value, args: &[Value], sets: &[Rc<File
         return Ok(MethodResult::Value(Value::Bool(has)));
     }
     let empty = FileSet::new();
-    let files = files_id(recv).and_then(|id| sets.get(id)).map_or(&empty, |s| &**s);
+    let files = files_id(recv)
+        .and_then(|id| sets.get(id))
+        .map_or(&empty, |s| &**s);
     let text = |data: &[u8]| String::from_utf8_lossy(data).into_owned();
     let value = match method {
         Method::Get | Method::GetBytes => {
@@ -111,7 +121,11 @@ pub fn call_method(method: Method, recv: &Value, args: &[Value], sets: &[Rc<File
                 Some(d) => {
                     let s = text(d);
                     let s = s.strip_suffix('\n').unwrap_or(&s);
-                    Value::List(s.split('\n').map(|l| Value::String(l.to_string())).collect())
+                    Value::List(
+                        s.split('\n')
+                            .map(|l| Value::String(l.to_string()))
+                            .collect(),
+                    )
                 }
             }
         }
@@ -150,7 +164,11 @@ pub fn base64(data: &[u8]) -> String {
     const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {

@@ -32,6 +32,7 @@ pub fn parse(name: &str, src: &str, is_func: &dyn Fn(&str) -> bool) -> Result<Pa
         toks: tokens,
         i: 0,
         range_depth: 0,
+        vars: vec!["$".to_string()],
         is_func,
         defines: Vec::new(),
     };
@@ -57,40 +58,42 @@ struct Parser<'a> {
     toks: Vec<Token>,
     i: usize,
     range_depth: usize,
+    /// Variables in scope, as Go's parser tracks them.
+    vars: Vec<String>,
     is_func: &'a dyn Fn(&str) -> bool,
     defines: Vec<(String, List)>,
 }
 
 /// How an item list ended.
 enum End {
-    End,
+    /// At `{{end}}`.
+    Done,
+    /// At `{{else}}` (its position).
     Else(usize),
+    /// At the end of the input.
     Eof,
 }
 
 impl Parser<'_> {
     fn err(&self, pos: usize, msg: impl Into<String>) -> ParseError {
-        let line = 1 + self.src.as_bytes()[..pos.min(self.src.len())]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count();
-        ParseError {
-            name: self.name.to_string(),
-            line,
-            message: msg.into(),
-        }
+        ParseError::at(self.name, self.src, pos, msg)
     }
 
     fn peek(&self) -> &Token {
         &self.toks[self.i.min(self.toks.len() - 1)]
     }
 
+    /// Consumes the current token. Tokens are never revisited after being
+    /// consumed, so the text moves out instead of being copied.
     fn next(&mut self) -> Token {
-        let t = self.peek().clone();
-        if self.i < self.toks.len() {
-            self.i += 1;
+        let i = self.i.min(self.toks.len() - 1);
+        if self.toks[i].tok == Tok::Eof {
+            return self.toks[i].clone();
         }
-        t
+        self.i += 1;
+        let pos = self.toks[i].pos;
+        let tok = std::mem::replace(&mut self.toks[i].tok, Tok::Space);
+        Token { tok, pos }
     }
 
     fn skip_space(&mut self) {
@@ -129,15 +132,19 @@ impl Parser<'_> {
     fn parse_top(&mut self) -> Result<List, ParseError> {
         let mut root = Vec::new();
         loop {
-            let t = self.peek().clone();
-            match t.tok {
-                Tok::Eof => return Ok(root),
-                Tok::Open => {
+            let (is_eof, is_open, pos) = {
+                let t = self.peek();
+                (t.tok == Tok::Eof, t.tok == Tok::Open, t.pos)
+            };
+            match () {
+                () if is_eof => return Ok(root),
+                () if is_open => {
+                    let t_pos = pos;
                     let save = self.i;
                     self.i += 1;
                     if self.peek_non_space().tok == Tok::Keyword("define") {
                         self.i += 1;
-                        self.parse_define(t.pos)?;
+                        self.parse_define(t_pos)?;
                         continue;
                     }
                     self.i = save;
@@ -147,7 +154,7 @@ impl Parser<'_> {
                         Item::Else(pos) => return Err(self.err(pos, "unexpected {{else}}")),
                     }
                 }
-                _ => match self.text_or_action()? {
+                () => match self.text_or_action()? {
                     Item::Node(n) => root.push(n),
                     Item::End(pos) | Item::Else(pos) => {
                         return Err(self.err(pos, "unexpected token"));
@@ -163,9 +170,12 @@ impl Parser<'_> {
             return Err(self.err(t.pos, "unexpected name in define clause"));
         };
         self.expect_close("define clause")?;
-        let (list, end) = self.item_list()?;
+        let outer_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let parsed = self.item_list();
+        self.vars = outer_vars;
+        let (list, end) = parsed?;
         match end {
-            End::End => {}
+            End::Done => {}
             End::Else(p) => return Err(self.err(p, "unexpected {{else}} in define clause")),
             End::Eof => return Err(self.err(pos, "unexpected EOF in define clause")),
         }
@@ -183,7 +193,7 @@ impl Parser<'_> {
             }
             match self.text_or_action()? {
                 Item::Node(n) => list.push(n),
-                Item::End(_) => return Ok((list, End::End)),
+                Item::End(_) => return Ok((list, End::Done)),
                 Item::Else(p) => return Ok((list, End::Else(p))),
             }
         }
@@ -255,7 +265,7 @@ impl Parser<'_> {
     fn block(&mut self, pos: usize) -> Result<Node, ParseError> {
         let node = self.template_action(pos, "block")?;
         let (list, end) = self.item_list()?;
-        if !matches!(end, End::End) {
+        if !matches!(end, End::Done) {
             return Err(self.err(pos, "unexpected end of block clause"));
         }
         if let Node::Template { name, .. } = &node {
@@ -265,6 +275,13 @@ impl Parser<'_> {
     }
 
     fn control(&mut self, pos: usize, context: &'static str) -> Result<Branch, ParseError> {
+        let scope = self.vars.len();
+        let branch = self.control_body(pos, context);
+        self.vars.truncate(scope);
+        branch
+    }
+
+    fn control_body(&mut self, pos: usize, context: &'static str) -> Result<Branch, ParseError> {
         let pipe = self.pipeline(context, false)?;
         if context == "range" {
             self.range_depth += 1;
@@ -274,7 +291,7 @@ impl Parser<'_> {
             self.range_depth -= 1;
         }
         let else_list = match end {
-            End::End => None,
+            End::Done => None,
             End::Eof => return Err(self.err(pos, format!("unexpected EOF in {context}"))),
             End::Else(else_pos) => {
                 let next = self.peek_non_space().tok.clone();
@@ -289,10 +306,12 @@ impl Parser<'_> {
                     }])
                 } else {
                     if next == Tok::Keyword("if") || next == Tok::Keyword("with") {
-                        return Err(self.err(else_pos, format!("unexpected else-chain in {context}")));
+                        return Err(
+                            self.err(else_pos, format!("unexpected else-chain in {context}"))
+                        );
                     }
                     let (else_list, end) = self.item_list()?;
-                    if !matches!(end, End::End) {
+                    if !matches!(end, End::Done) {
                         return Err(self.err(pos, "expected end; found else or EOF"));
                     }
                     Some(else_list)
@@ -318,8 +337,8 @@ impl Parser<'_> {
         };
         self.declarations(&mut pipe, context)?;
         loop {
-            let t = self.peek_non_space().clone();
-            match t.tok {
+            let t = self.peek_non_space();
+            match &t.tok {
                 Tok::Close if !in_paren => {
                     self.i += 1;
                     break;
@@ -341,7 +360,10 @@ impl Parser<'_> {
                     let cmd = self.command(in_paren)?;
                     pipe.cmds.push(cmd);
                 }
-                _ => return Err(self.unexpected(&t, context)),
+                _ => {
+                    let t = t.clone();
+                    return Err(self.unexpected(&t, context));
+                }
             }
         }
         if pipe.cmds.is_empty() {
@@ -352,7 +374,10 @@ impl Parser<'_> {
                 cmd.args.first(),
                 Some(Arg::Bool(_) | Arg::Dot | Arg::Nil | Arg::Number(_) | Arg::String(_))
             ) {
-                return Err(self.err(cmd.pos, format!("non executable command in pipeline stage {}", i + 1)));
+                return Err(self.err(
+                    cmd.pos,
+                    format!("non executable command in pipeline stage {}", i + 1),
+                ));
             }
         }
         Ok(pipe)
@@ -371,11 +396,13 @@ impl Parser<'_> {
                 Tok::Declare | Tok::Assign => {
                     self.i += 1;
                     pipe.is_assign = next == Tok::Assign;
+                    self.vars.push(name.clone());
                     pipe.decl.push(name);
                     return Ok(());
                 }
                 Tok::Comma => {
                     self.i += 1;
+                    self.vars.push(name.clone());
                     pipe.decl.push(name);
                     if context == "range" && pipe.decl.len() < 2 {
                         if matches!(self.peek_non_space().tok, Tok::Variable(_)) {
@@ -437,9 +464,10 @@ impl Parser<'_> {
         };
         let mut fields = Vec::new();
         let chain_pos = self.peek().pos;
-        while let Tok::Field(f) = &self.peek().tok {
-            fields.push(f.clone());
-            self.i += 1;
+        while matches!(self.peek().tok, Tok::Field(_)) {
+            if let Tok::Field(f) = self.next().tok {
+                fields.push(f);
+            }
         }
         if fields.is_empty() {
             return Ok(Some(term));
@@ -454,24 +482,53 @@ impl Parser<'_> {
                 Arg::Variable(p, name, base)
             }
             Arg::Bool(_) | Arg::String(_) | Arg::Number(_) | Arg::Nil | Arg::Dot => {
-                return Err(self.err(chain_pos, format!("unexpected . after term {:?}", term.to_string())));
+                return Err(self.err(
+                    chain_pos,
+                    format!("unexpected . after term {:?}", term.to_string()),
+                ));
             }
             other => Arg::Chain(chain_pos, Box::new(other), fields),
         }))
     }
 
     fn term(&mut self) -> Result<Option<Arg>, ParseError> {
-        let t = self.peek().clone();
+        let is_term = matches!(
+            self.peek().tok,
+            Tok::Ident(_)
+                | Tok::Dot
+                | Tok::Nil
+                | Tok::Variable(_)
+                | Tok::Field(_)
+                | Tok::Bool(_)
+                | Tok::Char(..)
+                | Tok::Number(_)
+                | Tok::LParen
+                | Tok::Str(_)
+        );
+        if !is_term {
+            return Ok(None);
+        }
+        let t = self.next();
         let arg = match t.tok {
             Tok::Ident(name) => {
                 if !(self.is_func)(&name) {
                     return Err(self.err(t.pos, format!("function {name:?} not defined")));
                 }
-                Arg::Identifier(t.pos, name)
+                let func = if super::builtins::NAMES.contains(&name.as_str()) {
+                    None
+                } else {
+                    crate::render::funcs::lookup(&name)
+                };
+                Arg::Identifier(t.pos, name, func)
             }
             Tok::Dot => Arg::Dot,
             Tok::Nil => Arg::Nil,
-            Tok::Variable(name) => Arg::Variable(t.pos, name, Vec::new()),
+            Tok::Variable(name) => {
+                if !self.vars.contains(&name) {
+                    return Err(self.err(t.pos, format!("undefined variable {name:?}")));
+                }
+                Arg::Variable(t.pos, name, Vec::new())
+            }
             Tok::Field(f) => Arg::Field(t.pos, vec![f]),
             Tok::Bool(b) => Arg::Bool(b),
             Tok::Char(text, value) => Arg::Number(Number {
@@ -481,17 +538,16 @@ impl Parser<'_> {
                 is_float: false,
             }),
             Tok::Number(text) => Arg::Number(
-                parse_number(&text).ok_or_else(|| self.err(t.pos, format!("illegal number syntax: {text:?}")))?,
+                parse_number(&text)
+                    .ok_or_else(|| self.err(t.pos, format!("illegal number syntax: {text:?}")))?,
             ),
             Tok::LParen => {
-                self.i += 1;
                 let pipe = self.pipeline("parenthesized pipeline", true)?;
                 return Ok(Some(Arg::Pipe(Box::new(pipe))));
             }
             Tok::Str(s) => Arg::String(Rc::from(s.as_str())),
             _ => return Ok(None),
         };
-        self.i += 1;
         Ok(Some(arg))
     }
 }
@@ -521,7 +577,8 @@ pub fn parse_number(text: &str) -> Option<Number> {
         i64::from_str_radix(oct, 8).ok()
     } else if let Some(bin) = lower.strip_prefix("0b") {
         i64::from_str_radix(bin, 2).ok()
-    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|b| b.is_ascii_digit()) {
+    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|b| b.is_ascii_digit())
+    {
         i64::from_str_radix(&lower[1..], 8).ok()
     } else if lower.bytes().all(|b| b.is_ascii_digit()) && !lower.is_empty() {
         lower.parse::<i64>().ok()

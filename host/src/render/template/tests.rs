@@ -21,8 +21,11 @@ fn data() -> Value {
     nested.insert("z".into(), Value::Int(26));
     nested.insert("a".into(), Value::Int(1));
     values.insert("map".into(), Value::Map(nested));
+    let mut template = Map::new();
+    template.insert("Name".into(), "t".into());
     let mut root = Map::new();
     root.insert("Values".into(), Value::Map(values));
+    root.insert("Template".into(), Value::Map(template));
     Value::Map(root)
 }
 
@@ -34,7 +37,9 @@ fn render_here(src: &str) -> Result<String, String> {
     let mut set = TemplateSet::new();
     set.add("t", src).map_err(|e| e.to_string())?;
     let engine = Engine::new(&set);
-    engine.execute("t", Rc::new(data())).map_err(|e| e.to_string())
+    engine
+        .execute("t", Rc::new(data()))
+        .map_err(|e| e.to_string())
 }
 
 fn ok(src: &str) -> String {
@@ -65,8 +70,14 @@ fn trimming_and_comments() {
 
 #[test]
 fn constants() {
-    assert_eq!(ok("{{ 0x1F }} {{ 0o17 }} {{ 017 }} {{ 1_000 }} {{ 1e3 }} {{ 1.5 }}"), "31 15 15 1000 1000 1.5");
-    assert_eq!(ok("{{ 'a' }} {{ \"x\\ty\" }} {{ `raw\\n` }}"), "97 x\ty raw\\n");
+    assert_eq!(
+        ok("{{ 0x1F }} {{ 0o17 }} {{ 017 }} {{ 1_000 }} {{ 1e3 }} {{ 1.5 }}"),
+        "31 15 15 1000 1000 1.5"
+    );
+    assert_eq!(
+        ok("{{ 'a' }} {{ \"x\\ty\" }} {{ `raw\\n` }}"),
+        "97 x\ty raw\\n"
+    );
     assert_eq!(ok("{{ true }} {{ false }}"), "true false");
 }
 
@@ -82,71 +93,159 @@ fn if_else_chains() {
 #[test]
 fn with_sets_dot_and_else_with() {
     assert_eq!(ok("{{ with .Values.name }}{{ . }}{{ end }}"), "web");
-    assert_eq!(ok("{{ with .Values.empty }}x{{ else with .Values.name }}{{ . }}{{ end }}"), "web");
-    assert_eq!(ok("{{ with .Values.empty }}x{{ else }}none{{ end }}"), "none");
+    assert_eq!(
+        ok("{{ with .Values.empty }}x{{ else with .Values.name }}{{ . }}{{ end }}"),
+        "web"
+    );
+    assert_eq!(
+        ok("{{ with .Values.empty }}x{{ else }}none{{ end }}"),
+        "none"
+    );
 }
 
 #[test]
 fn range_forms() {
     assert_eq!(ok("{{ range .Values.list }}{{ . }},{{ end }}"), "a,b,c,");
-    assert_eq!(ok("{{ range $i, $v := .Values.list }}{{ $i }}={{ $v }} {{ end }}"), "0=a 1=b 2=c ");
-    assert_eq!(ok("{{ range $k, $v := .Values.map }}{{ $k }}:{{ $v }} {{ end }}"), "a:1 z:26 ");
-    assert_eq!(ok("{{ range 3 }}{{ . }}{{ end }}"), "012");
-    assert_eq!(ok("{{ range .Values.missing }}x{{ else }}empty{{ end }}"), "empty");
     assert_eq!(
-        ok("{{ range .Values.list }}{{ if eq . \"b\" }}{{ continue }}{{ end }}{{ if eq . \"c\" }}{{ break }}{{ end }}{{ . }}{{ end }}"),
+        ok("{{ range $i, $v := .Values.list }}{{ $i }}={{ $v }} {{ end }}"),
+        "0=a 1=b 2=c "
+    );
+    assert_eq!(
+        ok("{{ range $k, $v := .Values.map }}{{ $k }}:{{ $v }} {{ end }}"),
+        "a:1 z:26 "
+    );
+    assert_eq!(ok("{{ range 3 }}{{ . }}{{ end }}"), "012");
+    assert_eq!(
+        ok("{{ range .Values.missing }}x{{ else }}empty{{ end }}"),
+        "empty"
+    );
+    assert_eq!(
+        ok(
+            "{{ range .Values.list }}{{ if eq . \"b\" }}{{ continue }}{{ end }}{{ if eq . \"c\" }}{{ break }}{{ end }}{{ . }}{{ end }}"
+        ),
         "a"
     );
-    assert!(render("{{ range .Values.name }}{{ end }}").unwrap_err().contains("range can't iterate over web"));
+    assert!(
+        render("{{ range .Values.name }}{{ end }}")
+            .unwrap_err()
+            .contains("range can't iterate over web")
+    );
 }
 
 #[test]
 fn variables_scope_and_assign() {
-    assert_eq!(ok("{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}"), "2");
-    assert_eq!(ok("{{ $x := 1 }}{{ if true }}{{ $x := 2 }}{{ end }}{{ $x }}"), "1");
-    assert_eq!(ok("{{ with .Values.map }}{{ $.Values.name }}{{ end }}"), "web");
+    assert_eq!(
+        ok("{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}"),
+        "2"
+    );
+    assert_eq!(
+        ok("{{ $x := 1 }}{{ if true }}{{ $x := 2 }}{{ end }}{{ $x }}"),
+        "1"
+    );
+    assert_eq!(
+        ok("{{ with .Values.map }}{{ $.Values.name }}{{ end }}"),
+        "web"
+    );
     assert_eq!(ok("{{ $m := .Values.map }}{{ $m.z }}"), "26");
 }
 
 #[test]
 fn define_template_block() {
-    assert_eq!(ok("{{ define \"x\" }}[{{ . }}]{{ end }}{{ template \"x\" .Values.name }}"), "[web]");
-    assert_eq!(ok("{{ block \"b\" .Values.name }}<{{ . }}>{{ end }}"), "<web>");
-    assert!(render("{{ template \"nope\" }}").unwrap_err().contains("template \"nope\" not defined"));
+    assert_eq!(
+        ok("{{ define \"x\" }}[{{ . }}]{{ end }}{{ template \"x\" .Values.name }}"),
+        "[web]"
+    );
+    assert_eq!(
+        ok("{{ block \"b\" .Values.name }}<{{ . }}>{{ end }}"),
+        "<web>"
+    );
+    assert!(
+        render("{{ template \"nope\" }}")
+            .unwrap_err()
+            .contains("template \"nope\" not defined")
+    );
 }
 
 #[test]
 fn include_and_tpl() {
-    assert_eq!(ok("{{ define \"x\" }}v={{ .Values.name }}{{ end }}{{ include \"x\" . }}"), "v=web");
-    assert_eq!(ok("{{ tpl \"{{ .Values.name }}-{{ .Values.missing }}\" . }}"), "web-");
-    let err = render("{{ define \"loop\" }}{{ include \"loop\" . }}{{ end }}{{ include \"loop\" . }}").unwrap_err();
+    assert_eq!(
+        ok("{{ define \"x\" }}v={{ .Values.name }}{{ end }}{{ include \"x\" . }}"),
+        "v=web"
+    );
+    assert_eq!(
+        ok("{{ tpl \"{{ .Values.name }}-{{ .Values.missing }}\" . }}"),
+        "web-"
+    );
+    let err =
+        render("{{ define \"loop\" }}{{ include \"loop\" . }}{{ end }}{{ include \"loop\" . }}")
+            .unwrap_err();
     assert!(err.contains("nested reference name: loop"), "{err}");
+    let err = render("{{ tpl \"x\" .Values }}").unwrap_err();
+    assert!(err.contains("cannot retrieve Template.Name"), "{err}");
+    // Definitions made inside tpl text are visible to that text only.
+    let local = r#"{{ tpl "{{ define \"local\" }}L{{ end }}{{ include \"local\" . }}" . }}"#;
+    assert_eq!(ok(local), "L");
+    assert!(render(r#"{{ tpl "{{ define \"l2\" }}{{ end }}" . }}{{ include "l2" . }}"#).is_err());
 }
 
 #[test]
 fn comparisons_follow_go() {
-    assert_eq!(ok("{{ eq 1 1 }} {{ eq \"a\" \"b\" \"a\" }} {{ ne 1 2 }}"), "true true true");
-    assert_eq!(ok("{{ lt 1 2 }} {{ le 2 2 }} {{ gt \"b\" \"a\" }} {{ ge 1.5 2.5 }}"), "true true true false");
+    assert_eq!(
+        ok("{{ eq 1 1 }} {{ eq \"a\" \"b\" \"a\" }} {{ ne 1 2 }}"),
+        "true true true"
+    );
+    assert_eq!(
+        ok("{{ lt 1 2 }} {{ le 2 2 }} {{ gt \"b\" \"a\" }} {{ ge 1.5 2.5 }}"),
+        "true true true false"
+    );
     assert_eq!(ok("{{ eq .Values.missing \"x\" }}"), "false");
-    assert!(render("{{ eq 1 1.0 }}").unwrap_err().contains("incompatible types for comparison"));
-    assert!(render("{{ lt .Values.replicas 5 }}").unwrap_err().contains("incompatible types"));
+    assert!(
+        render("{{ eq 1 1.0 }}")
+            .unwrap_err()
+            .contains("incompatible types for comparison")
+    );
+    assert!(
+        render("{{ lt .Values.replicas 5 }}")
+            .unwrap_err()
+            .contains("incompatible types")
+    );
 }
 
 #[test]
 fn and_or_not_short_circuit() {
-    assert_eq!(ok("{{ and 1 0 2 }} {{ and 1 2 }} {{ or 0 \"\" \"x\" }} {{ or 0 \"\" }}|"), "0 2 x |");
+    assert_eq!(
+        ok("{{ and 1 0 2 }} {{ and 1 2 }} {{ or 0 \"\" \"x\" }} {{ or 0 \"\" }}|"),
+        "0 2 x |"
+    );
     assert_eq!(ok("{{ or .Values.name .Values.missing.deep }}"), "web");
     assert_eq!(ok("{{ not .Values.empty }}"), "true");
 }
 
 #[test]
 fn len_index_slice() {
-    assert_eq!(ok("{{ len .Values.list }} {{ len .Values.name }} {{ len .Values.map }}"), "3 3 2");
-    assert_eq!(ok("{{ index .Values.list 1 }} {{ index .Values \"map\" \"z\" }}"), "b 26");
+    assert_eq!(
+        ok("{{ len .Values.list }} {{ len .Values.name }} {{ len .Values.map }}"),
+        "3 3 2"
+    );
+    assert_eq!(
+        ok("{{ index .Values.list 1 }} {{ index .Values \"map\" \"z\" }}"),
+        "b 26"
+    );
     assert_eq!(ok("{{ index .Values.map \"nope\" }}"), "<no value>");
-    assert_eq!(ok("{{ slice .Values.list 1 }} {{ slice .Values.name 0 2 }}"), "[b c] we");
-    assert!(render("{{ index .Values.missing \"a\" }}").unwrap_err().contains("index of untyped nil"));
-    assert!(render("{{ index .Values.list 5 }}").unwrap_err().contains("index out of range: 5"));
+    assert_eq!(
+        ok("{{ slice .Values.list 1 }} {{ slice .Values.name 0 2 }}"),
+        "[b c] we"
+    );
+    assert!(
+        render("{{ index .Values.missing \"a\" }}")
+            .unwrap_err()
+            .contains("index of untyped nil")
+    );
+    assert!(
+        render("{{ index .Values.list 5 }}")
+            .unwrap_err()
+            .contains("index out of range: 5")
+    );
 }
 
 #[test]
@@ -165,14 +264,66 @@ fn errors_name_file_line_and_column() {
         "template: t:2:5: executing \"t\" at <.Values.missing.deep>: nil pointer evaluating interface {}.deep"
     );
     let err = render("{{ .Values.name.x }}").unwrap_err();
-    assert!(err.contains("can't evaluate field x in type string"), "{err}");
+    assert!(
+        err.contains("can't evaluate field x in type string"),
+        "{err}"
+    );
     let err = render("{{ nosuchfunc 1 }}").unwrap_err();
     assert_eq!(err, "template: t:1: function \"nosuchfunc\" not defined");
-    assert!(render("{{ if }}").unwrap_err().contains("missing value for if"));
-    assert!(render("{{ break }}").unwrap_err().contains("{{break}} outside {{range}}"));
+    assert!(
+        render("{{ if }}")
+            .unwrap_err()
+            .contains("missing value for if")
+    );
+    assert!(
+        render("{{ break }}")
+            .unwrap_err()
+            .contains("{{break}} outside {{range}}")
+    );
     assert!(render("{{ end }}").is_err());
     assert!(render("{{ if 1 }}").is_err());
-    assert!(render("{{ \"x\" 1 }}").unwrap_err().contains("can't give argument to non-function"));
+    assert!(
+        render("{{ \"x\" 1 }}")
+            .unwrap_err()
+            .contains("can't give argument to non-function")
+    );
+    assert_eq!(
+        render("{{ if true }}{{ $v := 1 }}{{ end }}{{ $v }}").unwrap_err(),
+        "template: t:1: undefined variable \"$v\""
+    );
+    assert!(render("{{ $outer := 1 }}{{ define \"d\" }}{{ $outer }}{{ end }}").is_err());
+    assert_eq!(
+        ok("{{ range $i, $v := .Values.list }}{{ end }}{{ $x := 2 }}{{ $x }}"),
+        "2"
+    );
+}
+
+#[test]
+fn set_through_dot_is_seen_like_go_map_sharing() {
+    // `set` on a path under `.` changes `.` and `$` for the rest of the template.
+    assert_eq!(
+        ok("{{ $_ := set .Values.map \"n\" 3 }}{{ .Values.map.n }} {{ $.Values.map.n }}"),
+        "3 3"
+    );
+    // An included template's change to the data it got reaches the caller.
+    let src = "{{ define \"fill\" }}{{ $_ := set .Values \"filled\" \"yes\" }}{{ end }}\
+               {{ include \"fill\" . }}{{ .Values.filled }}";
+    assert_eq!(ok(src), "yes");
+    let src = "{{ define \"fill\" }}{{ $_ := set $.Values \"t\" 1 }}{{ end }}\
+               {{ template \"fill\" . }}{{ $.Values.t }}";
+    assert_eq!(ok(src), "1");
+}
+
+#[test]
+fn set_on_a_variable_changes_the_variable() {
+    assert_eq!(
+        ok("{{ $d := dict \"a\" 1 }}{{ $_ := set $d \"b\" 2 }}{{ $d }}"),
+        "map[a:1 b:2]"
+    );
+    assert_eq!(
+        ok("{{ $d := dict \"in\" (dict) }}{{ $_ := set $d.in \"x\" 1 }}{{ $d }}"),
+        "map[in:map[x:1]]"
+    );
 }
 
 #[test]
@@ -183,7 +334,10 @@ fn later_definitions_replace_earlier_ones_unless_empty() {
     set.add("c", "{{ define \"n\" }}  {{ end }}").unwrap();
     set.add("main", "{{ template \"n\" }}").unwrap();
     let engine = Engine::new(&set);
-    assert_eq!(engine.execute("main", Rc::new(Value::Null)).unwrap(), "second");
+    assert_eq!(
+        engine.execute("main", Rc::new(Value::Null)).unwrap(),
+        "second"
+    );
 }
 
 #[test]

@@ -3,7 +3,6 @@
 
 wit_bindgen::generate!({ path: "wit", world: "greedy-plugin" });
 
-
 struct Greedy;
 
 impl Guest for Greedy {

@@ -75,9 +75,15 @@ impl Guest for Hostile {
                 let vars: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
                 let args: Vec<String> = std::env::args().collect();
                 if vars.is_empty() && args.is_empty() {
-                    Err(PluginError::Failed("read-env denied: no variables, no args".into()))
+                    Err(PluginError::Failed(
+                        "read-env denied: no variables, no args".into(),
+                    ))
                 } else {
-                    Ok(format!("{{\"vars\":{},\"args\":{}}}", vars.len(), args.len()))
+                    Ok(format!(
+                        "{{\"vars\":{},\"args\":{}}}",
+                        vars.len(),
+                        args.len()
+                    ))
                 }
             }
             "clock-and-random" => Ok(clock_and_random(&app, &facts)),
@@ -95,7 +101,9 @@ impl Guest for Hostile {
     }
 
     fn lifecycle(_hook: Hook, _app: App, _facts: Facts) -> Result<HookOutcome, PluginError> {
-        Ok(HookOutcome::Veto("the hostile plugin vetoes everything".into()))
+        Ok(HookOutcome::Veto(
+            "the hostile plugin vetoes everything".into(),
+        ))
     }
 }
 

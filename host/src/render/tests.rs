@@ -1,0 +1,200 @@
+//! End-to-end behaviour of rendering: archives, errors, schemas, options.
+
+use std::io::Write;
+
+use super::*;
+
+fn tgz(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, data) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, *data).unwrap();
+    }
+    let tar = builder.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+fn release() -> ReleaseInfo {
+    ReleaseInfo {
+        name: "rel".into(),
+        namespace: "ns".into(),
+        revision: 1,
+        is_upgrade: false,
+    }
+}
+
+fn render_text(chart: &Chart, user: &Map) -> Result<String, Error> {
+    let r = render(chart, user, &release(), &Capabilities::default())?;
+    output::print(&r.hooks, &r.manifests, &output::PrintOptions::default())
+}
+
+#[test]
+fn archives_with_archived_subcharts() {
+    let sub = tgz(&[
+        (
+            "sub/Chart.yaml",
+            b"apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+        ),
+        ("sub/values.yaml", b"port: 80\n"),
+        (
+            "sub/templates/svc.yaml",
+            b"kind: Service\nport: {{ .Values.port }}\n",
+        ),
+    ]);
+    let top = tgz(&[
+        (
+            "top/Chart.yaml",
+            b"apiVersion: v2\nname: top\nversion: 1.0.0\n",
+        ),
+        ("top/values.yaml", b"sub:\n  port: 8080\n"),
+        (
+            "top/templates/cm.yaml",
+            b"kind: ConfigMap\nport: {{ .Values.sub.port }}\n",
+        ),
+        ("top/charts/sub-0.1.0.tgz", &sub),
+    ]);
+    let chart = chart::load_archive(&top, "top.tgz").unwrap();
+    assert_eq!(chart.subcharts.len(), 1);
+    let out = render_text(&chart, &Map::new()).unwrap();
+    assert_eq!(
+        out,
+        "---\n# Source: top/templates/cm.yaml\nkind: ConfigMap\nport: 8080\n\n---\n# Source: top/charts/sub/templates/svc.yaml\nkind: Service\nport: 8080\n"
+    );
+}
+
+#[test]
+fn archives_cannot_escape_the_chart() {
+    let mut builder = tar::Builder::new(Vec::new());
+    let data = b"x";
+    let mut header = tar::Header::new_gnu();
+    header.set_size(1);
+    header.set_mode(0o644);
+    // Write the name straight into the header: `append_data` refuses `..`.
+    let name = b"top/../../evil";
+    header.as_old_mut().name[..name.len()].copy_from_slice(name);
+    header.set_cksum();
+    builder.append(&header, &data[..]).unwrap();
+    let tar = builder.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar).unwrap();
+    let err = chart::load_archive(&gz.finish().unwrap(), "evil.tgz").unwrap_err();
+    assert!(matches!(err, Error::Archive { .. }), "{err}");
+}
+
+fn one_template(src: &str, values: &str) -> Chart {
+    let files = tgz(&[
+        ("c/Chart.yaml", b"apiVersion: v2\nname: c\nversion: 1.0.0\n"),
+        ("c/values.yaml", values.as_bytes()),
+        ("c/templates/t.yaml", src.as_bytes()),
+    ]);
+    chart::load_archive(&files, "c.tgz").unwrap()
+}
+
+#[test]
+fn template_errors_read_like_helm() {
+    let chart = one_template("a: 1\nb: {{ .Values.x.y.z }}\n", "x: {}\n");
+    let err = render_text(&chart, &Map::new()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "execution error at (c/templates/t.yaml:2:6): nil pointer evaluating interface {}.z"
+    );
+    let chart = one_template("{{ if }}", "");
+    let err = render_text(&chart, &Map::new()).unwrap_err();
+    assert!(matches!(err, Error::Parse { .. }), "{err}");
+}
+
+#[test]
+fn schema_violations_name_the_chart() {
+    let files = tgz(&[
+        ("c/Chart.yaml", b"apiVersion: v2\nname: c\nversion: 1.0.0\n"),
+        ("c/values.yaml", b"replicas: 1\n"),
+        (
+            "c/values.schema.json",
+            br#"{"type":"object","properties":{"replicas":{"type":"integer","minimum":1}}}"#,
+        ),
+        ("c/templates/t.yaml", b"r: {{ .Values.replicas }}\n"),
+    ]);
+    let chart = chart::load_archive(&files, "c.tgz").unwrap();
+    assert!(render_text(&chart, &Map::new()).is_ok());
+    let mut user = Map::new();
+    user.insert("replicas".into(), Value::Float(0.0));
+    let err = render_text(&chart, &user).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("values don't meet the specifications"),
+        "{text}"
+    );
+    assert!(text.contains("c:\n- at '/replicas'"), "{text}");
+}
+
+#[test]
+fn kube_versions_parse_like_helm() {
+    let caps = Capabilities::new(Some("1.30.0"), &["example.com/v1".into()]).unwrap();
+    assert_eq!(caps.kube_version, "v1.30.0");
+    assert_eq!((caps.major.as_str(), caps.minor.as_str()), ("1", "30"));
+    assert_eq!(
+        caps.api_versions.last().map(String::as_str),
+        Some("example.com/v1")
+    );
+    assert!(Capabilities::new(Some("banana"), &[]).is_err());
+    assert_eq!(
+        Capabilities::default().api_versions.len(),
+        DEFAULT_API_VERSIONS.len()
+    );
+}
+
+#[test]
+fn upgrades_flip_install_flags() {
+    let chart = one_template("s: {{ .Release.IsInstall }}/{{ .Release.IsUpgrade }}\n", "");
+    let mut rel = release();
+    rel.is_upgrade = true;
+    let r = render(&chart, &Map::new(), &rel, &Capabilities::default()).unwrap();
+    assert_eq!(r.manifests[0].content, "s: false/true\n");
+}
+
+#[test]
+fn helm_groups_value_flags_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("v.yaml");
+    std::fs::write(&file, "a: file\nb: file\n").unwrap();
+    let merged = merge_user_values(&[
+        ValueSource::Set("a=set".into()),
+        ValueSource::File(file),
+        ValueSource::SetString("b=007".into()),
+    ])
+    .unwrap();
+    assert_eq!(merged.get("a"), Some(&Value::String("set".into())));
+    assert_eq!(merged.get("b"), Some(&Value::String("007".into())));
+}
+
+#[test]
+fn kube_version_ranges_and_library_charts_are_checked() {
+    let files = tgz(&[
+        (
+            "c/Chart.yaml",
+            b"apiVersion: v2\nname: c\nversion: 1.0.0\nkubeVersion: '>=1.31.0-0'\n",
+        ),
+        ("c/templates/t.yaml", b"a: 1\n"),
+    ]);
+    let chart = chart::load_archive(&files, "c.tgz").unwrap();
+    let old = Capabilities::new(Some("1.30.0"), &[]).unwrap();
+    let err = render(&chart, &Map::new(), &release(), &old).unwrap_err();
+    assert!(
+        matches!(err, Error::KubeVersionIncompatible { .. }),
+        "{err}"
+    );
+    let new = Capabilities::new(Some("1.31.2"), &[]).unwrap();
+    assert!(render(&chart, &Map::new(), &release(), &new).is_ok());
+    let lib = tgz(&[(
+        "l/Chart.yaml",
+        b"apiVersion: v2\nname: l\nversion: 1.0.0\ntype: library\n",
+    )]);
+    let lib = chart::load_archive(&lib, "l.tgz").unwrap();
+    let err = render(&lib, &Map::new(), &release(), &new).unwrap_err();
+    assert!(matches!(err, Error::LibraryChart));
+}

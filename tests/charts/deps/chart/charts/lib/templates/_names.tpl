@@ -1,0 +1,3 @@
+{{- define "lib.name" -}}
+{{ .Release.Name }}-{{ .Chart.Name }}-lib
+{{- end -}}
