@@ -4,7 +4,10 @@
 #
 #   cargo xtask demo [--kubeconfig FILE]
 #
-# Steps: run each example plugin in the sandbox against the example facts.
+# Steps: make a signing key, build and sign the example app bundle (with the
+# storage plugin inside), verify it against the trusted key, inspect it,
+# render its chart like `helm template`, and run each example plugin in the
+# sandbox against the example facts.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +27,28 @@ done
 
 mkdir -p "$work"
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+step "signing key"
+mkdir -p "$work/keys"
+if [ ! -f "$work/keys/demo.key" ]; then
+  "$capstan" keygen --name demo --out "$work/keys"
+fi
+
+step "build and sign the example app bundle"
+rm -rf "$work/hello-app"
+cp -R "$here/apps/hello" "$work/hello-app"
+cp "$wasm/capstan_example_storage.wasm" "$work/hello-app/plugins/storage.wasm"
+"$capstan" bundle build "$work/hello-app" --key "$work/keys/demo.key" --out "$work/hello-1.0.0.tgz"
+
+step "verify it against the trusted keys"
+"$capstan" bundle verify "$work/hello-1.0.0.tgz" --trust "$work/keys"
+
+step "inspect it"
+"$capstan" bundle inspect "$work/hello-1.0.0.tgz"
+
+step "render the app's chart with its static overrides, as helm template would"
+"$capstan" template hello "$work/hello-app/charts/hello" -n hello \
+  -f "$work/hello-app/overrides/hello.yaml" --set replicaCount=2
 
 step "storage plugin on a simplex system (leader election off, one replica)"
 "$capstan" plugin run "$wasm/capstan_example_storage.wasm" \

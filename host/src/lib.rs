@@ -6,6 +6,8 @@
 
 pub mod bundle;
 pub mod cli;
+pub mod kube;
+pub mod render;
 pub mod sandbox;
 pub mod store;
 pub mod trust;

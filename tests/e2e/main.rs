@@ -18,3 +18,10 @@ mod plugin_cli;
 /// Signed bundles: the hostile-bundle corpus, each rejection typed, nothing
 /// left behind.
 mod hostile_bundles;
+
+/// `capstan keygen` and `capstan bundle` through the real binary.
+mod bundle_cli;
+
+/// `capstan template` against real `helm template` output (the shared Helm
+/// conformance set, when present) and the charts under `tests/charts/`.
+mod render_conformance;

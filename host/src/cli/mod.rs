@@ -7,6 +7,7 @@
 
 mod bundle;
 mod plugin;
+mod template;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -41,6 +42,8 @@ enum Command {
     Plugin(plugin::PluginCommand),
     /// Build, verify and inspect signed app bundles.
     Bundle(bundle::BundleArgs),
+    /// Render a chart locally, exactly as `helm template` prints it.
+    Template(template::TemplateArgs),
     /// Write a new ed25519 signing key pair (`NAME.key`, mode 0600, and `NAME.pub`).
     Keygen(bundle::KeygenArgs),
 }
@@ -63,6 +66,7 @@ pub fn main() -> ExitCode {
         Command::Plugin(command) => plugin::run(command),
         Command::Bundle(args) => bundle::run(args, &plugin::validate_component),
         Command::Keygen(args) => bundle::run_keygen(args),
+        Command::Template(args) => template::run(args),
     };
     match result {
         Ok(code) => code,

@@ -18,6 +18,8 @@ pub const MAX_CHART_BYTES: u64 = 100 * 1024 * 1024;
 pub const MAX_FILE_BYTES: u64 = 5 * 1024 * 1024;
 /// Deepest subchart nesting we load.
 pub const MAX_NESTING: usize = 16;
+/// Deepest folder nesting we walk in a chart folder (guards symlink loops).
+pub const MAX_DIR_DEPTH: usize = 64;
 
 /// One file of a chart, by its path inside the chart (`templates/x.yaml`).
 #[derive(Debug, Clone)]
@@ -121,8 +123,8 @@ pub fn load_dir(root: &Path) -> Result<Chart, Error> {
     };
     let mut files = Vec::new();
     let mut total = 0u64;
-    walk(root, root, &ignore, &mut files, &mut total)?;
-    load_files(files, &root.display().to_string(), 0)
+    walk(root, root, &ignore, &mut files, &mut total, 0)?;
+    load_files(files, &root.display().to_string(), 0, &mut total)
 }
 
 fn walk(
@@ -131,7 +133,16 @@ fn walk(
     ignore: &Ignore,
     out: &mut Vec<(String, Vec<u8>)>,
     total: &mut u64,
+    depth: usize,
 ) -> Result<(), Error> {
+    if depth > MAX_DIR_DEPTH {
+        return Err(Error::ChartTooLarge {
+            what: format!(
+                "{} (folders nest deeper than {MAX_DIR_DEPTH})",
+                dir.display()
+            ),
+        });
+    }
     let read_err = |p: &Path, e: std::io::Error| Error::ReadChart {
         path: p.display().to_string(),
         reason: e.to_string(),
@@ -152,7 +163,7 @@ fn walk(
             if ignore.ignored(&rel, true) {
                 continue;
             }
-            walk(root, &path, ignore, out, total)?;
+            walk(root, &path, ignore, out, total, depth + 1)?;
         } else if ft.is_file() {
             if ignore.ignored(&rel, false) {
                 continue;
@@ -180,10 +191,17 @@ fn walk(
 /// # Errors
 /// As [`load`]; also [`Error::Archive`] for entries outside the chart.
 pub fn load_archive(bytes: &[u8], origin: &str) -> Result<Chart, Error> {
-    load_archive_at(bytes, origin, 0)
+    load_archive_at(bytes, origin, 0, &mut 0)
 }
 
-fn load_archive_at(bytes: &[u8], origin: &str, depth: usize) -> Result<Chart, Error> {
+/// Loads an archive; `total` counts the bytes of the whole chart tree so
+/// far, so that nested archives share one [`MAX_CHART_BYTES`] budget.
+fn load_archive_at(
+    bytes: &[u8],
+    origin: &str,
+    depth: usize,
+    total: &mut u64,
+) -> Result<Chart, Error> {
     let archive_err = |reason: String| Error::Archive {
         origin: origin.to_string(),
         reason,
@@ -191,7 +209,6 @@ fn load_archive_at(bytes: &[u8], origin: &str, depth: usize) -> Result<Chart, Er
     let gz = flate2::read::GzDecoder::new(bytes);
     let mut tar = tar::Archive::new(gz.take(MAX_CHART_BYTES + 1));
     let mut files = Vec::new();
-    let mut total = 0u64;
     let entries = tar.entries().map_err(|e| archive_err(e.to_string()))?;
     for entry in entries {
         let mut entry = entry.map_err(|e| archive_err(e.to_string()))?;
@@ -216,8 +233,8 @@ fn load_archive_at(bytes: &[u8], origin: &str, depth: usize) -> Result<Chart, Er
                 what: format!("{origin}:{rel}"),
             });
         }
-        total += size;
-        if total > MAX_CHART_BYTES {
+        *total += size;
+        if *total > MAX_CHART_BYTES {
             return Err(Error::ChartTooLarge {
                 what: origin.to_string(),
             });
@@ -233,11 +250,16 @@ fn load_archive_at(bytes: &[u8], origin: &str, depth: usize) -> Result<Chart, Er
     if files.is_empty() {
         return Err(archive_err("no files in archive".into()));
     }
-    load_files(files, origin, depth)
+    load_files(files, origin, depth, total)
 }
 
 /// Builds a chart from its files (paths relative to the chart root).
-fn load_files(files: Vec<(String, Vec<u8>)>, origin: &str, depth: usize) -> Result<Chart, Error> {
+fn load_files(
+    files: Vec<(String, Vec<u8>)>,
+    origin: &str,
+    depth: usize,
+    total: &mut u64,
+) -> Result<Chart, Error> {
     if depth > MAX_NESTING {
         return Err(Error::ChartTooLarge {
             what: format!("{origin} (subcharts nest deeper than {MAX_NESTING})"),
@@ -336,13 +358,13 @@ fn load_files(files: Vec<(String, Vec<u8>)>, origin: &str, depth: usize) -> Resu
                 if inner.is_empty() {
                     chart
                         .subcharts
-                        .push(load_archive_at(data, &sub_origin, depth + 1)?);
+                        .push(load_archive_at(data, &sub_origin, depth + 1, total)?);
                 }
             }
         } else if entries.iter().any(|(inner, _)| inner == "Chart.yaml") {
             chart
                 .subcharts
-                .push(load_files(entries, &sub_origin, depth + 1)?);
+                .push(load_files(entries, &sub_origin, depth + 1, total)?);
         }
     }
     Ok(chart)
@@ -489,7 +511,7 @@ mod tests {
             ("charts/b/Chart.yaml".to_string(), b"name: b\nversion: 0.1.0\n".to_vec()),
             ("charts/b/templates/u.yaml".to_string(), b"u: 1\n".to_vec()),
         ];
-        let chart = load_files(files, "a", 0).unwrap();
+        let chart = load_files(files, "a", 0, &mut 0).unwrap();
         assert_eq!(chart.name(), "a");
         assert_eq!(chart.values.get("x"), Some(&Value::Float(1.0)));
         assert_eq!(chart.templates.len(), 1);
@@ -502,7 +524,13 @@ mod tests {
 
     #[test]
     fn missing_chart_yaml_is_an_error() {
-        let err = load_files(vec![("values.yaml".into(), b"a: 1".to_vec())], "x", 0).unwrap_err();
+        let err = load_files(
+            vec![("values.yaml".into(), b"a: 1".to_vec())],
+            "x",
+            0,
+            &mut 0,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("x"), "{err}");
     }
 }

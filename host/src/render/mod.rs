@@ -25,6 +25,10 @@ use crate::values::{self, Map, Value};
 /// Helm version the renderer reproduces (`.Capabilities.HelmVersion`).
 pub const HELM_VERSION: &str = "v4.3.0";
 /// Kubernetes version `helm template` assumes without `--kube-version`.
+///
+/// Helm derives it from the client-go it was built with (client-go 0.N
+/// gives 1.N); 1.34 is our reading for Helm 4.3 and is not checked against
+/// a real Helm build (the conformance set always passes `--kube-version`).
 pub const DEFAULT_KUBE_VERSION: &str = "v1.34.0";
 
 /// Default `.Capabilities.APIVersions`, in Helm's order.

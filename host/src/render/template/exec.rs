@@ -65,6 +65,8 @@ pub struct Engine<'s> {
     include_counts: RefCell<HashMap<String, usize>>,
     tpl_cache: RefCell<HashMap<(String, String), Rc<TemplateSet>>>,
     depth: std::cell::Cell<usize>,
+    /// The name `$`, shared by every frame.
+    dollar: Rc<str>,
 }
 
 /// One template invocation: where errors point and the variables in scope.
@@ -88,6 +90,7 @@ impl<'s> Engine<'s> {
             include_counts: RefCell::new(HashMap::new()),
             tpl_cache: RefCell::new(HashMap::new()),
             depth: std::cell::Cell::new(0),
+            dollar: Rc::from("$"),
         }
     }
 
@@ -156,7 +159,7 @@ impl<'s> Engine<'s> {
         let mut frame = Frame {
             tree,
             name,
-            vars: vec![(Rc::from("$"), data.clone())],
+            vars: vec![(self.dollar.clone(), data.clone())],
             locals,
             at: None,
         };
@@ -734,7 +737,12 @@ impl<'s> Engine<'s> {
         let data = data.unwrap_or_else(|| Rc::new(Value::Null));
         {
             let mut counts = self.include_counts.borrow_mut();
-            let n = counts.entry(name.clone()).or_insert(0);
+            if !counts.contains_key(&name) {
+                counts.insert(name.clone(), 0);
+            }
+            let Some(n) = counts.get_mut(&name) else {
+                return fail(self, f, format!("unable to execute template {name}"));
+            };
             if *n > INCLUDE_NESTING_LIMIT {
                 drop(counts);
                 return fail(

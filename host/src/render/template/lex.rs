@@ -422,7 +422,7 @@ impl Lexer<'_> {
         }
         self.pos = i;
         if self.src[i..].chars().next().is_some_and(is_alnum) {
-            return Err(self.err(at, format!("bad number syntax: {:?}", &self.src[at..=i])));
+            return Err(self.err(at, format!("bad number syntax: {:?}", &self.src[at..i])));
         }
         if i == at || (i == at + 1 && matches!(b[at], b'+' | b'-')) {
             return Err(self.err(at, "bad number syntax"));

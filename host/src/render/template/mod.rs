@@ -70,7 +70,7 @@ impl std::error::Error for ExecError {}
 
 /// Stack size for threads that execute templates: deep `include` nesting
 /// (Helm allows 1000 levels per name) needs far more than a default thread.
-pub const STACK_SIZE: usize = 1 << 30;
+pub const STACK_SIZE: usize = 1 << 28;
 
 /// Runs `f` on a scoped thread with [`STACK_SIZE`] of stack (reserved, not
 /// committed), so that deeply nested templates fail with a template error

@@ -189,6 +189,40 @@ fn include_and_tpl() {
 }
 
 #[test]
+fn hostile_source_never_panics() {
+    for src in [
+        "{{ 1é }}",
+        "{{ \"\\",
+        "{{ 'ab' }}",
+        "{{ `x",
+        "{{ (1 }}",
+        "{{ 1) }}",
+        "{{ .a.é }}",
+        "{{ $é := 1 }}",
+        "{{/* x",
+        "{{ 0x }}",
+        "{{ 1e }}",
+        "{{- -}}",
+        "{{ | }}",
+        "{{ $x = 1 }}",
+        "{{ else }}",
+        "{{ define \"a\" }}",
+        "{{ range $a, $b, $c := . }}{{ end }}",
+        "é{{",
+    ] {
+        // A panic would surface as the render thread failing.
+        assert_ne!(render(src).err().as_deref(), Some("thread failed"), "{src:?}");
+    }
+}
+
+#[test]
+fn endless_template_recursion_is_an_error() {
+    let err = render("{{ define \"r\" }}{{ template \"r\" . }}{{ end }}{{ template \"r\" . }}")
+        .unwrap_err();
+    assert!(err.contains("exceeded maximum template depth"), "{err}");
+}
+
+#[test]
 fn comparisons_follow_go() {
     assert_eq!(
         ok("{{ eq 1 1 }} {{ eq \"a\" \"b\" \"a\" }} {{ ne 1 2 }}"),

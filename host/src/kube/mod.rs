@@ -1,0 +1,161 @@
+//! Applying rendered charts to a target: a Kubernetes cluster (later, by
+//! server-side apply) or a directory that stands in for one.
+//!
+//! Owns the identity of a rendered object ([`Resource`], [`ObjectRef`]),
+//! parsing a rendered manifest stream, the pure plan of an apply (install
+//! order, what changed, what to prune: [`plan_apply`], [`plan_remove`],
+//! [`diff`]) and the targets that carry a plan out ([`ApplyTarget`],
+//! [`DirTarget`]).
+//!
+//! Why the split: the plan is where the mistakes that cost data live
+//! (deleting an object a chart still renders, deleting in the wrong order),
+//! so it is a pure function of two resource sets and unit tested without
+//! I/O; a target only does what the plan says, as kube-core builds requests
+//! that kube-client sends.
+//!
+//! ```
+//! use capstan::kube::{ApplyTarget, DirTarget, Release, parse_manifests, plan_apply};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let target = DirTarget::new(dir.path());
+//! let release = Release {
+//!     app: "shop".into(),
+//!     chart: "web".into(),
+//!     namespace: "shop".into(),
+//!     release_name: "web".into(),
+//! };
+//! let desired = parse_manifests("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n")?;
+//! let plan = plan_apply(&target.applied(&release)?, &desired)?;
+//! let applied = target.apply(&release, &plan)?;
+//! assert_eq!(applied.applied[0].name, "web");
+//! assert!(dir.path().join("shop/web.yaml").exists());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Must not touch: the store, plugins, values or rendering. It receives
+//! rendered objects and release names from its caller (lifecycle) and
+//! returns what it did; it never decides whether an app may be applied.
+
+mod dir;
+mod manifest;
+mod plan;
+mod target;
+
+pub use dir::DirTarget;
+pub use manifest::{ObjectKey, ObjectRef, Resource, parse_manifests};
+pub use plan::{
+    ApplyPlan, Changed, Diff, INSTALL_ORDER, UNINSTALL_ORDER, diff, plan_apply, plan_remove,
+};
+pub use target::{Applied, ApplyTarget, Release};
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in `kube`, one variant per failing step.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A manifest document is not valid YAML (or has a key that is not a
+    /// string).
+    #[error("manifest {document} is not valid yaml")]
+    ManifestYaml {
+        /// Which document: its `# Source:` path, or its position.
+        document: String,
+        /// The parser's complaint.
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    /// A manifest document is YAML but not a mapping (a list, a scalar).
+    #[error("manifest {document} is not a mapping")]
+    NotAnObject {
+        /// Which document.
+        document: String,
+    },
+    /// A manifest document lacks `apiVersion`, `kind` or `metadata.name`,
+    /// or one of them (or `metadata.namespace`) is not a non-empty string.
+    #[error("manifest {document} has no string {field}")]
+    MissingField {
+        /// Which document.
+        document: String,
+        /// The field path, e.g. `metadata.name`.
+        field: &'static str,
+    },
+    /// The desired set names the same object twice.
+    #[error("{object} is rendered twice, by {first} and by {second}")]
+    Duplicate {
+        /// The object (boxed to keep the error small).
+        object: Box<ObjectRef>,
+        /// Where the first copy came from.
+        first: String,
+        /// Where the second copy came from.
+        second: String,
+    },
+    /// An app or chart name cannot be used as a file or folder name.
+    #[error("{what} name {name:?} is not a DNS-1123 label")]
+    InvalidName {
+        /// `app` or `chart`.
+        what: &'static str,
+        /// The name as given.
+        name: String,
+    },
+    /// A resource could not be turned into YAML.
+    #[error("serializing {object} to yaml")]
+    Serialize {
+        /// The object (boxed to keep the error small).
+        object: Box<ObjectRef>,
+        /// The serializer's complaint.
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    /// A folder of the directory target exists but is not a plain folder
+    /// (a symbolic link, a file).
+    #[error("{path} is not a directory")]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Writing a release's manifests to the directory target failed.
+    #[error("writing manifests of {release} to {path}")]
+    Write {
+        /// The release (`app/chart`).
+        release: String,
+        /// The file or folder being written.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reading a release's applied manifests back failed.
+    #[error("reading applied manifests of {release} from {path}")]
+    Read {
+        /// The release (`app/chart`).
+        release: String,
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A release's applied manifests file does not parse.
+    #[error("applied manifests of {release} at {path} are corrupt")]
+    Corrupt {
+        /// The release (`app/chart`).
+        release: String,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: Box<Error>,
+    },
+    /// Removing a release's manifests from the directory target failed.
+    #[error("removing manifests of {release} at {path}")]
+    Remove {
+        /// The release (`app/chart`).
+        release: String,
+        /// The file or folder being removed.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}

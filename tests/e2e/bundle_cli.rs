@@ -1,0 +1,149 @@
+//! `capstan keygen` and `capstan bundle build|verify|inspect` through the real
+//! binary, with the real storage plugin inside the example app.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::{capstan, fresh_dir, plugin_wasm, workspace_root};
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The example app with the real storage plugin copied in.
+fn example_app(dir: &Path) -> std::path::PathBuf {
+    let app = dir.join("hello");
+    copy_dir(&workspace_root().join("example-plugins/apps/hello"), &app);
+    std::fs::copy(
+        plugin_wasm("capstan-example-storage"),
+        app.join("plugins/storage.wasm"),
+    )
+    .unwrap();
+    app
+}
+
+fn keygen(dir: &Path, name: &str) {
+    let out = capstan()
+        .args(["keygen", "--name", name, "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}
+
+#[test]
+fn build_verify_and_inspect_the_example_app() {
+    let dir = fresh_dir("bundle-cli-round-trip");
+    let keys = dir.join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    keygen(&keys, "author");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(keys.join("author.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the private key is private");
+    }
+    let app = example_app(&dir);
+    let bundle = dir.join("hello.tgz");
+    let build = capstan()
+        .args(["bundle", "build"])
+        .arg(&app)
+        .arg("--key")
+        .arg(keys.join("author.key"))
+        .arg("--out")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", stderr_of(&build));
+
+    let verify = capstan()
+        .args(["bundle", "verify"])
+        .arg(&bundle)
+        .arg("--trust")
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{}", stderr_of(&verify));
+
+    let inspect = capstan()
+        .args(["bundle", "inspect"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(inspect.status.success(), "{}", stderr_of(&inspect));
+    let listing = String::from_utf8_lossy(&inspect.stdout);
+    assert!(listing.contains("plugins/storage.wasm"), "{listing}");
+    assert!(listing.contains("name:        hello"), "{listing}");
+}
+
+#[test]
+fn a_bundle_from_an_untrusted_key_is_rejected() {
+    let dir = fresh_dir("bundle-cli-untrusted");
+    let (author, trusted) = (dir.join("author"), dir.join("trusted"));
+    std::fs::create_dir_all(&author).unwrap();
+    std::fs::create_dir_all(&trusted).unwrap();
+    keygen(&author, "author");
+    keygen(&trusted, "operator");
+    let app = example_app(&dir);
+    let bundle = dir.join("hello.tgz");
+    let build = capstan()
+        .args(["bundle", "build"])
+        .arg(&app)
+        .arg("--key")
+        .arg(author.join("author.key"))
+        .arg("--out")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", stderr_of(&build));
+    let verify = capstan()
+        .args(["bundle", "verify"])
+        .arg(&bundle)
+        .arg("--trust")
+        .arg(&trusted)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(stderr_of(&verify).starts_with("error: "), "{}", stderr_of(&verify));
+    assert!(stderr_of(&verify).contains("not a trusted key"), "{}", stderr_of(&verify));
+}
+
+#[test]
+fn a_plugin_that_is_not_a_capstan_component_fails_the_build() {
+    let dir = fresh_dir("bundle-cli-bad-plugin");
+    keygen(&dir, "author");
+    let app = example_app(&dir);
+    std::fs::copy(
+        plugin_wasm("capstan-test-bad-import"),
+        app.join("plugins/storage.wasm"),
+    )
+    .unwrap();
+    let out = capstan()
+        .args(["bundle", "build"])
+        .arg(&app)
+        .arg("--key")
+        .arg(dir.join("author.key"))
+        .arg("--out")
+        .arg(dir.join("hello.tgz"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr_of(&out).contains("link"), "{}", stderr_of(&out));
+    assert!(!dir.join("hello.tgz").exists(), "nothing half-written is left");
+}
