@@ -120,8 +120,16 @@ fn a_bundle_from_an_untrusted_key_is_rejected() {
         .output()
         .unwrap();
     assert_eq!(verify.status.code(), Some(1));
-    assert!(stderr_of(&verify).starts_with("error: "), "{}", stderr_of(&verify));
-    assert!(stderr_of(&verify).contains("not a trusted key"), "{}", stderr_of(&verify));
+    assert!(
+        stderr_of(&verify).starts_with("error: "),
+        "{}",
+        stderr_of(&verify)
+    );
+    assert!(
+        stderr_of(&verify).contains("not a trusted key"),
+        "{}",
+        stderr_of(&verify)
+    );
 }
 
 #[test]
@@ -145,5 +153,8 @@ fn a_plugin_that_is_not_a_capstan_component_fails_the_build() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr_of(&out).contains("link"), "{}", stderr_of(&out));
-    assert!(!dir.join("hello.tgz").exists(), "nothing half-written is left");
+    assert!(
+        !dir.join("hello.tgz").exists(),
+        "nothing half-written is left"
+    );
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 
 use crate::sandbox::{App, CallContext, ComponentCache, Facts, Hook, HookOutcome, Policy, Sandbox};
 
@@ -28,9 +28,11 @@ pub(crate) struct RunArgs {
     /// Compute overrides for this chart only.
     #[arg(long)]
     chart: Option<String>,
-    /// Run this lifecycle hook instead of computing overrides.
-    #[arg(long, value_enum)]
-    hook: Option<HookArg>,
+    /// Run this lifecycle hook instead of computing overrides
+    /// (semantic-check, pre-apply, post-apply, pre-remove, post-remove,
+    /// pre-update, post-update).
+    #[arg(long, value_parser = str::parse::<Hook>)]
+    hook: Option<Hook>,
     /// The app the plugin is told it serves.
     #[arg(long, default_value = "example")]
     app: String,
@@ -46,31 +48,6 @@ pub(crate) struct RunArgs {
     /// Keep compiled components in this folder (created 0700).
     #[arg(long, value_name = "DIR")]
     cache: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum HookArg {
-    SemanticCheck,
-    PreApply,
-    PostApply,
-    PreRemove,
-    PostRemove,
-    PreUpdate,
-    PostUpdate,
-}
-
-impl From<HookArg> for Hook {
-    fn from(hook: HookArg) -> Hook {
-        match hook {
-            HookArg::SemanticCheck => Hook::SemanticCheck,
-            HookArg::PreApply => Hook::PreApply,
-            HookArg::PostApply => Hook::PostApply,
-            HookArg::PreRemove => Hook::PreRemove,
-            HookArg::PostRemove => Hook::PostRemove,
-            HookArg::PreUpdate => Hook::PreUpdate,
-            HookArg::PostUpdate => Hook::PostUpdate,
-        }
-    }
 }
 
 pub(crate) fn run(command: PluginCommand) -> anyhow::Result<ExitCode> {
@@ -114,7 +91,7 @@ fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
     )?;
 
     if let Some(hook) = args.hook {
-        let outcome = plugin.lifecycle(&ctx, hook.into(), &app, &facts)?;
+        let outcome = plugin.lifecycle(&ctx, hook, &app, &facts)?;
         writeln!(out, "---")?;
         let text = match &outcome {
             HookOutcome::Proceed => "outcome: proceed".to_string(),

@@ -562,7 +562,10 @@ fn check_kube_version(chart: &Chart, caps: &Capabilities) -> Result<(), Error> {
     let Some(compare) = funcs::lookup("semverCompare") else {
         return Ok(());
     };
-    let args = [Value::String(range.to_string()), Value::String(caps.kube_version.clone())];
+    let args = [
+        Value::String(range.to_string()),
+        Value::String(caps.kube_version.clone()),
+    ];
     match compare(&args) {
         Ok(Value::Bool(false)) => Err(Error::KubeVersionIncompatible {
             range: range.to_string(),

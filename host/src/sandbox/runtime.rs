@@ -51,6 +51,49 @@ pub enum Hook {
     PostUpdate,
 }
 
+impl Hook {
+    /// Every hook, in the order of an app's life.
+    pub const ALL: [Hook; 7] = [
+        Hook::SemanticCheck,
+        Hook::PreApply,
+        Hook::PostApply,
+        Hook::PreRemove,
+        Hook::PostRemove,
+        Hook::PreUpdate,
+        Hook::PostUpdate,
+    ];
+
+    /// The hook's name as the WIT contract and `capstan.yaml` spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hook::SemanticCheck => "semantic-check",
+            Hook::PreApply => "pre-apply",
+            Hook::PostApply => "post-apply",
+            Hook::PreRemove => "pre-remove",
+            Hook::PostRemove => "post-remove",
+            Hook::PreUpdate => "pre-update",
+            Hook::PostUpdate => "post-update",
+        }
+    }
+}
+
+impl std::str::FromStr for Hook {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Hook, String> {
+        Hook::ALL
+            .into_iter()
+            .find(|hook| hook.as_str() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Hook::ALL.iter().map(|h| h.as_str()).collect();
+                format!(
+                    "unknown hook {text:?}; expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
 /// A plugin's verdict on a hook.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -327,9 +370,8 @@ impl Plugin {
         app: &App,
         facts: &Facts,
     ) -> Result<HookOutcome, Error> {
-        let hook_name = format!("{hook:?}");
         let inputs = [
-            hook_name.as_bytes(),
+            hook.as_str().as_bytes(),
             &json_bytes(app)[..],
             &json_bytes(facts)[..],
         ];

@@ -211,7 +211,11 @@ fn hostile_source_never_panics() {
         "é{{",
     ] {
         // A panic would surface as the render thread failing.
-        assert_ne!(render(src).err().as_deref(), Some("thread failed"), "{src:?}");
+        assert_ne!(
+            render(src).err().as_deref(),
+            Some("thread failed"),
+            "{src:?}"
+        );
     }
 }
 
