@@ -1,5 +1,5 @@
 //! Project tasks that need more than one cargo command: `cargo xtask demo`,
-//! `cargo xtask test`, `cargo xtask plugins`.
+//! `cargo xtask test`, `cargo xtask build`, `cargo xtask plugins`.
 //!
 //! Each task installs what it needs first (the `wasm32-wasip2` target) so
 //! that a fresh machine with only the Rust toolchain can run it.
@@ -23,6 +23,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("plugins") => build_plugins(),
+        Some("build") => build_plugins().and_then(|()| build_host()),
         Some("test") => build_plugins().and_then(|()| run_tests(&args[1..])),
         Some("demo") => build_plugins().and_then(|()| demo(&args[1..])),
         _ => {
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  demo [--kubeconfig FILE]  build the example plugins and app, run the main job end to end\n  \
                  test [ARGS]               build the plugins, then run every test (`cargo test --workspace ARGS`)\n  \
+                 build                     build everything: the host and every plugin\n  \
                  plugins                   build the example and test plugins for {WASM_TARGET}"
             );
             return ExitCode::from(2);
@@ -102,6 +104,12 @@ fn build_plugins() -> Result<(), String> {
     run(build, "building the plugins")
 }
 
+fn build_host() -> Result<(), String> {
+    let mut build = cargo();
+    build.args(["build", "--workspace"]);
+    run(build, "building the workspace")
+}
+
 fn run_tests(extra: &[String]) -> Result<(), String> {
     let mut test = cargo();
     test.args(["test", "--workspace"]).args(extra);
@@ -109,8 +117,11 @@ fn run_tests(extra: &[String]) -> Result<(), String> {
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {
+    // Built exactly as `cargo xtask test` builds it (the same targets, so the
+    // same features), so neither command rebuilds what the other built; the
+    // binary lands in the same place, target/debug/capstan.
     let mut build = cargo();
-    build.args(["build", "-p", "capstan"]);
+    build.args(["test", "--workspace", "--no-run"]);
     run(build, "building capstan")?;
     let root = workspace_root();
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
