@@ -72,6 +72,16 @@ fn enabled_by_default() -> bool {
     true
 }
 
+impl GroupMode {
+    /// The mode as `capstan.yaml` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupMode::Sequential => "sequential",
+            GroupMode::Parallel => "parallel",
+        }
+    }
+}
+
 impl Chart {
     /// Whether the chart is a packed `.tgz` rather than a folder.
     pub fn is_archive(&self) -> bool {
@@ -102,25 +112,9 @@ pub struct ChartGroup {
     pub charts: Vec<ChartName>,
 }
 
-/// A lifecycle hook, as in the WIT `hook` enum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Hook {
-    /// Before any operation: may the app be applied on this platform?
-    SemanticCheck,
-    /// Just before the charts are applied.
-    PreApply,
-    /// After every chart group was applied.
-    PostApply,
-    /// Just before the app's resources are removed.
-    PreRemove,
-    /// After the app's resources were removed.
-    PostRemove,
-    /// Before an update to a new version starts.
-    PreUpdate,
-    /// After an update finished.
-    PostUpdate,
-}
+/// A lifecycle hook: the sandbox's (the WIT `hook` enum), spelt in
+/// `capstan.yaml` as the WIT spells it (`semantic-check`).
+pub use crate::sandbox::Hook;
 
 /// One plugin component of the app.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

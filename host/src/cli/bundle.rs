@@ -189,7 +189,7 @@ fn render_metadata(metadata: &Metadata) -> String {
     }
     text.push_str("chart groups:\n");
     for group in &metadata.chart_groups {
-        text.push_str(&format!("  {} ({:?}):\n", group.name, group.mode));
+        text.push_str(&format!("  {} ({}):\n", group.name, group.mode.as_str()));
         for name in &group.charts {
             if let Some(chart) = metadata.chart(name) {
                 let state = if chart.enabled { "" } else { " (disabled)" };
@@ -201,11 +201,7 @@ fn render_metadata(metadata: &Metadata) -> String {
         }
     }
     for plugin in &metadata.plugins {
-        let hooks: Vec<String> = plugin
-            .hooks
-            .iter()
-            .map(|hook| format!("{hook:?}"))
-            .collect();
+        let hooks: Vec<String> = plugin.hooks.iter().map(|hook| hook.to_string()).collect();
         let charts: Vec<&str> = plugin.charts.iter().map(|chart| chart.as_str()).collect();
         text.push_str(&format!(
             "plugin:      {} hooks [{}] charts [{}]\n",

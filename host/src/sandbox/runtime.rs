@@ -32,7 +32,9 @@ const MAX_DECLARED_CHARTS: usize = 256;
 const MAX_NAME_BYTES: usize = 128;
 
 /// A lifecycle hook (the WIT `hook`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Hook {
     /// May the app be applied on this platform?
@@ -74,6 +76,12 @@ impl Hook {
             Hook::PreUpdate => "pre-update",
             Hook::PostUpdate => "post-update",
         }
+    }
+}
+
+impl std::fmt::Display for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
