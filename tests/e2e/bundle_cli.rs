@@ -44,6 +44,30 @@ fn keygen(dir: &Path, name: &str) {
     assert!(out.status.success(), "{}", stderr_of(&out));
 }
 
+/// `capstan bundle build APP --key KEY --out OUT`.
+fn build(app: &Path, key: &Path, out: &Path) -> Output {
+    capstan()
+        .args(["bundle", "build"])
+        .arg(app)
+        .arg("--key")
+        .arg(key)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// `capstan bundle verify BUNDLE --trust KEYS`.
+fn verify(bundle: &Path, keys: &Path) -> Output {
+    capstan()
+        .args(["bundle", "verify"])
+        .arg(bundle)
+        .arg("--trust")
+        .arg(keys)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn build_verify_and_inspect_the_example_app() {
     let dir = fresh_dir("bundle-cli-round-trip");
@@ -61,25 +85,11 @@ fn build_verify_and_inspect_the_example_app() {
     }
     let app = example_app(&dir);
     let bundle = dir.join("hello.tgz");
-    let build = capstan()
-        .args(["bundle", "build"])
-        .arg(&app)
-        .arg("--key")
-        .arg(keys.join("author.key"))
-        .arg("--out")
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    assert!(build.status.success(), "{}", stderr_of(&build));
+    let built = build(&app, &keys.join("author.key"), &bundle);
+    assert!(built.status.success(), "{}", stderr_of(&built));
 
-    let verify = capstan()
-        .args(["bundle", "verify"])
-        .arg(&bundle)
-        .arg("--trust")
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(verify.status.success(), "{}", stderr_of(&verify));
+    let verified = verify(&bundle, &keys);
+    assert!(verified.status.success(), "{}", stderr_of(&verified));
 
     let inspect = capstan()
         .args(["bundle", "inspect"])
@@ -102,23 +112,9 @@ fn a_bundle_from_an_untrusted_key_is_rejected() {
     keygen(&trusted, "operator");
     let app = example_app(&dir);
     let bundle = dir.join("hello.tgz");
-    let build = capstan()
-        .args(["bundle", "build"])
-        .arg(&app)
-        .arg("--key")
-        .arg(author.join("author.key"))
-        .arg("--out")
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    assert!(build.status.success(), "{}", stderr_of(&build));
-    let verify = capstan()
-        .args(["bundle", "verify"])
-        .arg(&bundle)
-        .arg("--trust")
-        .arg(&trusted)
-        .output()
-        .unwrap();
+    let built = build(&app, &author.join("author.key"), &bundle);
+    assert!(built.status.success(), "{}", stderr_of(&built));
+    let verify = verify(&bundle, &trusted);
     assert_eq!(verify.status.code(), Some(1));
     assert!(
         stderr_of(&verify).starts_with("error: "),
@@ -142,15 +138,7 @@ fn a_plugin_that_is_not_a_capstan_component_fails_the_build() {
         app.join("plugins/storage.wasm"),
     )
     .unwrap();
-    let out = capstan()
-        .args(["bundle", "build"])
-        .arg(&app)
-        .arg("--key")
-        .arg(dir.join("author.key"))
-        .arg("--out")
-        .arg(dir.join("hello.tgz"))
-        .output()
-        .unwrap();
+    let out = build(&app, &dir.join("author.key"), &dir.join("hello.tgz"));
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr_of(&out).contains("link"), "{}", stderr_of(&out));
     assert!(
