@@ -9,15 +9,9 @@ use std::process::{Command, ExitCode};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
 
-/// Every plugin crate built for the wasm target: the examples and the
-/// hostile fixtures of the test suite.
-const PLUGIN_PACKAGES: &[&str] = &[
-    "capstan-example-storage",
-    "capstan-example-ha-replicas",
-    "capstan-test-hostile",
-    "capstan-test-bad-import",
-    "capstan-test-net-client",
-];
+/// The workspace members that do not build for the wasm target; every other
+/// member is a plugin (the examples and the test fixtures) or the SDK.
+const NATIVE_ONLY_PACKAGES: &[&str] = &["capstan", "xtask"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -98,8 +92,9 @@ fn build_plugins() -> Result<(), String> {
     ensure_wasm_target()?;
     let mut build = cargo();
     build.args(["build", "--release", "--target", WASM_TARGET]);
-    for package in PLUGIN_PACKAGES {
-        build.args(["-p", package]);
+    build.arg("--workspace");
+    for package in NATIVE_ONLY_PACKAGES {
+        build.args(["--exclude", package]);
     }
     run(build, "building the plugins")
 }

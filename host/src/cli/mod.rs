@@ -64,7 +64,10 @@ pub fn main() -> ExitCode {
     init_logging(cli.verbose, cli.quiet);
     let result = match cli.command {
         Command::Plugin(command) => plugin::run(command),
-        Command::Bundle(args) => bundle::run(args, &plugin::validate_component),
+        Command::Bundle(args) => {
+            let validator = plugin::ComponentValidator::default();
+            bundle::run(args, &|name, wasm| validator.validate(name, wasm))
+        }
         Command::Keygen(args) => bundle::run_keygen(args),
         Command::Template(args) => template::run(args),
     };

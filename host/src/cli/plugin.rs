@@ -132,12 +132,25 @@ fn to_yaml(value: &impl serde::Serialize) -> anyhow::Result<String> {
     serde_yaml_ng::to_string(value).context("formatting output as YAML")
 }
 
-/// Checks that `wasm` is a component exporting the capstan world that loads
-/// under the default policy and answers `info`; used by `bundle build`.
-pub(crate) fn validate_component(name: &str, wasm: &[u8]) -> Result<(), String> {
-    let sandbox = Sandbox::new(Policy::new()).map_err(|e| e.to_string())?;
-    sandbox
-        .load(name, wasm)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+/// Checks plugins for `bundle build`: each must be a component exporting the
+/// capstan world that loads under the default policy and answers `info`.
+/// One sandbox serves every plugin of a build; it is set up on the first
+/// check, so commands that check nothing never start an engine.
+#[derive(Default)]
+pub(crate) struct ComponentValidator {
+    sandbox: std::cell::OnceCell<Result<Sandbox, String>>,
+}
+
+impl ComponentValidator {
+    pub(crate) fn validate(&self, name: &str, wasm: &[u8]) -> Result<(), String> {
+        let sandbox = self
+            .sandbox
+            .get_or_init(|| Sandbox::new(Policy::new()).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        sandbox
+            .load(name, wasm)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
 }
