@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The main job end to end, as far as capstan goes today. Run it through
-# `cargo xtask demo`, which builds the plugins and the binary first.
+# The main job end to end. Run it through `cargo xtask demo`, which builds
+# the plugins and the binary first.
 #
 #   cargo xtask demo [--kubeconfig FILE]
 #
-# Steps: make a signing key, build and sign the example app bundle (with the
-# storage plugin inside), verify it against the trusted key, inspect it,
-# render its chart like `helm template`, and run each example plugin in the
-# sandbox against the example facts.
+# Steps: make a signing key; build and sign the five-chart example app
+# `shop` with the ha-replicas plugin inside; start the daemon on a state
+# folder under demo/ (facts: a duplex system, so the plugin asks for two
+# replicas with anti-affinity); upload and apply the app through the API;
+# set a user override and re-apply; show the layers, the history and what
+# landed on the target. The target is the directory demo/applied, or the
+# cluster of the kubeconfig when one is given.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,44 +28,62 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-mkdir -p "$work"
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*" >&2; }
 
-step "signing key"
+rm -rf "$work/state" "$work/applied" "$work/shop-app"
 mkdir -p "$work/keys"
+export CAPSTAN_STATE="$work/state"
+unset CAPSTAN_SERVER CAPSTAN_TOKEN
+
+step "signing key"
 if [ ! -f "$work/keys/demo.key" ]; then
   "$capstan" keygen --name demo --out "$work/keys"
 fi
 
-step "build and sign the example app bundle"
-rm -rf "$work/hello-app"
-cp -R "$here/apps/hello" "$work/hello-app"
-cp "$wasm/capstan_example_storage.wasm" "$work/hello-app/plugins/storage.wasm"
-"$capstan" bundle build "$work/hello-app" --key "$work/keys/demo.key" --out "$work/hello-1.0.0.tgz"
+step "build and sign the example app bundle (5 charts, the ha-replicas plugin)"
+cp -R "$here/apps/shop" "$work/shop-app"
+cp "$wasm/capstan_example_ha_replicas.wasm" "$work/shop-app/plugins/ha-replicas.wasm"
+"$capstan" bundle build "$work/shop-app" --key "$work/keys/demo.key" --out "$work/shop-1.0.0.tgz"
+"$capstan" bundle verify "$work/shop-1.0.0.tgz" --trust "$work/keys"
 
-step "verify it against the trusted keys"
-"$capstan" bundle verify "$work/hello-1.0.0.tgz" --trust "$work/keys"
-
-step "inspect it"
-"$capstan" bundle inspect "$work/hello-1.0.0.tgz"
-
-step "render the app's chart with its static overrides, as helm template would"
-"$capstan" template hello "$work/hello-app/charts/hello" -n hello \
-  -f "$work/hello-app/overrides/hello.yaml" --set replicaCount=2
-
-step "storage plugin on a simplex system (leader election off, one replica)"
-"$capstan" plugin run "$wasm/capstan_example_storage.wasm" \
-  --facts "$here/storage/facts/simplex.yaml" --cache "$work/cache"
-
-step "storage plugin on a standard system (two replicas elect a leader)"
-"$capstan" plugin run "$wasm/capstan_example_storage.wasm" \
-  --facts "$here/storage/facts/standard.yaml" --chart rbd-provisioner --cache "$work/cache"
-
-step "HA replicas plugin on a duplex system (two replicas, anti-affinity)"
-"$capstan" plugin run "$wasm/capstan_example_ha_replicas.wasm" \
-  --facts "$here/ha-replicas/facts/duplex.yaml" --cache "$work/cache"
-
+step "start the daemon"
 if [ -n "$kubeconfig" ]; then
-  echo "demo: applying to a cluster is not built yet; the kubeconfig $kubeconfig was not used" >&2
+  target_args=(--kubeconfig "$kubeconfig")
+else
+  target_args=(--target "dir:$work/applied")
 fi
-step "done"
+"$capstan" serve --trust "$work/keys" --facts "$here/ha-replicas/facts/duplex.yaml" \
+  "${target_args[@]}" 2>"$work/daemon.log" &
+daemon=$!
+trap 'kill $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  [ -S "$work/state/capstan.sock" ] && break
+  if ! kill -0 "$daemon" 2>/dev/null; then
+    cat "$work/daemon.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+
+step "upload and apply"
+"$capstan" app upload "$work/shop-1.0.0.tgz"
+"$capstan" app apply shop
+"$capstan" app show shop
+
+step "a user override: three web replicas, then re-apply"
+"$capstan" override set shop web --set replicaCount=3
+"$capstan" app diff shop
+"$capstan" app apply shop
+"$capstan" override list shop
+
+step "history"
+"$capstan" app history shop
+
+step "what landed on the target"
+if [ -z "$kubeconfig" ]; then
+  ls -l "$work/applied/shop"
+  grep -A3 '^kind: StatefulSet' "$work/applied/shop/db.yaml" | head -4
+  grep 'replicas:' "$work/applied/shop/web.yaml"
+fi
+
+step "done: the daemon log is in demo/daemon.log"

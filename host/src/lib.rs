@@ -4,9 +4,11 @@
 //! Data flows one way: bundle -> store -> lifecycle -> (sandbox -> values) ->
 //! render -> workload -> kube. A module never reaches back up that chain.
 
+pub mod api;
 pub mod bundle;
 pub mod cli;
 pub mod kube;
+pub mod lifecycle;
 pub mod render;
 pub mod sandbox;
 pub mod store;

@@ -347,11 +347,23 @@ pub struct Traits {
     pub volumes: Vec<VolumeTrait>,
     /// Local volumes (managed by capstan) the component uses, by name.
     #[serde(default, rename = "localVolumes")]
-    pub local_volumes: Vec<LocalVolumeName>,
+    pub local_volumes: Vec<LocalVolumeMount>,
 }
 
-/// The name of a local volume.
-pub type LocalVolumeName = String;
+/// A local volume (made with `capstan volume create`) mounted into one
+/// container of the component.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LocalVolumeMount {
+    /// The volume's name.
+    pub volume: String,
+    /// Index of the container in the pod template that mounts it.
+    #[serde(default)]
+    pub container: u32,
+    /// Where the container mounts it.
+    pub path: String,
+}
 
 /// A persistent volume a component asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -606,7 +618,8 @@ components:
     workload: Deployment/hello
     traits:
       volumes: [{container: 0, storageClassName: local, size: 1Gi, path: /data}]
-      localVolumes: [data]
+      localVolumes:
+        - {volume: data, container: 0, path: /var/lib/data}
 ";
 
     #[test]
@@ -631,7 +644,9 @@ components:
         let component = &metadata.components[0];
         assert_eq!(component.workload.kind, WorkloadKind::Deployment);
         assert_eq!(component.traits.volumes[0].storage_class_name, "local");
-        assert_eq!(component.traits.local_volumes, vec!["data".to_string()]);
+        let mount = &component.traits.local_volumes[0];
+        assert_eq!((mount.volume.as_str(), mount.container), ("data", 0));
+        assert_eq!(mount.path, "/var/lib/data");
         let range = metadata.kubernetes.unwrap();
         assert!(range.contains(KubeVersion::parse("1.32.9").unwrap()));
         assert!(!range.contains(KubeVersion::parse("1.33.0").unwrap()));

@@ -31,7 +31,7 @@ use std::path::PathBuf;
 pub use build::{BuildReport, PluginValidator, build};
 pub use manifest::{Digest, Manifest, ManifestEntry};
 pub use metadata::{
-    Chart, ChartGroup, Component, GroupMode, Hook, KubeVersion, KubernetesRange, LocalVolumeName,
+    Chart, ChartGroup, Component, GroupMode, Hook, KubeVersion, KubernetesRange, LocalVolumeMount,
     Metadata, Plugin, Traits, Upgrades, VersionSpec, VolumeTrait, WorkloadKind, WorkloadRef,
 };
 pub use names::{

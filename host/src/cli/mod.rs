@@ -5,8 +5,10 @@
 //! failed (a plugin fault, a rejected bundle, a veto), 2 for bad usage.
 //! Errors print once, as `error: <message>` followed by its causes.
 
+mod app;
 mod bundle;
 mod plugin;
+mod serve;
 mod template;
 
 use std::io::Write;
@@ -46,6 +48,12 @@ enum Command {
     Template(template::TemplateArgs),
     /// Write a new ed25519 signing key pair (`NAME.key`, mode 0600, and `NAME.pub`).
     Keygen(bundle::KeygenArgs),
+    /// Run the daemon: app lifecycle behind an HTTP JSON API.
+    Serve(serve::ServeArgs),
+    /// Upload, apply, update, remove and inspect apps (talks to the daemon).
+    App(app::AppArgs),
+    /// List, show, set and delete an app's override layers (talks to the daemon).
+    Override(app::OverrideArgs),
 }
 
 /// Runs the command line of this process and returns its exit status.
@@ -70,6 +78,9 @@ pub fn main() -> ExitCode {
         }
         Command::Keygen(args) => bundle::run_keygen(args),
         Command::Template(args) => template::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::App(args) => app::run(args),
+        Command::Override(args) => app::run_override(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,627 @@
+//! `capstan app ...` and `capstan override ...`: clients of the daemon's
+//! API. Long operations show their progress (chart group, chart, step)
+//! on stderr until they end; the exit status says how they ended.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use hyper::Method;
+use serde::Serialize;
+
+use crate::api::{self, Address, Client, StartedBody};
+use crate::lifecycle::{ChartDiff, ChartOverrides, OverrideSet, OverrideSummary};
+use crate::store::{AppRecord, HistoryEntry, Outcome};
+
+/// How often a waiting client asks for progress.
+const POLL_EVERY: Duration = Duration::from_millis(100);
+
+/// How to reach the daemon.
+#[derive(Debug, Args)]
+pub struct Connection {
+    /// The daemon: `unix:PATH` or `http://HOST:PORT`. Default: the socket
+    /// in the state folder.
+    #[arg(long, global = true, value_name = "ADDRESS", env = "CAPSTAN_SERVER")]
+    pub server: Option<Address>,
+    /// The state folder whose socket is the default server.
+    #[arg(long, global = true, value_name = "DIR", env = "CAPSTAN_STATE")]
+    pub state: Option<PathBuf>,
+    /// Bearer token for a TCP daemon.
+    #[arg(
+        long,
+        global = true,
+        value_name = "TOKEN",
+        env = "CAPSTAN_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for a person.
+    Table,
+    /// JSON, as the API returns it.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+impl Connection {
+    fn client(&self) -> anyhow::Result<Client> {
+        let address = match &self.server {
+            Some(address) => address.clone(),
+            None => {
+                Address::default_for(&self.state.clone().unwrap_or_else(api::default_state_dir))
+            }
+        };
+        Ok(Client::new(address, self.token.clone())?)
+    }
+}
+
+/// `capstan app`.
+#[derive(Debug, Args)]
+pub struct AppArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: AppCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum AppCommand {
+    /// Verify a bundle and store it as a new app.
+    Upload {
+        /// The bundle (.tgz).
+        bundle: PathBuf,
+    },
+    /// Apply (or re-apply) an app.
+    Apply {
+        /// The app.
+        name: String,
+        /// Decide this component's workload kind again; may be repeated.
+        #[arg(long, value_name = "COMPONENT")]
+        rekind: Vec<String>,
+        /// Return once started instead of showing progress.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Remove an app's charts from the target; it stays uploaded.
+    Remove {
+        /// The app.
+        name: String,
+        /// Go on past failing charts and hooks; also from `uploaded`.
+        #[arg(long)]
+        force: bool,
+        /// Return once started.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Delete an uploaded app and its files.
+    Delete {
+        /// The app.
+        name: String,
+    },
+    /// Move an applied app to a newer bundle version (rolls back on failure).
+    Update {
+        /// The new bundle (.tgz).
+        bundle: PathBuf,
+        /// Keep user overrides (default: the bundle's maintain_user_overrides).
+        #[arg(long, conflicts_with = "drop_user_overrides")]
+        reuse_user_overrides: bool,
+        /// Drop user overrides.
+        #[arg(long)]
+        drop_user_overrides: bool,
+        /// Return once started.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Stop a running apply, update, remove or recover at its next step.
+    Abort {
+        /// The app.
+        name: String,
+    },
+    /// Bring a failed app back to its active version, applied.
+    Recover {
+        /// The app.
+        name: String,
+        /// Return once started.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// List apps.
+    List,
+    /// Show one app.
+    Show {
+        /// The app.
+        name: String,
+    },
+    /// An app's operations, oldest first.
+    History {
+        /// The app.
+        name: String,
+    },
+    /// What an apply would change against what is applied.
+    Diff {
+        /// The app.
+        name: String,
+    },
+}
+
+/// `capstan override`.
+#[derive(Debug, Args)]
+pub struct OverrideArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: OverrideCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum OverrideCommand {
+    /// Which override layers each chart has.
+    List {
+        /// The app.
+        app: String,
+    },
+    /// Each layer of a chart and the merged values.
+    Show {
+        /// The app.
+        app: String,
+        /// The chart.
+        chart: String,
+    },
+    /// Set a chart's user overrides (effective at the next apply).
+    Set {
+        /// The app.
+        app: String,
+        /// The chart.
+        chart: String,
+        /// Values file (YAML); may be repeated, later files win.
+        #[arg(short = 'f', long = "values", value_name = "FILE")]
+        values: Vec<PathBuf>,
+        /// A value (`a.b=c`); may be repeated.
+        #[arg(long = "set", value_name = "K=V")]
+        set: Vec<String>,
+        /// Merge onto the current user overrides instead of replacing them.
+        #[arg(long)]
+        reuse_values: bool,
+    },
+    /// Delete a chart's user overrides.
+    Delete {
+        /// The app.
+        app: String,
+        /// The chart.
+        chart: String,
+    },
+}
+
+/// Runs `capstan app`.
+///
+/// # Errors
+/// The daemon's error line; exit 1 when an operation ends failed.
+pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
+    let client = args.connection.client()?;
+    let format = args.connection.output;
+    match args.command {
+        AppCommand::Upload { bundle } => {
+            let bytes = read_bundle(&bundle)?;
+            let app: AppRecord =
+                client.call(Method::POST, "/v1/apps", Some(("application/gzip", bytes)))?;
+            print_apps(format, &[app])?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Apply {
+            name,
+            rekind,
+            no_wait,
+        } => {
+            let body = serde_json::json!({ "rekind": rekind });
+            let started: StartedBody =
+                client.call_json(Method::POST, &app_path(&name, "apply"), &body)?;
+            follow(&client, format, &name, &started, no_wait)
+        }
+        AppCommand::Remove {
+            name,
+            force,
+            no_wait,
+        } => {
+            let body = serde_json::json!({ "force": force });
+            let started: StartedBody =
+                client.call_json(Method::POST, &app_path(&name, "remove"), &body)?;
+            follow(&client, format, &name, &started, no_wait)
+        }
+        AppCommand::Delete { name } => {
+            client.call::<serde_json::Value>(Method::DELETE, &format!("/v1/apps/{name}"), None)?;
+            eprintln!("app {name} deleted");
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Update {
+            bundle,
+            reuse_user_overrides,
+            drop_user_overrides,
+            no_wait,
+        } => {
+            let bytes = read_bundle(&bundle)?;
+            let query = match (reuse_user_overrides, drop_user_overrides) {
+                (true, _) => "?reuse_user_overrides=true",
+                (_, true) => "?reuse_user_overrides=false",
+                _ => "",
+            };
+            let started: StartedBody = client.call(
+                Method::POST,
+                &format!("/v1/updates{query}"),
+                Some(("application/gzip", bytes)),
+            )?;
+            let name = started.app.name.to_string();
+            follow(&client, format, &name, &started, no_wait)
+        }
+        AppCommand::Abort { name } => {
+            client.call::<AppRecord>(Method::POST, &app_path(&name, "abort"), None)?;
+            eprintln!("abort requested; {name} stops at its next step");
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Recover { name, no_wait } => {
+            let started: StartedBody =
+                client.call(Method::POST, &app_path(&name, "recover"), None)?;
+            follow(&client, format, &name, &started, no_wait)
+        }
+        AppCommand::List => {
+            let apps: Vec<AppRecord> = client.call(Method::GET, "/v1/apps", None)?;
+            print_apps(format, &apps)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Show { name } => {
+            let details: serde_json::Value =
+                client.call(Method::GET, &format!("/v1/apps/{name}"), None)?;
+            print_value(format, &details, show_table)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::History { name } => {
+            let history: Vec<HistoryEntry> =
+                client.call(Method::GET, &app_path(&name, "history"), None)?;
+            print_value(format, &history, |h| history_table(h))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Diff { name } => {
+            let diffs: Vec<ChartDiff> = client.call(Method::GET, &app_path(&name, "diff"), None)?;
+            print_value(format, &diffs, |d| diff_text(d))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Runs `capstan override`.
+///
+/// # Errors
+/// The daemon's error line, unreadable values files.
+pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
+    let client = args.connection.client()?;
+    let format = args.connection.output;
+    match args.command {
+        OverrideCommand::List { app } => {
+            let list: Vec<OverrideSummary> =
+                client.call(Method::GET, &app_path(&app, "overrides"), None)?;
+            print_value(format, &list, |l| override_table(l))?;
+        }
+        OverrideCommand::Show { app, chart } => {
+            let shown: ChartOverrides = client.call(
+                Method::GET,
+                &format!("/v1/apps/{app}/overrides/{chart}"),
+                None,
+            )?;
+            print_value(format, &shown, layers_text)?;
+        }
+        OverrideCommand::Set {
+            app,
+            chart,
+            values,
+            set,
+            reuse_values,
+        } => {
+            let values = values
+                .iter()
+                .map(|p| {
+                    std::fs::read_to_string(p)
+                        .with_context(|| format!("reading values file {}", p.display()))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let request = OverrideSet {
+                values,
+                set,
+                reuse_values,
+            };
+            let shown: ChartOverrides = client.call_json(
+                Method::PUT,
+                &format!("/v1/apps/{app}/overrides/{chart}"),
+                &request,
+            )?;
+            eprintln!("user overrides of {app}/{chart} set; they take effect at the next apply");
+            print_value(format, &shown, layers_text)?;
+        }
+        OverrideCommand::Delete { app, chart } => {
+            let answer: serde_json::Value = client.call(
+                Method::DELETE,
+                &format!("/v1/apps/{app}/overrides/{chart}"),
+                None,
+            )?;
+            let deleted = answer.get("deleted").and_then(serde_json::Value::as_bool) == Some(true);
+            if deleted {
+                eprintln!("user overrides of {app}/{chart} deleted");
+            } else {
+                eprintln!("{app}/{chart} had no user overrides");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn app_path(name: &str, action: &str) -> String {
+    format!("/v1/apps/{name}/{action}")
+}
+
+fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    anyhow::ensure!(
+        meta.len() <= api::MAX_BUNDLE_BYTES as u64,
+        "{} is larger than the {} MiB a bundle may be",
+        path.display(),
+        api::MAX_BUNDLE_BYTES / (1024 * 1024)
+    );
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Follows a started operation until it ends, printing each new progress
+/// line; exit 1 unless it succeeded.
+fn follow(
+    client: &Client,
+    format: Format,
+    name: &str,
+    started: &StartedBody,
+    no_wait: bool,
+) -> anyhow::Result<ExitCode> {
+    eprintln!(
+        "{name}: {} started (operation {})",
+        started.app.state, started.operation
+    );
+    if no_wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let op_path = format!("/v1/apps/{name}/operations/{}", started.operation.0);
+    let mut last_progress = None;
+    let entry = loop {
+        let entry: HistoryEntry = client.call(Method::GET, &op_path, None)?;
+        if entry.outcome != Outcome::Running {
+            break entry;
+        }
+        let app: AppRecord = client.call(Method::GET, &format!("/v1/apps/{name}"), None)?;
+        if app.progress.is_some() && app.progress != last_progress {
+            eprintln!("  {}: {}", app.state, app.progress.as_deref().unwrap_or(""));
+            last_progress = app.progress;
+        }
+        std::thread::sleep(POLL_EVERY);
+    };
+    let app: AppRecord = client.call(Method::GET, &format!("/v1/apps/{name}"), None)?;
+    print_apps(format, std::slice::from_ref(&app))?;
+    if entry.outcome == Outcome::Succeeded {
+        return Ok(ExitCode::SUCCESS);
+    }
+    anyhow::bail!(
+        "{} of {name} {}: {}",
+        entry.operation,
+        entry.outcome,
+        entry.message.as_deref().unwrap_or("no reason given")
+    )
+}
+
+fn print_value<T: Serialize>(
+    format: Format,
+    value: &T,
+    table: impl Fn(&T) -> String,
+) -> anyhow::Result<()> {
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(value)? + "\n",
+        Format::Yaml => serde_yaml_ng::to_string(value)?,
+        Format::Table => table(value),
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn print_apps(format: Format, apps: &[AppRecord]) -> anyhow::Result<()> {
+    print_value(format, &apps, |apps| {
+        let rows: Vec<Vec<String>> = apps
+            .iter()
+            .map(|a| {
+                vec![
+                    a.name.to_string(),
+                    a.active_version.clone(),
+                    a.state.to_string(),
+                    a.target_version.clone().unwrap_or_default(),
+                    a.progress
+                        .clone()
+                        .or_else(|| a.message.clone())
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect();
+        table(&["NAME", "VERSION", "STATE", "TARGET", "MESSAGE"], &rows)
+    })
+}
+
+fn show_table(details: &serde_json::Value) -> String {
+    let field = |k: &str| match details.get(k) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => "-".into(),
+        Some(other) => other.to_string(),
+    };
+    let mut out = String::new();
+    for key in [
+        "name",
+        "state",
+        "active_version",
+        "target_version",
+        "progress",
+        "message",
+    ] {
+        out.push_str(&format!("{:<16}{}\n", format!("{key}:"), field(key)));
+    }
+    if let Some(charts) = details.get("charts").and_then(|c| c.as_array()) {
+        out.push_str("\ncharts:\n");
+        let rows: Vec<Vec<String>> = charts
+            .iter()
+            .map(|c| {
+                ["group", "name", "namespace", "release", "enabled"]
+                    .iter()
+                    .map(|k| match c.get(*k) {
+                        Some(serde_json::Value::String(s)) => s.clone(),
+                        Some(v) => v.to_string(),
+                        None => String::new(),
+                    })
+                    .collect()
+            })
+            .collect();
+        out.push_str(&table(
+            &["GROUP", "CHART", "NAMESPACE", "RELEASE", "ENABLED"],
+            &rows,
+        ));
+    }
+    if let Some(decisions) = details.get("decisions").and_then(|c| c.as_array())
+        && !decisions.is_empty()
+    {
+        out.push_str("\nworkload decisions:\n");
+        let rows: Vec<Vec<String>> = decisions
+            .iter()
+            .map(|d| {
+                ["component", "kind", "decided_by"]
+                    .iter()
+                    .map(|k| d.get(*k).and_then(|v| v.as_str()).unwrap_or("").to_owned())
+                    .collect()
+            })
+            .collect();
+        out.push_str(&table(&["COMPONENT", "KIND", "DECIDED BY"], &rows));
+    }
+    out
+}
+
+fn history_table(history: &[HistoryEntry]) -> String {
+    let rows: Vec<Vec<String>> = history
+        .iter()
+        .map(|h| {
+            vec![
+                h.id.0.to_string(),
+                h.operation.to_string(),
+                h.from_state
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                h.to_state
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                h.outcome.to_string(),
+                h.message.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table(
+        &["ID", "OPERATION", "FROM", "TO", "OUTCOME", "MESSAGE"],
+        &rows,
+    )
+}
+
+fn diff_text(diffs: &[ChartDiff]) -> String {
+    let mut out = String::new();
+    for d in diffs {
+        out.push_str(&format!(
+            "chart {}: {} added, {} changed, {} removed\n",
+            d.chart, d.added, d.changed, d.removed
+        ));
+        out.push_str(&d.text);
+        if !d.text.is_empty() && !d.text.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn override_table(list: &[OverrideSummary]) -> String {
+    let yes = |b: bool| if b { "yes" } else { "-" }.to_owned();
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|o| vec![o.chart.clone(), yes(o.r#static), yes(o.system), yes(o.user)])
+        .collect();
+    table(&["CHART", "STATIC", "SYSTEM", "USER"], &rows)
+}
+
+fn layers_text(shown: &ChartOverrides) -> String {
+    let mut out = format!(
+        "# {}/{} (version {})\n",
+        shown.app, shown.chart, shown.version
+    );
+    for layer in &shown.layers {
+        out.push_str(&format!("\n## {}\n", layer.layer));
+        out.push_str(&yaml_or_none(&layer.values));
+    }
+    out.push_str("\n## merged\n");
+    out.push_str(&yaml_or_none(&shown.merged));
+    out
+}
+
+fn yaml_or_none(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => "(not set)\n".into(),
+        serde_json::Value::Object(m) if m.is_empty() => "{}\n".into(),
+        other => serde_yaml_ng::to_string(other).unwrap_or_else(|_| other.to_string() + "\n"),
+    }
+}
+
+/// Left-aligned columns separated by two spaces.
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        s.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(headers.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns_and_trims_trailing_space() {
+        let t = table(
+            &["A", "BB"],
+            &[
+                vec!["long".into(), "x".into()],
+                vec!["s".into(), String::new()],
+            ],
+        );
+        assert_eq!(t, "A     BB\nlong  x\ns\n");
+    }
+}

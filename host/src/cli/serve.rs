@@ -1,0 +1,128 @@
+//! `capstan serve`: the daemon.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::api::{self, Address};
+use crate::kube::{ApplyTarget, DirTarget};
+use crate::lifecycle::{Lifecycle, Options};
+use crate::sandbox::Facts;
+use crate::trust::TrustStore;
+
+/// Run the daemon: the app lifecycle behind an HTTP JSON API.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The state folder (database, bundles, plugin cache, socket).
+    #[arg(long, value_name = "DIR", env = "CAPSTAN_STATE")]
+    pub state: Option<PathBuf>,
+    /// Folder of trusted public keys (`*.pub`); only bundles they signed
+    /// are accepted.
+    #[arg(long, value_name = "KEYDIR")]
+    pub trust: PathBuf,
+    /// Where to listen: `unix:PATH` (default: STATE/capstan.sock) or
+    /// `tcp:HOST:PORT` (needs --token-file).
+    #[arg(long, value_name = "ADDRESS")]
+    pub listen: Option<Address>,
+    /// File holding the bearer token clients must send (first line).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Where charts are applied: `dir:PATH` writes each release's objects to
+    /// PATH/APP/CHART.yaml (the default, STATE/applied).
+    #[arg(long, value_name = "TARGET", conflicts_with = "kubeconfig")]
+    pub target: Option<String>,
+    /// Apply to the cluster of this kubeconfig.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Facts about the platform handed to plugins (YAML); default: one
+    /// all-in-one node.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+///
+/// # Errors
+/// Unreadable keys, facts or token, a state folder in use, a bind failure.
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let state = args.state.clone().unwrap_or_else(api::default_state_dir);
+    let trust = TrustStore::load_dir(&args.trust)
+        .with_context(|| format!("loading trusted keys from {}", args.trust.display()))?;
+    let target = target(&args, &state)?;
+    let mut options = Options::new(state.clone(), trust, target);
+    options.checkpoints_from_env = true;
+    if let Some(path) = &args.facts {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading facts {}", path.display()))?;
+        let facts =
+            Facts::from_yaml(&text).with_context(|| format!("parsing facts {}", path.display()))?;
+        options.facts = Some(facts);
+    }
+    let token = match &args.token_file {
+        Some(path) => Some(read_token(path)?),
+        None => None,
+    };
+    let address = args
+        .listen
+        .clone()
+        .unwrap_or_else(|| Address::default_for(&state));
+    let lifecycle = Lifecycle::open(options)
+        .map_err(|e| anyhow::anyhow!(e.one_line()))
+        .with_context(|| format!("opening state folder {}", state.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(api::serve(lifecycle, &address, token, shutdown_signal()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Arc<dyn ApplyTarget>> {
+    if let Some(kubeconfig) = &args.kubeconfig {
+        anyhow::bail!(
+            "the Kubernetes target is not built yet; {} was not used (use --target dir:PATH)",
+            kubeconfig.display()
+        );
+    }
+    let dir = match &args.target {
+        None => state.join("applied"),
+        Some(spec) => match spec.strip_prefix("dir:") {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => anyhow::bail!("target {spec:?} is not dir:PATH"),
+        },
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating target {}", dir.display()))?;
+    Ok(Arc::new(DirTarget::new(dir)))
+}
+
+fn read_token(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading token file {}", path.display()))?;
+    let token = text.lines().next().unwrap_or_default().trim().to_owned();
+    anyhow::ensure!(
+        token.len() >= 16,
+        "token in {} is shorter than 16 characters",
+        path.display()
+    );
+    Ok(token)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,64 @@
+//! Named points inside operations where a test can stop the daemon.
+//!
+//! With `CAPSTAN_TEST_PAUSE_AT=apply:chart-applied:web` (a comma-separated
+//! list of point names) the daemon, on reaching a listed point, writes the
+//! file `STATE/paused-at` holding the point's name and sleeps until it is
+//! killed. Crash tests wait for that file and send SIGKILL, so the crash
+//! lands exactly at the named step. Without the variable every point costs
+//! one empty-slice check.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The environment variable listing the points to pause at.
+pub const PAUSE_ENV: &str = "CAPSTAN_TEST_PAUSE_AT";
+
+/// The points this daemon pauses at, read once at start.
+#[derive(Debug, Clone, Default)]
+pub struct Checkpoints {
+    pause_at: Vec<String>,
+    marker: Option<PathBuf>,
+}
+
+impl Checkpoints {
+    /// No pauses.
+    pub fn none() -> Self {
+        Checkpoints::default()
+    }
+
+    /// The pauses named by [`PAUSE_ENV`], announced in `marker`.
+    pub fn from_env(marker: PathBuf) -> Self {
+        let pause_at: Vec<String> = std::env::var(PAUSE_ENV)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if !pause_at.is_empty() {
+            tracing::warn!(points = ?pause_at, "test pause points are set");
+        }
+        Checkpoints {
+            pause_at,
+            marker: Some(marker),
+        }
+    }
+
+    /// Marks reaching `point`; pauses for ever if it is listed.
+    pub fn reach(&self, point: &str) {
+        if self.pause_at.is_empty() {
+            return;
+        }
+        tracing::debug!(point, "checkpoint");
+        if !self.pause_at.iter().any(|p| p == point) {
+            return;
+        }
+        if let Some(marker) = &self.marker {
+            let _ = std::fs::write(marker, point);
+        }
+        tracing::warn!(point, "paused at a test checkpoint; waiting to be killed");
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}

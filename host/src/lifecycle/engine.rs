@@ -1,0 +1,1144 @@
+//! [`Lifecycle`]: the daemon's operations on apps. Quick operations
+//! (upload, delete, overrides) run on the caller's thread; long ones
+//! (apply, remove, update, recover) are started on the caller's thread, so
+//! that a busy app or an illegal transition is refused at once, and then
+//! run on a thread of their own ([`Started`]).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::bundle::{self, Limits, VerifiedBundle};
+use crate::kube::ApplyTarget;
+use crate::sandbox::{ComponentCache, Facts, Hook, Policy, Sandbox};
+use crate::store::{
+    AppName, AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId,
+    Outcome, OverrideLayer, SqliteStore, Store, TargetChange, VersionRecord,
+};
+use crate::trust::TrustStore;
+
+use super::checkpoint::Checkpoints;
+use super::facts::default_facts;
+use super::metrics::Metrics;
+use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
+use super::paths::StatePaths;
+use super::pipeline::{ApplyRequest, ChartDiff, Job, StoredVersion, UserLayer};
+use super::{Error, rules};
+
+/// How to open the lifecycle.
+pub struct Options {
+    /// The state folder.
+    pub state: PathBuf,
+    /// Keys whose bundles are accepted.
+    pub trust: TrustStore,
+    /// Where charts are applied.
+    pub target: Arc<dyn ApplyTarget>,
+    /// Facts about the platform; [`default_facts`] when `None`.
+    pub facts: Option<Facts>,
+    /// Limits of every plugin call.
+    pub policy: Policy,
+    /// Limits of every bundle.
+    pub limits: Limits,
+    /// Read test pause points from the environment.
+    pub checkpoints_from_env: bool,
+}
+
+impl Options {
+    /// Defaults for everything but the state folder, keys and target.
+    pub fn new(state: PathBuf, trust: TrustStore, target: Arc<dyn ApplyTarget>) -> Self {
+        Options {
+            state,
+            trust,
+            target,
+            facts: None,
+            policy: Policy::new(),
+            limits: Limits::default(),
+            checkpoints_from_env: false,
+        }
+    }
+}
+
+/// What every operation shares.
+pub(crate) struct Inner {
+    pub store: Arc<dyn Store>,
+    pub target: Arc<dyn ApplyTarget>,
+    pub sandbox: Sandbox,
+    pub facts: Facts,
+    pub metrics: Metrics,
+    pub checkpoints: Checkpoints,
+    paths: StatePaths,
+    trust: TrustStore,
+    limits: Limits,
+    secret: [u8; 32],
+    running: Mutex<HashMap<String, (OperationId, Arc<AtomicBool>)>>,
+    _lock: File,
+}
+
+impl Inner {
+    /// The seed of an app's plugin randomness: the daemon's secret and the
+    /// app's name, so apps cannot predict each other's values.
+    pub fn app_secret(&self, app: &AppName) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(self.secret);
+        hasher.update(app.as_str().as_bytes());
+        hasher.finalize().into()
+    }
+}
+
+/// The daemon's operations; cheap to clone, shared by every request.
+#[derive(Clone)]
+pub struct Lifecycle {
+    inner: Arc<Inner>,
+}
+
+/// A long operation that was started.
+#[derive(Debug)]
+pub struct Started {
+    /// The app as the operation left it at its start.
+    pub app: AppRecord,
+    /// The operation's id (its history entry).
+    pub operation: OperationId,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Started {
+    /// Waits until the operation has finished.
+    pub fn wait(mut self) {
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// An app and everything `app show` prints about it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AppDetails {
+    /// The app.
+    #[serde(flatten)]
+    pub app: AppRecord,
+    /// Its stored versions, oldest first.
+    pub versions: Vec<VersionSummary>,
+    /// The charts of the active version, in apply order.
+    pub charts: Vec<ChartSummary>,
+    /// Its sticky workload decisions.
+    pub decisions: Vec<DecisionRecord>,
+}
+
+/// One stored version.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionSummary {
+    /// The version.
+    pub version: String,
+    /// Hex sha256 of the bundle it came from.
+    pub bundle_digest: String,
+    /// The key that signed it.
+    pub signer: String,
+    /// When it was uploaded (unix millis).
+    pub uploaded_at: i64,
+}
+
+/// One chart of the active version.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChartSummary {
+    /// The chart.
+    pub name: String,
+    /// Its chart group.
+    pub group: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its release name.
+    pub release: String,
+    /// Whether it is applied with the app.
+    pub enabled: bool,
+}
+
+/// What a long operation's work returns: how it ends, and a version whose
+/// files and rows go once it has ended (the replaced or failed version).
+struct Ending {
+    finish: Finish,
+    drop_version: Option<String>,
+}
+
+impl Ending {
+    fn new(finish: Finish) -> Self {
+        Ending {
+            finish,
+            drop_version: None,
+        }
+    }
+}
+
+impl Lifecycle {
+    /// Opens the state folder: takes its lock, opens the store, moves apps
+    /// a crash left in a transitional state to their failed state, and
+    /// removes files no stored version owns.
+    ///
+    /// # Errors
+    /// [`Error::StateLocked`] when another daemon runs on the folder; the
+    /// store's and the file system's errors.
+    pub fn open(options: Options) -> Result<Lifecycle, Error> {
+        let paths = StatePaths::new(&options.state);
+        create_private_dir(paths.root())?;
+        let lock = lock_state(&paths)?;
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(paths.root())?);
+        let secret = load_secret(&paths.secret_file())?;
+        let cache = ComponentCache::open(paths.cache()).map_err(|e| Error::Io {
+            what: format!("opening the plugin cache {}", paths.cache().display()),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let sandbox =
+            Sandbox::with_cache(options.policy, cache).map_err(|source| Error::Plugin {
+                plugin: "(engine)".into(),
+                step: "start".into(),
+                source,
+            })?;
+        let checkpoints = if options.checkpoints_from_env {
+            Checkpoints::from_env(paths.root().join("paused-at"))
+        } else {
+            Checkpoints::none()
+        };
+        let inner = Inner {
+            store,
+            target: options.target,
+            sandbox,
+            facts: options.facts.unwrap_or_else(default_facts),
+            metrics: Metrics::default(),
+            checkpoints,
+            paths,
+            trust: options.trust,
+            limits: options.limits,
+            secret,
+            running: Mutex::new(HashMap::new()),
+            _lock: lock,
+        };
+        let lifecycle = Lifecycle {
+            inner: Arc::new(inner),
+        };
+        lifecycle.reconcile()?;
+        Ok(lifecycle)
+    }
+
+    fn store(&self) -> &dyn Store {
+        self.inner.store.as_ref()
+    }
+
+    /// The daemon's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// The state folder layout.
+    pub fn paths(&self) -> &StatePaths {
+        &self.inner.paths
+    }
+
+    /// Startup reconciliation: interrupted operations end in their failed
+    /// state with a reason; leftovers of interrupted uploads, deletes and
+    /// updates are removed.
+    fn reconcile(&self) -> Result<(), Error> {
+        for moved in self.store().reconcile_after_restart()? {
+            tracing::warn!(app = %moved.app, from = %moved.from, to = %moved.to,
+                "operation interrupted by a restart; app moved to its failed state");
+            self.inner.metrics.operation("reconcile", "interrupted");
+        }
+        let staging = self.inner.paths.staging();
+        if staging.exists() {
+            remove_dir(&staging)?;
+        }
+        create_private_dir(&staging)?;
+        self.sweep_bundles()
+    }
+
+    /// Removes bundle folders of versions the store does not hold, and
+    /// versions that are neither active nor an update's target (left by
+    /// a crash right after an update or rollback finished).
+    fn sweep_bundles(&self) -> Result<(), Error> {
+        let apps = self.store().list_apps()?;
+        for app in &apps {
+            for version in self.store().list_versions(&app.name)? {
+                let in_use = version.version == app.active_version
+                    || app.target_version.as_deref() == Some(version.version.as_str());
+                if !in_use {
+                    tracing::info!(app = %app.name, version = %version.version, "removing a version left by an interrupted update");
+                    self.drop_version(&app.name, &version.version);
+                }
+            }
+        }
+        let bundles = self.inner.paths.bundles();
+        for entry in read_dir(&bundles)? {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == ".staging" {
+                continue;
+            }
+            let Some(app) = apps.iter().find(|a| a.name.as_str() == name) else {
+                tracing::info!(folder = %entry.path().display(), "removing the files of a deleted app");
+                remove_dir(&entry.path())?;
+                continue;
+            };
+            let versions = self.store().list_versions(&app.name)?;
+            for dir in read_dir(&entry.path())? {
+                if !versions.iter().any(|v| v.bundle_dir == dir.path()) {
+                    remove_dir(&dir.path())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ---- quick operations ----
+
+    /// Verifies a bundle and stores it as a new app, state `uploaded`.
+    ///
+    /// # Errors
+    /// [`Error::Bundle`] for a rejected bundle (nothing is stored);
+    /// [`store::Error::AppExists`] when the name is taken; an app whose
+    /// files could not be stored ends in `upload-failed` with the reason.
+    pub fn upload(&self, archive: impl Read) -> Result<AppRecord, Error> {
+        let (bundle, digest) = self.verify(archive)?;
+        let record = self.version_record(&bundle, &digest)?;
+        let app = record.app.clone();
+        let op = self.store().begin_upload(&record)?;
+        self.inner.checkpoints.reach("upload:begun");
+        match self.store_bundle(bundle, &record) {
+            Ok(()) => {
+                let finish = Finish::succeeded(AppState::Uploaded);
+                let app = self.store().finish_operation(op, &finish)?;
+                self.inner.metrics.operation("upload", "succeeded");
+                tracing::info!(app = %app.name, version = %app.active_version, "uploaded");
+                Ok(app)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&record.bundle_dir);
+                let finish = Finish::failed(AppState::UploadFailed, e.one_line());
+                self.store().finish_operation(op, &finish)?;
+                self.inner.metrics.operation("upload", "failed");
+                tracing::warn!(app = %app, error = %e.one_line(), "upload failed");
+                Err(e)
+            }
+        }
+    }
+
+    /// Deletes an uploaded (never applied, or removed) app and its files.
+    ///
+    /// # Errors
+    /// [`store::Error::UnknownApp`]; a busy or illegal-transition error when
+    /// it is not `uploaded` or `upload-failed`.
+    pub fn delete(&self, app: &AppName) -> Result<(), Error> {
+        let versions = self.store().delete_app(app, rules::DELETE_FROM)?;
+        self.inner.checkpoints.reach("delete:rows-deleted");
+        for version in versions {
+            remove_dir(&version.bundle_dir)?;
+        }
+        let app_dir = self.inner.paths.bundles().join(app.as_str());
+        if app_dir.exists() {
+            remove_dir(&app_dir)?;
+        }
+        self.inner.metrics.operation("delete", "succeeded");
+        tracing::info!(app = %app, "deleted");
+        Ok(())
+    }
+
+    /// Asks the running apply, update, remove or recover of `app` to stop
+    /// at its next step; it then ends in the matching failed state.
+    ///
+    /// # Errors
+    /// [`Error::NothingToAbort`] when no such operation runs.
+    pub fn abort(&self, app: &AppName) -> Result<AppRecord, Error> {
+        let record = self.store().app(app)?;
+        let running = self
+            .inner
+            .running
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(app.as_str())
+            .map(|(_, flag)| flag.clone());
+        match running {
+            Some(flag) if rules::ABORTABLE.contains(&record.state) => {
+                flag.store(true, Ordering::SeqCst);
+                tracing::info!(app = %app, state = %record.state, "abort requested");
+                Ok(record)
+            }
+            _ => Err(Error::NothingToAbort {
+                app: app.to_string(),
+            }),
+        }
+    }
+
+    /// All apps, by name.
+    ///
+    /// # Errors
+    /// The store's.
+    pub fn list(&self) -> Result<Vec<AppRecord>, Error> {
+        Ok(self.store().list_apps()?)
+    }
+
+    /// One app with its versions, charts and decisions.
+    ///
+    /// # Errors
+    /// [`store::Error::UnknownApp`].
+    pub fn show(&self, app: &AppName) -> Result<AppDetails, Error> {
+        let record = self.store().app(app)?;
+        let versions = self
+            .store()
+            .list_versions(app)?
+            .into_iter()
+            .map(|v| VersionSummary {
+                version: v.version,
+                bundle_digest: v.bundle_digest,
+                signer: v.signer,
+                uploaded_at: v.uploaded_at,
+            })
+            .collect();
+        let charts = match StoredVersion::load(self.store(), app, &record.active_version) {
+            Ok(version) => chart_summaries(&version),
+            Err(_) => Vec::new(),
+        };
+        let decisions = self.store().list_decisions(app)?;
+        Ok(AppDetails {
+            app: record,
+            versions,
+            charts,
+            decisions,
+        })
+    }
+
+    /// The app's operations, oldest first.
+    ///
+    /// # Errors
+    /// [`store::Error::UnknownApp`].
+    pub fn history(&self, app: &AppName) -> Result<Vec<HistoryEntry>, Error> {
+        Ok(self.store().history(app)?)
+    }
+
+    /// What an apply of the active version would change, chart by chart.
+    /// Runs the plugins but stores nothing.
+    ///
+    /// # Errors
+    /// As an apply's steps would fail.
+    pub fn diff(&self, app: &AppName) -> Result<Vec<ChartDiff>, Error> {
+        let record = self.store().app(app)?;
+        let version = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let abort = AtomicBool::new(false);
+        let job = Job {
+            inner: &self.inner,
+            app: app.clone(),
+            op: OperationId(0),
+            abort: &abort,
+            warnings: Mutex::new(Vec::new()),
+        };
+        job.diff(&version)
+    }
+
+    // ---- overrides ----
+
+    /// Which layers each chart of the active version has.
+    ///
+    /// # Errors
+    /// [`store::Error::UnknownApp`].
+    pub fn override_list(&self, app: &AppName) -> Result<Vec<OverrideSummary>, Error> {
+        let version = self.active_version(app)?;
+        overrides::summary(self.store(), app, &version)
+    }
+
+    /// Every layer of a chart and the merged values.
+    ///
+    /// # Errors
+    /// [`store::Error::UnknownApp`], [`Error::UnknownChart`].
+    pub fn override_show(&self, app: &AppName, chart: &str) -> Result<ChartOverrides, Error> {
+        let version = self.active_version(app)?;
+        overrides::show(self.store(), app, &version, chart)
+    }
+
+    /// Sets a chart's user overrides; they take effect at the next apply.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOverrides`] (nothing changed), [`Error::UnknownChart`],
+    /// [`Error::Busy`] while an operation runs.
+    pub fn override_set(
+        &self,
+        app: &AppName,
+        chart: &str,
+        request: &OverrideSet,
+    ) -> Result<ChartOverrides, Error> {
+        let version = self.unlocked_version(app)?;
+        overrides::chart_of(app, &version, chart)?;
+        let current = self
+            .store()
+            .override_layer(app, chart, &OverrideLayer::User)?;
+        let values = overrides::user_values(request, current.as_ref().map(|r| &r.values))?;
+        self.store()
+            .set_override(app, chart, &OverrideLayer::User, &values)?;
+        tracing::info!(app = %app, chart, "user overrides set");
+        overrides::show(self.store(), app, &version, chart)
+    }
+
+    /// Deletes a chart's user overrides; returns whether there were any.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::override_set`].
+    pub fn override_delete(&self, app: &AppName, chart: &str) -> Result<bool, Error> {
+        let version = self.unlocked_version(app)?;
+        overrides::chart_of(app, &version, chart)?;
+        let existed = self
+            .store()
+            .delete_override(app, chart, &OverrideLayer::User)?;
+        tracing::info!(app = %app, chart, existed, "user overrides deleted");
+        Ok(existed)
+    }
+
+    fn active_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
+        let record = self.store().app(app)?;
+        StoredVersion::load(self.store(), app, &record.active_version)
+    }
+
+    fn unlocked_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
+        let record = self.store().app(app)?;
+        if rules::overrides_locked(record.state) {
+            return Err(Error::Busy {
+                app: app.to_string(),
+                state: record.state,
+            });
+        }
+        StoredVersion::load(self.store(), app, &record.active_version)
+    }
+
+    // ---- long operations ----
+
+    /// Starts applying the active version; `rekind` names components whose
+    /// workload kind is decided again.
+    ///
+    /// # Errors
+    /// [`Error::UnknownComponent`]; the store's busy and illegal-transition
+    /// errors.
+    pub fn apply(&self, app: &AppName, rekind: Vec<String>) -> Result<Started, Error> {
+        let version = self.active_version(app)?;
+        if let Some(unknown) = rekind.iter().find(|c| {
+            !version
+                .metadata
+                .components
+                .iter()
+                .any(|m| m.name.as_str() == c.as_str())
+        }) {
+            return Err(Error::UnknownComponent {
+                app: app.to_string(),
+                component: unknown.clone(),
+            });
+        }
+        let op = self.store().begin_operation(
+            app,
+            Operation::Apply,
+            rules::APPLY_FROM,
+            AppState::Applying,
+        )?;
+        Ok(self.spawn(app, op, Operation::Apply, move |job| {
+            let request = ApplyRequest {
+                version: &version,
+                replacing: None,
+                user: UserLayer::Stored,
+                rekind: &rekind,
+                around: None,
+                phase: "apply",
+            };
+            Ending::new(match job.apply_version(&request) {
+                Ok(()) => with_note(Finish::succeeded(AppState::Applied), job.warnings_note()),
+                Err(e) => failed(AppState::ApplyFailed, &e),
+            })
+        }))
+    }
+
+    /// Starts removing the app's charts from the target, in reverse order;
+    /// it ends `uploaded`. With `force`, a failing chart or hook does not
+    /// stop the removal of the others.
+    ///
+    /// # Errors
+    /// The store's busy and illegal-transition errors.
+    pub fn remove(&self, app: &AppName, force: bool) -> Result<Started, Error> {
+        let record = self.store().app(app)?;
+        let version = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let target = match &record.target_version {
+            Some(v) => StoredVersion::load(self.store(), app, v).ok(),
+            None => None,
+        };
+        let from = if force {
+            rules::FORCE_REMOVE_FROM
+        } else {
+            rules::REMOVE_FROM
+        };
+        let op = self
+            .store()
+            .begin_operation(app, Operation::Remove, from, AppState::Removing)?;
+        Ok(self.spawn(app, op, Operation::Remove, move |job| {
+            let result = job.remove_version(&version, target.as_ref(), force);
+            Ending {
+                finish: match result {
+                    Ok(()) => with_note(
+                        Finish::succeeded(AppState::Uploaded).with_target(TargetChange::Discard),
+                        job.warnings_note(),
+                    ),
+                    Err(e) => failed(AppState::RemoveFailed, &e),
+                },
+                drop_version: None,
+            }
+        }))
+    }
+
+    /// Verifies an update bundle and starts moving the applied app to it;
+    /// on failure the old version is applied again. `reuse_user_overrides`
+    /// overrides the bundle's `maintain_user_overrides`.
+    ///
+    /// # Errors
+    /// [`Error::Bundle`], [`Error::Upgrade`], unknown app, busy, illegal
+    /// transition; nothing is changed then.
+    pub fn update(
+        &self,
+        archive: impl Read,
+        reuse_user_overrides: Option<bool>,
+    ) -> Result<Started, Error> {
+        let (bundle, digest) = self.verify(archive)?;
+        let record = self.version_record(&bundle, &digest)?;
+        let app = record.app.clone();
+        let current = self.store().app(&app)?;
+        let active =
+            semver::Version::parse(&current.active_version).map_err(|e| Error::StoredBundle {
+                app: app.to_string(),
+                version: current.active_version.clone(),
+                source: Box::new(e),
+            })?;
+        bundle::check_upgrade(&active, bundle.metadata(), false).map_err(|source| {
+            Error::Upgrade {
+                app: app.to_string(),
+                from: current.active_version.clone(),
+                to: record.version.clone(),
+                source,
+            }
+        })?;
+        let keep_user = reuse_user_overrides.unwrap_or(bundle.metadata().maintain_user_overrides);
+        let op = self.store().begin_operation(
+            &app,
+            Operation::Update,
+            rules::UPDATE_FROM,
+            AppState::Updating,
+        )?;
+        self.inner.checkpoints.reach("update:begun");
+        if let Err(e) = self.stage_update(bundle, &record) {
+            let _ = self.store().delete_version(&app, &record.version);
+            let _ = std::fs::remove_dir_all(&record.bundle_dir);
+            let finish = Finish::failed(
+                AppState::Applied,
+                format!("update to {} failed: {}", record.version, e.one_line()),
+            )
+            .with_target(TargetChange::Discard);
+            self.store().finish_operation(op, &finish)?;
+            self.inner.metrics.operation("update", "failed");
+            return Err(e);
+        }
+        let old = StoredVersion::load(self.store(), &app, &current.active_version)?;
+        let new = StoredVersion::load(self.store(), &app, &record.version)?;
+        Ok(self.spawn(&app, op, Operation::Update, move |job| {
+            job.update(&old, &new, keep_user)
+        }))
+    }
+
+    /// Starts bringing an app whose apply, update or removal failed back to
+    /// its active version, applied; a failed update's target version is
+    /// removed from the target and forgotten.
+    ///
+    /// # Errors
+    /// The store's busy and illegal-transition errors.
+    pub fn recover(&self, app: &AppName) -> Result<Started, Error> {
+        let record = self.store().app(app)?;
+        let version = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let target = match &record.target_version {
+            Some(v) => StoredVersion::load(self.store(), app, v).ok(),
+            None => None,
+        };
+        let op = self.store().begin_operation(
+            app,
+            Operation::Recover,
+            rules::RECOVER_FROM,
+            AppState::Recovering,
+        )?;
+        Ok(self.spawn(app, op, Operation::Recover, move |job| {
+            let request = ApplyRequest {
+                version: &version,
+                replacing: target.as_ref(),
+                user: UserLayer::Stored,
+                rekind: &[],
+                around: None,
+                phase: "recover",
+            };
+            match job.apply_version(&request) {
+                Ok(()) => Ending {
+                    finish: Finish::succeeded(AppState::Applied)
+                        .with_target(TargetChange::Discard)
+                        .with_message(format!("recovered: version {} applied", version.version)),
+                    drop_version: target.map(|t| t.version),
+                },
+                Err(e) => Ending::new(failed(AppState::ApplyFailed, &e)),
+            }
+        }))
+    }
+
+    /// Runs `work` on its own thread as operation `op` of `app`, then
+    /// finishes the operation with what it returned.
+    fn spawn(
+        &self,
+        app: &AppName,
+        op: OperationId,
+        operation: Operation,
+        work: impl FnOnce(&Job<'_>) -> Ending + Send + 'static,
+    ) -> Started {
+        let abort = Arc::new(AtomicBool::new(false));
+        if let Ok(mut running) = self.inner.running.lock() {
+            running.insert(app.to_string(), (op, abort.clone()));
+        }
+        let record = self.store().app(app).ok();
+        let lifecycle = self.clone();
+        let thread_app = app.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("{operation}-{app}"))
+            .spawn(move || lifecycle.run(&thread_app, op, operation, &abort, work));
+        let handle = match handle {
+            Ok(handle) => Some(handle),
+            Err(e) => {
+                let finish = Finish::failed(
+                    AppState::failed_state_of(
+                        record.as_ref().map_or(AppState::Applying, |r| r.state),
+                    ),
+                    format!("could not start a thread: {e}"),
+                );
+                let _ = self.store().finish_operation(op, &finish);
+                None
+            }
+        };
+        Started {
+            app: record.unwrap_or_else(|| placeholder(app)),
+            operation: op,
+            handle,
+        }
+    }
+
+    fn run(
+        &self,
+        app: &AppName,
+        op: OperationId,
+        operation: Operation,
+        abort: &AtomicBool,
+        work: impl FnOnce(&Job<'_>) -> Ending,
+    ) {
+        let span = tracing::info_span!("operation", app = %app, operation = %operation, id = op.0);
+        let _entered = span.enter();
+        let job = Job {
+            inner: &self.inner,
+            app: app.clone(),
+            op,
+            abort,
+            warnings: Mutex::new(Vec::new()),
+        };
+        let ending = work(&job);
+        self.inner
+            .checkpoints
+            .reach(&format!("{}:finishing", operation.as_str()));
+        let outcome = ending.finish.outcome;
+        match self.store().finish_operation(op, &ending.finish) {
+            Ok(record) => tracing::info!(state = %record.state, outcome = %outcome,
+                message = record.message.as_deref().unwrap_or(""), "operation finished"),
+            Err(e) => tracing::error!(error = %e, "could not record the end of the operation"),
+        }
+        self.inner
+            .metrics
+            .operation(operation.as_str(), outcome.as_str());
+        if let Ok(mut running) = self.inner.running.lock()
+            && running.get(app.as_str()).is_some_and(|(id, _)| *id == op)
+        {
+            running.remove(app.as_str());
+        }
+        if let Some(version) = ending.drop_version {
+            self.inner
+                .checkpoints
+                .reach(&format!("{}:dropping-version", operation.as_str()));
+            self.drop_version(app, &version);
+        }
+    }
+
+    /// Forgets a version that is neither active nor a target, and its
+    /// files. Failures are logged: the next start sweeps again.
+    fn drop_version(&self, app: &AppName, version: &str) {
+        match self.store().delete_version(app, version) {
+            Ok(record) => {
+                if let Err(e) = remove_dir(&record.bundle_dir) {
+                    tracing::warn!(app = %app, version, error = %e.one_line(), "could not remove a version's files");
+                }
+            }
+            Err(e) => tracing::warn!(app = %app, version, error = %e, "could not forget a version"),
+        }
+    }
+
+    // ---- bundles ----
+
+    fn verify(&self, archive: impl Read) -> Result<(VerifiedBundle, String), Error> {
+        let mut hashing = HashingReader {
+            inner: archive,
+            hasher: Sha256::new(),
+        };
+        let bundle = bundle::verify_and_unpack(
+            &mut hashing,
+            &self.inner.trust,
+            &self.inner.paths.staging(),
+            &self.inner.limits,
+        )
+        .map_err(Error::Bundle)?;
+        // Drain what the tar reader left (padding), so the digest covers
+        // the whole archive.
+        let _ = std::io::copy(&mut hashing, &mut std::io::sink());
+        Ok((bundle, hex::encode(hashing.hasher.finalize())))
+    }
+
+    fn version_record(
+        &self,
+        bundle: &VerifiedBundle,
+        digest: &str,
+    ) -> Result<VersionRecord, Error> {
+        let metadata = bundle.metadata();
+        let name = metadata.name.as_str();
+        let app = AppName::new(name).map_err(|_| Error::AppName {
+            name: name.to_owned(),
+        })?;
+        let version = metadata.version.to_string();
+        let text = std::fs::read_to_string(bundle.root().join(bundle::METADATA_PATH)).map_err(
+            |source| Error::Io {
+                what: "reading the verified capstan.yaml".into(),
+                source,
+            },
+        )?;
+        let json: serde_json::Value =
+            serde_yaml_ng::from_str(&text).unwrap_or(serde_json::Value::Null);
+        Ok(VersionRecord {
+            bundle_dir: self.inner.paths.bundle_dir(app.as_str(), &version),
+            app,
+            version,
+            bundle_digest: digest.to_owned(),
+            signer: bundle.signer().to_string(),
+            metadata: json,
+            uploaded_at: 0,
+        })
+    }
+
+    /// Moves a verified bundle into place and stores its static overrides.
+    fn store_bundle(&self, bundle: VerifiedBundle, record: &VersionRecord) -> Result<(), Error> {
+        let parent = record.bundle_dir.parent().unwrap_or(Path::new("."));
+        create_private_dir(parent)?;
+        let bundle = bundle.move_to(&record.bundle_dir).map_err(Error::Bundle)?;
+        self.inner.checkpoints.reach("upload:moved");
+        let metadata = bundle.metadata();
+        let layer = OverrideLayer::Static {
+            version: record.version.clone(),
+        };
+        let mut charts = Vec::new();
+        for chart in &metadata.charts {
+            if chart.overrides.is_empty() {
+                continue;
+            }
+            let mut merged = crate::values::Map::new();
+            for file in &chart.overrides {
+                let text =
+                    std::fs::read_to_string(record.bundle_dir.join(file)).map_err(|source| {
+                        Error::Io {
+                            what: format!("reading static overrides {file}"),
+                            source,
+                        }
+                    })?;
+                let map =
+                    crate::values::parse_values(&text).map_err(|e| Error::InvalidOverrides {
+                        reason: format!("static overrides {file}: {e}"),
+                    })?;
+                merged = crate::values::merge_maps(&merged, &map);
+            }
+            let json = super::pipeline::to_json(&crate::values::Value::Map(merged))?;
+            charts.push((chart.name.to_string(), json));
+        }
+        self.store().replace_layer(&record.app, &layer, &charts)?;
+        Ok(())
+    }
+
+    fn stage_update(&self, bundle: VerifiedBundle, record: &VersionRecord) -> Result<(), Error> {
+        self.store().add_version(record)?;
+        self.store_bundle(bundle, record)?;
+        self.store()
+            .set_target_version(&record.app, Some(&record.version))?;
+        self.inner.checkpoints.reach("update:staged");
+        Ok(())
+    }
+}
+
+impl Job<'_> {
+    /// The work of an update: apply the new version; on failure roll back.
+    fn update(&self, old: &StoredVersion, new: &StoredVersion, keep_user: bool) -> Ending {
+        let request = ApplyRequest {
+            version: new,
+            replacing: Some(old),
+            user: if keep_user {
+                UserLayer::Stored
+            } else {
+                UserLayer::Dropped
+            },
+            rekind: &[],
+            around: Some((Hook::PreUpdate, Hook::PostUpdate)),
+            phase: "update",
+        };
+        let error = match self.apply_version(&request) {
+            Ok(()) => return self.promote(old, new, keep_user),
+            Err(e) => e,
+        };
+        if matches!(error, Error::Aborted) {
+            let note = format!(
+                "update to {} aborted; `recover` applies {} again",
+                new.version, old.version
+            );
+            return Ending::new(
+                Finish::failed(AppState::ApplyFailed, note).with_outcome(Outcome::Aborted),
+            );
+        }
+        let reason = error.one_line();
+        tracing::warn!(error = %reason, "update failed; rolling back");
+        let note = format!(
+            "update to {} failed: {reason}; rolling back to {}",
+            new.version, old.version
+        );
+        if let Err(e) =
+            self.inner
+                .store
+                .advance_operation(self.op, AppState::Recovering, Some(&note))
+        {
+            return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+        }
+        let rollback = ApplyRequest {
+            version: old,
+            replacing: Some(new),
+            user: UserLayer::Stored,
+            rekind: &[],
+            around: None,
+            phase: "rollback",
+        };
+        match self.apply_version(&rollback) {
+            Ok(()) => Ending {
+                finish: Finish {
+                    state: AppState::Applied,
+                    outcome: Outcome::Failed,
+                    message: Some(format!(
+                        "update to {} failed: {reason}; rolled back to {}",
+                        new.version, old.version
+                    )),
+                    target: TargetChange::Discard,
+                },
+                drop_version: Some(new.version.clone()),
+            },
+            Err(e) => Ending::new(Finish::failed(
+                AppState::ApplyFailed,
+                format!(
+                    "update to {} failed: {reason}; rollback to {} failed: {}",
+                    new.version,
+                    old.version,
+                    e.one_line()
+                ),
+            )),
+        }
+    }
+
+    fn promote(&self, old: &StoredVersion, new: &StoredVersion, keep_user: bool) -> Ending {
+        if !keep_user
+            && let Err(e) = self
+                .inner
+                .store
+                .replace_layer(&self.app, &OverrideLayer::User, &[])
+        {
+            return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+        }
+        let note = format!("updated from {} to {}", old.version, new.version);
+        Ending {
+            finish: with_note(
+                Finish::succeeded(AppState::Applied)
+                    .with_target(TargetChange::Promote)
+                    .with_message(note),
+                self.warnings_note(),
+            ),
+            drop_version: Some(old.version.clone()),
+        }
+    }
+}
+
+fn failed(state: AppState, error: &Error) -> Finish {
+    let finish = Finish::failed(state, error.one_line());
+    if matches!(error, Error::Aborted) {
+        finish.with_outcome(Outcome::Aborted)
+    } else {
+        finish
+    }
+}
+
+fn with_note(finish: Finish, note: Option<String>) -> Finish {
+    match (note, &finish.message) {
+        (Some(note), Some(message)) => {
+            let joined = format!("{message}; {note}");
+            finish.with_message(joined)
+        }
+        (Some(note), None) => finish.with_message(note),
+        (None, _) => finish,
+    }
+}
+
+fn chart_summaries(version: &StoredVersion) -> Vec<ChartSummary> {
+    let mut out = Vec::new();
+    for group in &version.metadata.chart_groups {
+        for name in &group.charts {
+            if let Some(chart) = version.metadata.chart(name) {
+                out.push(ChartSummary {
+                    name: chart.name.to_string(),
+                    group: group.name.clone(),
+                    namespace: chart.namespace.to_string(),
+                    release: chart.release.to_string(),
+                    enabled: chart.enabled,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn placeholder(app: &AppName) -> AppRecord {
+    AppRecord {
+        name: app.clone(),
+        state: AppState::Applying,
+        active_version: String::new(),
+        target_version: None,
+        progress: None,
+        message: None,
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Io {
+        what: "the table of running operations".into(),
+        source: std::io::Error::other("a thread panicked while holding its lock"),
+    }
+}
+
+/// Reads through to `inner`, hashing every byte.
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+fn create_private_dir(path: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|source| Error::Io {
+            what: format!("creating {}", path.display()),
+            source,
+        })
+}
+
+fn remove_dir(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Io {
+            what: format!("removing {}", path.display()),
+            source,
+        }),
+    }
+}
+
+fn read_dir(path: &Path) -> Result<Vec<std::fs::DirEntry>, Error> {
+    let io = |source| Error::Io {
+        what: format!("listing {}", path.display()),
+        source,
+    };
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries.collect::<Result<Vec<_>, _>>().map_err(io),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io(e)),
+    }
+}
+
+fn lock_state(paths: &StatePaths) -> Result<File, Error> {
+    let path = paths.lock_file();
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| Error::Io {
+            what: format!("opening {}", path.display()),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::StateLocked {
+            path: paths.root().display().to_string(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(Error::Io {
+            what: format!("locking {}", path.display()),
+            source,
+        }),
+    }
+}
+
+/// The daemon's 32-byte secret, made on first start (mode 0600).
+fn load_secret(path: &Path) -> Result<[u8; 32], Error> {
+    let io = |what: &str, source| Error::Io {
+        what: format!("{what} {}", path.display()),
+        source,
+    };
+    match std::fs::read(path) {
+        Ok(bytes) if bytes.len() == 32 => {
+            let mut secret = [0; 32];
+            secret.copy_from_slice(&bytes);
+            return Ok(secret);
+        }
+        Ok(_) => {
+            tracing::warn!(path = %path.display(), "daemon secret has the wrong length; making a new one")
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("reading", e)),
+    }
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| io("making", std::io::Error::other(e.to_string())))?;
+    write_private(path, &secret).map_err(|e| io("writing", e))?;
+    Ok(secret)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut file = File::options()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
+}

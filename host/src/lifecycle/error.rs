@@ -1,0 +1,236 @@
+//! What can go wrong in an operation, and which kind of wrong it is (the
+//! API turns the kind into an HTTP status).
+
+use crate::sandbox::Hook;
+use crate::store;
+
+/// Everything that can stop an operation, one variant per failing step.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The store refused or failed (unknown app, busy, illegal transition,
+    /// database error).
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// The bundle was rejected: signature, trust, format or limits.
+    #[error("bundle rejected")]
+    Bundle(#[source] crate::bundle::Error),
+    /// The bundle's name is not a valid app name for the store.
+    #[error("bundle names app {name:?}, which is not a valid app name")]
+    AppName {
+        /// The name in the bundle.
+        name: String,
+    },
+    /// An update bundle is for another app than the one being updated.
+    #[error("the update bundle is for app {bundle}, not {app}")]
+    WrongApp {
+        /// The app named in the request.
+        app: String,
+        /// The app the bundle is for.
+        bundle: String,
+    },
+    /// An update bundle may not replace the active version.
+    #[error("app {app} cannot be updated from {from} to {to}")]
+    Upgrade {
+        /// The app.
+        app: String,
+        /// Its active version.
+        from: String,
+        /// The bundle's version.
+        to: String,
+        /// Why not.
+        #[source]
+        source: crate::bundle::Error,
+    },
+    /// A stored bundle could not be read back (its files were removed or
+    /// damaged behind the daemon's back).
+    #[error("stored bundle of {app} {version} is unreadable")]
+    StoredBundle {
+        /// The app.
+        app: String,
+        /// The version.
+        version: String,
+        /// What failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A chart the request names is not one of the app's charts.
+    #[error("app {app} has no chart {chart:?}")]
+    UnknownChart {
+        /// The app.
+        app: String,
+        /// The chart asked for.
+        chart: String,
+    },
+    /// A component named by `--rekind` is not one of the app's components.
+    #[error("app {app} has no component {component:?}")]
+    UnknownComponent {
+        /// The app.
+        app: String,
+        /// The component asked for.
+        component: String,
+    },
+    /// Overrides given by the operator are not valid YAML or `--set` syntax.
+    #[error("invalid overrides: {reason}")]
+    InvalidOverrides {
+        /// What was wrong, with the line where known.
+        reason: String,
+    },
+    /// A plugin's hook vetoed the operation.
+    #[error("plugin {plugin} vetoed the {hook} hook: {reason}")]
+    Vetoed {
+        /// The plugin.
+        plugin: String,
+        /// The hook.
+        hook: Hook,
+        /// The plugin's reason.
+        reason: String,
+    },
+    /// A plugin could not be loaded or a call to it failed.
+    #[error("plugin {plugin} failed during {step}")]
+    Plugin {
+        /// The plugin's path in the bundle.
+        plugin: String,
+        /// What it was asked to do.
+        step: String,
+        /// The sandbox's typed error.
+        #[source]
+        source: crate::sandbox::Error,
+    },
+    /// Rendering a chart failed.
+    #[error("rendering chart {chart} failed")]
+    Render {
+        /// The chart.
+        chart: String,
+        /// The renderer's error.
+        #[source]
+        source: crate::render::Error,
+    },
+    /// Transforming the chart's workloads by their decisions failed.
+    #[error("workload transform of chart {chart} failed")]
+    Workload {
+        /// The chart.
+        chart: String,
+        /// The transform's error.
+        #[source]
+        source: crate::workload::Error,
+    },
+    /// Reading, planning or applying the chart's objects failed.
+    #[error("applying chart {chart} failed")]
+    Kube {
+        /// The chart.
+        chart: String,
+        /// The target's or planner's error.
+        #[source]
+        source: crate::kube::Error,
+    },
+    /// The app is in the middle of an operation that reads what the
+    /// request would change.
+    #[error("app {app} is busy ({state}); try again when it finishes")]
+    Busy {
+        /// The app.
+        app: String,
+        /// Its transitional state.
+        state: crate::store::AppState,
+    },
+    /// The operator aborted the operation.
+    #[error("aborted by the operator")]
+    Aborted,
+    /// Abort was asked for an app with no abortable operation running.
+    #[error("app {app} has no operation running that can be aborted")]
+    NothingToAbort {
+        /// The app.
+        app: String,
+    },
+    /// A local volume request was refused.
+    #[error("volume {name}: {reason}")]
+    Volume {
+        /// The volume.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// Local file handling in the state folder failed.
+    #[error("{what}")]
+    Io {
+        /// What was being done, naming the path.
+        what: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The state folder is held by another running daemon.
+    #[error("state folder {path} is in use by another capstan daemon")]
+    StateLocked {
+        /// The folder.
+        path: String,
+    },
+}
+
+/// How an error should be reported to a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The request was wrong (bad bundle, bad overrides, unknown chart).
+    BadRequest,
+    /// The app (or volume) does not exist.
+    NotFound,
+    /// The request conflicts with the app's state (busy, exists, illegal
+    /// transition).
+    Conflict,
+    /// The operation ran and failed (a veto, a plugin fault, a render
+    /// error): the request was fine.
+    Failed,
+    /// Something is wrong with the daemon's own state.
+    Internal,
+}
+
+impl Error {
+    /// The class of this error.
+    pub fn class(&self) -> ErrorClass {
+        use store::Error as S;
+        match self {
+            Error::Store(S::UnknownApp { .. } | S::UnknownVersion { .. }) => ErrorClass::NotFound,
+            Error::Store(
+                S::AppExists { .. }
+                | S::VersionExists { .. }
+                | S::Busy { .. }
+                | S::IllegalTransition { .. }
+                | S::VersionInUse { .. }
+                | S::VolumeExists { .. },
+            ) => ErrorClass::Conflict,
+            Error::Store(_) | Error::StoredBundle { .. } | Error::Io { .. } => ErrorClass::Internal,
+            Error::StateLocked { .. } => ErrorClass::Internal,
+            Error::Bundle(_)
+            | Error::AppName { .. }
+            | Error::WrongApp { .. }
+            | Error::InvalidOverrides { .. }
+            | Error::UnknownComponent { .. }
+            | Error::Volume { .. } => ErrorClass::BadRequest,
+            Error::UnknownChart { .. } => ErrorClass::NotFound,
+            Error::Upgrade { .. } | Error::NothingToAbort { .. } | Error::Busy { .. } => {
+                ErrorClass::Conflict
+            }
+            Error::Vetoed { .. }
+            | Error::Plugin { .. }
+            | Error::Render { .. }
+            | Error::Workload { .. }
+            | Error::Kube { .. }
+            | Error::Aborted => ErrorClass::Failed,
+        }
+    }
+
+    /// The error and its causes on one line, `a: b: c`, for a message kept
+    /// on the app and shown by the CLI.
+    pub fn one_line(&self) -> String {
+        let mut line = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !line.ends_with(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
+            source = cause.source();
+        }
+        line
+    }
+}

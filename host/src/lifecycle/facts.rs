@@ -1,0 +1,51 @@
+//! The facts handed to plugins: what the operator told the daemon about
+//! the platform (`serve --facts FILE`), plus the local volumes from the
+//! store, so a plugin sees every volume and node when it decides.
+
+use crate::sandbox::{Facts, LocalVolume, Node, NodeRole, SystemMode};
+use crate::store::{Store, VolumeRecord};
+
+use super::Error;
+
+/// Facts for a daemon told nothing: one all-in-one node named after the
+/// host, Kubernetes at the renderer's default version.
+pub fn default_facts() -> Facts {
+    let version = crate::render::DEFAULT_KUBE_VERSION.trim_start_matches('v');
+    Facts {
+        system_mode: SystemMode::Simplex,
+        controller_count: 1,
+        worker_count: 1,
+        nodes: vec![Node {
+            name: "node-0".into(),
+            roles: vec![NodeRole::Controller, NodeRole::Worker],
+            labels: [("kubernetes.io/hostname".to_string(), "node-0".to_string())]
+                .into_iter()
+                .collect(),
+            schedulable: true,
+        }],
+        storage_backends: Vec::new(),
+        local_volumes: Vec::new(),
+        kubernetes_version: version.to_owned(),
+        extra: serde_json::Value::Null,
+    }
+}
+
+/// `base` with the store's local volumes in place of any it listed.
+///
+/// # Errors
+/// The store's error.
+pub fn current_facts(base: &Facts, store: &dyn Store) -> Result<Facts, Error> {
+    let mut facts = base.clone();
+    facts.local_volumes = store.list_volumes()?.iter().map(to_fact).collect();
+    Ok(facts)
+}
+
+fn to_fact(record: &VolumeRecord) -> LocalVolume {
+    LocalVolume {
+        name: record.name.clone(),
+        node: record.node.clone(),
+        host_path: record.host_path.to_string_lossy().into_owned(),
+        size: record.size.clone(),
+        storage_class: record.storage_class.clone(),
+    }
+}

@@ -1,0 +1,941 @@
+//! The steps of applying one version of an app: hooks, system overrides,
+//! per-chart rendering, workload decisions and the apply through the
+//! target, with a progress line and a checkpoint before each step and an
+//! abort check between steps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::{self, GroupMode, Metadata};
+use crate::kube::{self, ApplyTarget, Release, Resource};
+use crate::render::{self, Capabilities, ReleaseInfo};
+use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Hook, HookOutcome, Plugin};
+use crate::store::{AppName, DecisionRecord, OperationId, OverrideLayer, Store};
+use crate::values::{self, Layer, Map};
+use crate::volumes::{LocalVolume, Size};
+use crate::workload::{self, DecidedBy, Decision};
+
+use super::Error;
+use super::engine::Inner;
+use super::facts::current_facts;
+
+/// One stored version of an app, read back from its bundle folder.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredVersion {
+    pub version: String,
+    pub dir: PathBuf,
+    pub metadata: Metadata,
+}
+
+impl StoredVersion {
+    /// Reads `capstan.yaml` of the version stored for `app`.
+    pub fn load(store: &dyn Store, app: &AppName, version: &str) -> Result<Self, Error> {
+        let record = store.version(app, version)?;
+        let unreadable = |source: Box<dyn std::error::Error + Send + Sync>| Error::StoredBundle {
+            app: app.to_string(),
+            version: version.to_owned(),
+            source,
+        };
+        let text = std::fs::read_to_string(record.bundle_dir.join(bundle::METADATA_PATH))
+            .map_err(|e| unreadable(Box::new(e)))?;
+        let metadata = Metadata::parse(&text).map_err(|e| unreadable(Box::new(e)))?;
+        Ok(StoredVersion {
+            version: version.to_owned(),
+            dir: record.bundle_dir,
+            metadata,
+        })
+    }
+
+    /// The charts that are enabled, by name.
+    pub fn enabled_charts(&self) -> BTreeSet<String> {
+        self.metadata
+            .charts
+            .iter()
+            .filter(|c| c.enabled)
+            .map(|c| c.name.to_string())
+            .collect()
+    }
+
+    /// The release a chart is applied as.
+    pub fn release(&self, app: &AppName, chart: &bundle::Chart) -> Release {
+        Release {
+            app: app.to_string(),
+            chart: chart.name.to_string(),
+            namespace: chart.namespace.to_string(),
+            release_name: chart.release.to_string(),
+        }
+    }
+}
+
+/// Which user overrides an apply uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UserLayer {
+    /// The stored user layer.
+    Stored,
+    /// None (an update that does not keep user overrides; the stored layer
+    /// is cleared only once the update succeeded).
+    Dropped,
+}
+
+/// What an apply of one version is asked to do.
+pub(crate) struct ApplyRequest<'a> {
+    /// The version to apply.
+    pub version: &'a StoredVersion,
+    /// Another version whose charts should go if this one lacks them (the
+    /// old version of an update, the failed new one of a rollback).
+    pub replacing: Option<&'a StoredVersion>,
+    /// Which user overrides to use.
+    pub user: UserLayer,
+    /// Components whose workload kind is decided again.
+    pub rekind: &'a [String],
+    /// Hooks run before `pre-apply` and after `post-apply` (an update's
+    /// `pre-update` and `post-update`).
+    pub around: Option<(Hook, Hook)>,
+    /// Prefix of checkpoint names (`apply`, `update`, `rollback`, ...).
+    pub phase: &'static str,
+}
+
+/// What an apply would change in one chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartDiff {
+    /// The chart.
+    pub chart: String,
+    /// Objects that would be created.
+    pub added: usize,
+    /// Objects that would change.
+    pub changed: usize,
+    /// Objects that would be deleted.
+    pub removed: usize,
+    /// The unified diff, as `kube::Diff` prints it.
+    pub text: String,
+}
+
+/// A loaded plugin and what the bundle says it serves.
+pub(crate) struct AppPlugin {
+    path: String,
+    hooks: Vec<Hook>,
+    charts: BTreeSet<String>,
+    plugin: Plugin,
+}
+
+/// One running operation's view of the daemon.
+pub(crate) struct Job<'a> {
+    pub inner: &'a Inner,
+    pub app: AppName,
+    pub op: OperationId,
+    pub abort: &'a AtomicBool,
+    pub warnings: Mutex<Vec<String>>,
+}
+
+/// Everything the charts of one apply share.
+struct Prepared<'a> {
+    request: &'a ApplyRequest<'a>,
+    plugins: Vec<AppPlugin>,
+    facts: Facts,
+    system: BTreeMap<String, serde_json::Value>,
+}
+
+impl Job<'_> {
+    fn store(&self) -> &dyn Store {
+        self.inner.store.as_ref()
+    }
+
+    fn target(&self) -> &dyn ApplyTarget {
+        self.inner.target.as_ref()
+    }
+
+    /// Checks for an abort, records `progress` and passes the checkpoint
+    /// `phase:point`.
+    pub fn step(&self, phase: &str, point: &str, progress: &str) -> Result<(), Error> {
+        if self.abort.load(Ordering::SeqCst) {
+            return Err(Error::Aborted);
+        }
+        self.store().set_progress(self.op, Some(progress))?;
+        self.inner.checkpoints.reach(&format!("{phase}:{point}"));
+        Ok(())
+    }
+
+    fn warn(&self, warning: String) {
+        tracing::warn!(app = %self.app, "{warning}");
+        if let Ok(mut w) = self.warnings.lock() {
+            w.push(warning);
+        }
+    }
+
+    /// The warnings collected so far, joined for a message.
+    pub fn warnings_note(&self) -> Option<String> {
+        let w = self.warnings.lock().ok()?;
+        (!w.is_empty()).then(|| format!("warnings: {}", w.join("; ")))
+    }
+
+    /// Applies one version: the whole pipeline.
+    pub fn apply_version(&self, request: &ApplyRequest<'_>) -> Result<(), Error> {
+        let phase = request.phase;
+        let version = request.version;
+        self.step(phase, "load-plugins", "loading plugins")?;
+        let prepared = self.prepare(request)?;
+        if let Some((before, _)) = request.around {
+            self.step(phase, before.as_str(), &format!("{before} hook"))?;
+            self.run_hook(&prepared, before)?;
+        }
+        self.step(phase, "pre-apply", "pre-apply hook")?;
+        self.run_hook(&prepared, Hook::PreApply)?;
+        let mut applied = BTreeSet::new();
+        for group in &version.metadata.chart_groups {
+            let charts: Vec<&bundle::Chart> = group
+                .charts
+                .iter()
+                .filter_map(|name| version.metadata.chart(name))
+                .filter(|chart| chart.enabled)
+                .collect();
+            self.step(
+                phase,
+                &format!("group:{}", group.name),
+                &format!("group {}: {} chart(s)", group.name, charts.len()),
+            )?;
+            match group.mode {
+                GroupMode::Sequential => {
+                    for chart in &charts {
+                        self.apply_chart(&prepared, &group.name, chart)?;
+                    }
+                }
+                GroupMode::Parallel => self.apply_parallel(&prepared, &group.name, &charts)?,
+            }
+            applied.extend(charts.iter().map(|c| c.name.to_string()));
+        }
+        self.prune_charts(request, &applied)?;
+        self.step(phase, "post-apply", "post-apply hook")?;
+        self.run_hook(&prepared, Hook::PostApply)?;
+        if let Some((_, after)) = request.around {
+            self.step(phase, after.as_str(), &format!("{after} hook"))?;
+            self.run_hook(&prepared, after)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every chart of `version` (and of a failed update's `target`)
+    /// from the target, chart groups in reverse order, between the
+    /// `pre-remove` and `post-remove` hooks. With `force`, failures are
+    /// collected as warnings and the removal goes on.
+    pub fn remove_version(
+        &self,
+        version: &StoredVersion,
+        target: Option<&StoredVersion>,
+        force: bool,
+    ) -> Result<(), Error> {
+        let request = ApplyRequest {
+            version,
+            replacing: target,
+            user: UserLayer::Stored,
+            rekind: &[],
+            around: None,
+            phase: "remove",
+        };
+        self.step("remove", "load-plugins", "loading plugins")?;
+        let prepared = Prepared {
+            request: &request,
+            plugins: self.load_plugins(version)?,
+            facts: current_facts(&self.inner.facts, self.store())?,
+            system: BTreeMap::new(),
+        };
+        self.step("remove", "pre-remove", "pre-remove hook")?;
+        self.forced(force, self.run_hook(&prepared, Hook::PreRemove))?;
+        let mut charts: Vec<(&StoredVersion, &bundle::Chart)> = Vec::new();
+        for v in [Some(version), target].into_iter().flatten() {
+            for group in v.metadata.chart_groups.iter().rev() {
+                for name in group.charts.iter().rev() {
+                    if let Some(chart) = v.metadata.chart(name)
+                        && !charts.iter().any(|(_, c)| c.name == chart.name)
+                    {
+                        charts.push((v, chart));
+                    }
+                }
+            }
+        }
+        for (v, chart) in charts {
+            self.step(
+                "remove",
+                &format!("remove:{}", chart.name),
+                &format!("removing chart {}", chart.name),
+            )?;
+            let removed = self
+                .target()
+                .remove(&v.release(&self.app, chart))
+                .map_err(|source| Error::Kube {
+                    chart: chart.name.to_string(),
+                    source,
+                });
+            self.forced(force, removed.map(drop))?;
+        }
+        self.step("remove", "post-remove", "post-remove hook")?;
+        self.forced(force, self.run_hook(&prepared, Hook::PostRemove))
+    }
+
+    /// With `force`, an error becomes a warning.
+    fn forced(&self, force: bool, result: Result<(), Error>) -> Result<(), Error> {
+        match result {
+            Err(e) if force && !matches!(e, Error::Aborted) => {
+                self.warn(format!("ignored with --force: {}", e.one_line()));
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// Loads plugins, builds the facts, runs `semantic-check` and computes
+    /// and stores the system overrides.
+    fn prepare<'r>(&self, request: &'r ApplyRequest<'r>) -> Result<Prepared<'r>, Error> {
+        let plugins = self.load_plugins(request.version)?;
+        let facts = current_facts(&self.inner.facts, self.store())?;
+        let mut prepared = Prepared {
+            request,
+            plugins,
+            facts,
+            system: BTreeMap::new(),
+        };
+        self.step(request.phase, "semantic-check", "semantic-check hook")?;
+        self.run_hook(&prepared, Hook::SemanticCheck)?;
+        self.step(
+            request.phase,
+            "system-overrides",
+            "computing system overrides",
+        )?;
+        prepared.system = self.system_overrides(&prepared)?;
+        let layer = OverrideLayer::System {
+            version: request.version.version.clone(),
+        };
+        let charts: Vec<(String, serde_json::Value)> = prepared
+            .system
+            .iter()
+            .map(|(c, v)| (c.clone(), v.clone()))
+            .collect();
+        self.store().replace_layer(&self.app, &layer, &charts)?;
+        Ok(prepared)
+    }
+
+    fn apply_parallel(
+        &self,
+        prepared: &Prepared<'_>,
+        group: &str,
+        charts: &[&bundle::Chart],
+    ) -> Result<(), Error> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = charts
+                .iter()
+                .map(|chart| scope.spawn(move || self.apply_chart(prepared, group, chart)))
+                .collect();
+            let mut first_error = None;
+            for handle in handles {
+                let result = handle.join().unwrap_or_else(|_| {
+                    Err(Error::Io {
+                        what: format!("a chart of group {group} panicked while applying"),
+                        source: std::io::Error::other("panic"),
+                    })
+                });
+                if let Err(e) = result {
+                    first_error.get_or_insert(e);
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        })
+    }
+
+    fn apply_chart(
+        &self,
+        prepared: &Prepared<'_>,
+        group: &str,
+        chart: &bundle::Chart,
+    ) -> Result<(), Error> {
+        let phase = prepared.request.phase;
+        let name = chart.name.to_string();
+        self.step(
+            phase,
+            &format!("render:{name}"),
+            &format!("group {group}: chart {name}: rendering"),
+        )?;
+        let release = prepared.request.version.release(&self.app, chart);
+        let kube_err = |source| Error::Kube {
+            chart: name.clone(),
+            source,
+        };
+        let live = self.target().applied(&release).map_err(kube_err)?;
+        let desired = self.desired(prepared, chart, !live.is_empty(), true)?;
+        let plan = kube::plan_apply(&live, &desired).map_err(kube_err)?;
+        self.step(
+            phase,
+            &format!("apply:{name}"),
+            &format!(
+                "group {group}: chart {name}: applying {} object(s), pruning {}",
+                plan.to_apply().len(),
+                plan.to_prune().len()
+            ),
+        )?;
+        self.target().apply(&release, &plan).map_err(kube_err)?;
+        self.inner
+            .checkpoints
+            .reach(&format!("{phase}:applied:{name}"));
+        Ok(())
+    }
+
+    /// Removes the releases of charts that were (or may have been) applied
+    /// but are not part of this apply: charts of the replaced version this
+    /// one lacks, and this version's disabled charts.
+    fn prune_charts(
+        &self,
+        request: &ApplyRequest<'_>,
+        applied: &BTreeSet<String>,
+    ) -> Result<(), Error> {
+        let mut candidates: Vec<(&StoredVersion, &bundle::Chart)> = Vec::new();
+        for version in [Some(request.version), request.replacing]
+            .into_iter()
+            .flatten()
+        {
+            for chart in &version.metadata.charts {
+                if !applied.contains(chart.name.as_str())
+                    && !candidates.iter().any(|(_, c)| c.name == chart.name)
+                {
+                    candidates.push((version, chart));
+                }
+            }
+        }
+        for (version, chart) in candidates {
+            let release = version.release(&self.app, chart);
+            self.step(
+                request.phase,
+                &format!("prune:{}", chart.name),
+                &format!("removing chart {} (not in this version)", chart.name),
+            )?;
+            self.target()
+                .remove(&release)
+                .map_err(|source| Error::Kube {
+                    chart: chart.name.to_string(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Every chart's desired objects and what they change against the
+    /// target, without applying or storing anything.
+    pub fn diff(&self, version: &StoredVersion) -> Result<Vec<ChartDiff>, Error> {
+        let request = ApplyRequest {
+            version,
+            replacing: None,
+            user: UserLayer::Stored,
+            rekind: &[],
+            around: None,
+            phase: "diff",
+        };
+        let plugins = self.load_plugins(version)?;
+        let facts = current_facts(&self.inner.facts, self.store())?;
+        let mut prepared = Prepared {
+            request: &request,
+            plugins,
+            facts,
+            system: BTreeMap::new(),
+        };
+        prepared.system = self.system_overrides(&prepared)?;
+        let mut diffs = Vec::new();
+        for chart in &version.metadata.charts {
+            let name = chart.name.to_string();
+            let release = version.release(&self.app, chart);
+            let kube_err = |source| Error::Kube {
+                chart: name.clone(),
+                source,
+            };
+            let live = self.target().applied(&release).map_err(kube_err)?;
+            let desired = if chart.enabled {
+                self.desired(&prepared, chart, !live.is_empty(), false)?
+            } else {
+                Vec::new()
+            };
+            let diff = kube::diff(&live, &desired).map_err(kube_err)?;
+            diffs.push(ChartDiff {
+                chart: name,
+                added: diff.added.len(),
+                changed: diff.changed.len(),
+                removed: diff.removed.len(),
+                text: diff.to_string(),
+            });
+        }
+        Ok(diffs)
+    }
+
+    /// Renders a chart with its merged layers and applies the workload
+    /// decisions: the objects the target should hold. `record` stores new
+    /// decisions (an apply) or only computes them (a diff).
+    fn desired(
+        &self,
+        prepared: &Prepared<'_>,
+        chart: &bundle::Chart,
+        is_upgrade: bool,
+        record: bool,
+    ) -> Result<Vec<Resource>, Error> {
+        let name = chart.name.to_string();
+        let version = prepared.request.version;
+        let overrides = self.merged_overrides(prepared, &name)?;
+        let render_err = |source| Error::Render {
+            chart: name.clone(),
+            source,
+        };
+        let loaded = render::chart::load(&version.dir.join(&chart.path)).map_err(render_err)?;
+        let release = ReleaseInfo {
+            name: chart.release.to_string(),
+            namespace: chart.namespace.to_string(),
+            revision: 1,
+            is_upgrade,
+        };
+        let kube_version = format!("v{}", prepared.facts.kubernetes_version);
+        let caps = Capabilities::new(Some(&kube_version), &[]).map_err(render_err)?;
+        let rendered = render::render(&loaded, &overrides, &release, &caps).map_err(render_err)?;
+        let text: String = rendered
+            .manifests
+            .iter()
+            .map(|m| format!("---\n# Source: {}\n{}\n", m.source, m.content))
+            .collect();
+        let kube_err = |source| Error::Kube {
+            chart: name.clone(),
+            source,
+        };
+        let objects: Vec<serde_json::Value> = kube::parse_manifests(&text)
+            .map_err(kube_err)?
+            .into_iter()
+            .map(|r| with_namespace(r.into_object(), &release.namespace))
+            .collect();
+        let objects = self.transform_workloads(prepared, &name, objects, record)?;
+        objects
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| Resource::from_value(o, format!("{name} object {}", i + 1)))
+            .collect::<Result<_, _>>()
+            .map_err(kube_err)
+    }
+
+    /// static < system < user for one chart, merged as Helm merges `-f`
+    /// files (the chart's defaults are coalesced under them by the renderer).
+    fn merged_overrides(&self, prepared: &Prepared<'_>, chart: &str) -> Result<Map, Error> {
+        let version = &prepared.request.version.version;
+        let mut layers = Vec::new();
+        let stat = OverrideLayer::Static {
+            version: version.clone(),
+        };
+        if let Some(record) = self.store().override_layer(&self.app, chart, &stat)? {
+            layers.push((Layer::Static, from_json(&record.values)?));
+        }
+        if let Some(system) = prepared.system.get(chart) {
+            layers.push((Layer::System, from_json(system)?));
+        }
+        if prepared.request.user == UserLayer::Stored
+            && let Some(record) =
+                self.store()
+                    .override_layer(&self.app, chart, &OverrideLayer::User)?
+        {
+            layers.push((Layer::User, from_json(&record.values)?));
+        }
+        Ok(values::merge_override_layers(&layers))
+    }
+
+    fn transform_workloads(
+        &self,
+        prepared: &Prepared<'_>,
+        chart: &str,
+        objects: Vec<serde_json::Value>,
+        record: bool,
+    ) -> Result<Vec<serde_json::Value>, Error> {
+        let metadata = &prepared.request.version.metadata;
+        let components: Vec<workload::Component> = metadata
+            .components
+            .iter()
+            .filter(|c| c.chart.as_str() == chart)
+            .map(|c| workload_component(c, chart))
+            .collect::<Result<_, _>>()?;
+        if components.is_empty() {
+            return Ok(objects);
+        }
+        let workload_err = |source| Error::Workload {
+            chart: chart.to_owned(),
+            source,
+        };
+        let mut decisions = BTreeMap::new();
+        for component in &components {
+            let decision = self.decision(prepared, component, record)?;
+            decisions.insert(component.name.clone(), decision);
+        }
+        let applied =
+            workload::apply_decisions(objects, &components, &decisions).map_err(workload_err)?;
+        for report in &applied.reports {
+            for w in &report.warnings {
+                self.warn(format!("component {}: {w}", report.component));
+            }
+            if !report.dropped.is_empty() {
+                self.warn(format!(
+                    "component {}: fields with no StatefulSet counterpart dropped: {}",
+                    report.component,
+                    report.dropped.join(", ")
+                ));
+            }
+        }
+        let mut manifests = applied.manifests;
+        let volumes = self.local_volumes()?;
+        workload::apply_local_volumes(&mut manifests, &components, &volumes)
+            .map_err(workload_err)?;
+        Ok(manifests)
+    }
+
+    fn local_volumes(&self) -> Result<BTreeMap<String, LocalVolume>, Error> {
+        let mut out = BTreeMap::new();
+        for record in self.store().list_volumes()? {
+            let volume = LocalVolume::new(
+                &record.name,
+                &record.node,
+                &record.host_path.to_string_lossy(),
+                &record.size,
+                Some(&record.storage_class),
+            )
+            .map_err(|e| Error::Volume {
+                name: record.name.clone(),
+                reason: e.to_string(),
+            })?;
+            out.insert(record.name, volume);
+        }
+        Ok(out)
+    }
+
+    /// The sticky decision for a component: the stored one unless it is
+    /// being re-decided, else the plugin's answer or the default rule.
+    fn decision(
+        &self,
+        prepared: &Prepared<'_>,
+        component: &workload::Component,
+        record: bool,
+    ) -> Result<Decision, Error> {
+        let stored = self.store().decision(&self.app, &component.name)?;
+        let previous = stored.as_ref().map(decision_of);
+        let rekind = prepared.request.rekind.contains(&component.name);
+        let (plugin_choice, plugin_name) = if previous.is_none() || rekind {
+            self.ask_workload_kind(prepared, component)?
+        } else {
+            (None, None)
+        };
+        let (decision, warnings) =
+            workload::decide(previous.as_ref(), plugin_choice, &component.traits, rekind);
+        for w in warnings {
+            self.warn(format!("component {}: {w}", component.name));
+        }
+        if record && (previous.is_none() || rekind) {
+            let decided_by = match decision.decided_by {
+                DecidedBy::Plugin => plugin_name.unwrap_or_else(|| "plugin".into()),
+                DecidedBy::DefaultRule => "default-rule".into(),
+                DecidedBy::Rekind => "rekind".into(),
+            };
+            self.store().record_decision(&DecisionRecord {
+                app: self.app.clone(),
+                component: component.name.clone(),
+                kind: decision.kind.as_str().to_owned(),
+                decided_by,
+                traits_digest: decision.traits_digest.clone(),
+                decided_at: 0,
+            })?;
+        }
+        Ok(decision)
+    }
+
+    /// Asks the plugins serving the component's chart, in bundle order; the
+    /// first that decides wins.
+    fn ask_workload_kind(
+        &self,
+        prepared: &Prepared<'_>,
+        component: &workload::Component,
+    ) -> Result<(Option<workload::WorkloadKind>, Option<String>), Error> {
+        let facts = ComponentFacts {
+            name: component.name.clone(),
+            chart: component.chart.clone(),
+            workload: format!("{}/{}", component.workload.kind, component.workload.name),
+            volumes: component
+                .traits
+                .volumes
+                .iter()
+                .map(|v| sandbox::VolumeRequest {
+                    container: u32::try_from(v.container).unwrap_or(u32::MAX),
+                    storage_class_name: v.storage_class_name.clone(),
+                    size: v.size.to_string(),
+                    path: v.path.clone(),
+                })
+                .collect(),
+            local_volumes: component
+                .traits
+                .local_volumes
+                .iter()
+                .map(|v| v.volume.clone())
+                .collect(),
+        };
+        let app = self.plugin_app(prepared);
+        for p in prepared
+            .plugins
+            .iter()
+            .filter(|p| p.charts.contains(&component.chart))
+        {
+            let ctx = self.call_context("workload-kind");
+            let started = Instant::now();
+            let answer = p.plugin.workload_kind(&ctx, &app, &prepared.facts, &facts);
+            let answer = self.observe(p, "workload-kind", started, answer)?;
+            if let Some(kind) = answer {
+                let kind = match kind {
+                    sandbox::WorkloadKind::Deployment => workload::WorkloadKind::Deployment,
+                    sandbox::WorkloadKind::StatefulSet => workload::WorkloadKind::StatefulSet,
+                };
+                return Ok((Some(kind), Some(p.plugin.name().to_owned())));
+            }
+        }
+        Ok((None, None))
+    }
+
+    /// Each enabled chart served by a plugin: the plugins' overrides merged
+    /// in bundle order. A plugin is only ever asked about the charts its
+    /// own bundle lists for it.
+    fn system_overrides(
+        &self,
+        prepared: &Prepared<'_>,
+    ) -> Result<BTreeMap<String, serde_json::Value>, Error> {
+        let app = self.plugin_app(prepared);
+        let mut out: BTreeMap<String, Map> = BTreeMap::new();
+        for chart in prepared.request.version.enabled_charts() {
+            for p in prepared
+                .plugins
+                .iter()
+                .filter(|p| p.charts.contains(&chart))
+            {
+                let ctx = self.call_context("overrides");
+                let started = Instant::now();
+                let answer = p.plugin.overrides(&ctx, &app, &prepared.facts, &chart);
+                let map = self.observe(p, "overrides", started, answer)?;
+                let value = from_json(&serde_json::Value::Object(map))?;
+                if let values::Value::Map(map) = value {
+                    let merged = out.entry(chart.clone()).or_default();
+                    *merged = values::merge_maps(merged, &map);
+                }
+            }
+        }
+        out.into_iter()
+            .map(|(chart, map)| Ok((chart, to_json(&values::Value::Map(map))?)))
+            .collect()
+    }
+
+    fn run_hook(&self, prepared: &Prepared<'_>, hook: Hook) -> Result<(), Error> {
+        let app = self.plugin_app(prepared);
+        for p in prepared.plugins.iter().filter(|p| p.hooks.contains(&hook)) {
+            let ctx = self.call_context(hook.as_str());
+            let started = Instant::now();
+            let answer = p.plugin.lifecycle(&ctx, hook, &app, &prepared.facts);
+            if let HookOutcome::Veto(reason) = self.observe(p, hook.as_str(), started, answer)? {
+                return Err(Error::Vetoed {
+                    plugin: p.plugin.name().to_owned(),
+                    hook,
+                    reason,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a call's duration and fault, and names the plugin in errors.
+    fn observe<T>(
+        &self,
+        plugin: &AppPlugin,
+        step: &str,
+        started: Instant,
+        answer: Result<T, sandbox::Error>,
+    ) -> Result<T, Error> {
+        self.inner.metrics.plugin_call(step, started.elapsed());
+        answer.map_err(|source| {
+            self.inner.metrics.plugin_fault(source.kind());
+            Error::Plugin {
+                plugin: plugin.path.clone(),
+                step: step.to_owned(),
+                source,
+            }
+        })
+    }
+
+    fn plugin_app(&self, prepared: &Prepared<'_>) -> App {
+        App {
+            name: self.app.to_string(),
+            version: prepared.request.version.version.clone(),
+        }
+    }
+
+    fn call_context(&self, _function: &str) -> CallContext {
+        CallContext::new(self.inner.app_secret(&self.app))
+    }
+
+    /// Loads this version's plugins from its own bundle folder: plugins are
+    /// keyed by app and version, so an update never runs stale code and one
+    /// app's plugins never serve another's charts.
+    fn load_plugins(&self, version: &StoredVersion) -> Result<Vec<AppPlugin>, Error> {
+        version
+            .metadata
+            .plugins
+            .iter()
+            .map(|p| {
+                let path = version.dir.join(&p.path);
+                let wasm = std::fs::read(&path).map_err(|e| Error::StoredBundle {
+                    app: self.app.to_string(),
+                    version: version.version.clone(),
+                    source: Box::new(e),
+                })?;
+                let plugin = self
+                    .inner
+                    .sandbox
+                    .load(&plugin_name(&p.path), &wasm)
+                    .map_err(|source| {
+                        self.inner.metrics.plugin_fault(source.kind());
+                        Error::Plugin {
+                            plugin: p.path.clone(),
+                            step: "load".into(),
+                            source,
+                        }
+                    })?;
+                Ok(AppPlugin {
+                    path: p.path.clone(),
+                    hooks: p.hooks.clone(),
+                    charts: p.charts.iter().map(ToString::to_string).collect(),
+                    plugin,
+                })
+            })
+            .collect()
+    }
+}
+
+/// `plugins/storage.wasm` -> `storage`.
+fn plugin_name(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_owned())
+}
+
+/// Objects that name no namespace go to the release's, as on a cluster.
+fn with_namespace(mut object: serde_json::Value, namespace: &str) -> serde_json::Value {
+    let kind = object
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if is_cluster_scoped(&kind) {
+        return object;
+    }
+    if let Some(meta) = object
+        .get_mut("metadata")
+        .and_then(serde_json::Value::as_object_mut)
+        && !meta.contains_key("namespace")
+    {
+        meta.insert("namespace".into(), namespace.into());
+    }
+    object
+}
+
+fn is_cluster_scoped(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Namespace"
+            | "ClusterRole"
+            | "ClusterRoleBinding"
+            | "CustomResourceDefinition"
+            | "PersistentVolume"
+            | "StorageClass"
+            | "PriorityClass"
+            | "MutatingWebhookConfiguration"
+            | "ValidatingWebhookConfiguration"
+            | "APIService"
+    )
+}
+
+fn decision_of(record: &DecisionRecord) -> Decision {
+    let kind = if record.kind == workload::WorkloadKind::StatefulSet.as_str() {
+        workload::WorkloadKind::StatefulSet
+    } else {
+        workload::WorkloadKind::Deployment
+    };
+    let decided_by = match record.decided_by.as_str() {
+        "default-rule" => DecidedBy::DefaultRule,
+        "rekind" | "operator" => DecidedBy::Rekind,
+        _ => DecidedBy::Plugin,
+    };
+    Decision {
+        kind,
+        decided_by,
+        traits_digest: record.traits_digest.clone(),
+    }
+}
+
+/// The bundle's component as the workload transforms take it.
+fn workload_component(
+    component: &bundle::Component,
+    chart: &str,
+) -> Result<workload::Component, Error> {
+    let invalid = |source: crate::volumes::Error| Error::Workload {
+        chart: chart.to_owned(),
+        source: workload::Error::InvalidTrait {
+            component: component.name.to_string(),
+            source,
+        },
+    };
+    let volumes = component
+        .traits
+        .volumes
+        .iter()
+        .map(|v| {
+            Ok(workload::VolumeTrait {
+                container: v.container as usize,
+                storage_class_name: v.storage_class_name.clone(),
+                size: Size::parse(&v.size).map_err(invalid)?,
+                path: v.path.clone(),
+                name: None,
+            })
+        })
+        .collect::<Result<_, Error>>()?;
+    let local_volumes = component
+        .traits
+        .local_volumes
+        .iter()
+        .map(|v| workload::LocalVolumeRef {
+            volume: v.volume.clone(),
+            container: v.container as usize,
+            path: v.path.clone(),
+        })
+        .collect();
+    Ok(workload::Component {
+        name: component.name.to_string(),
+        chart: chart.to_owned(),
+        workload: workload::WorkloadRef {
+            kind: match component.workload.kind {
+                bundle::WorkloadKind::Deployment => workload::WorkloadKind::Deployment,
+                bundle::WorkloadKind::StatefulSet => workload::WorkloadKind::StatefulSet,
+            },
+            name: component.workload.name.clone(),
+        },
+        traits: workload::Traits {
+            volumes,
+            local_volumes,
+        },
+    })
+}
+
+/// Store JSON -> Helm values.
+pub(crate) fn from_json(value: &serde_json::Value) -> Result<values::Value, Error> {
+    values::parse_json(&value.to_string()).map_err(|e| Error::InvalidOverrides {
+        reason: e.to_string(),
+    })
+}
+
+/// Helm values -> store JSON.
+pub(crate) fn to_json(value: &values::Value) -> Result<serde_json::Value, Error> {
+    serde_json::from_str(&values::to_json(value)).map_err(|e| Error::InvalidOverrides {
+        reason: e.to_string(),
+    })
+}
