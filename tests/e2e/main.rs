@@ -25,3 +25,7 @@ mod bundle_cli;
 /// `capstan template` against real `helm template` output (the shared Helm
 /// conformance set, when present) and the charts under `tests/charts/`.
 mod render_conformance;
+
+/// The daemon through the real binary: lifecycle, overrides, bad input,
+/// authentication, and SIGKILL at named steps.
+mod daemon;

@@ -6,17 +6,23 @@
 //! killed. Crash tests wait for that file and send SIGKILL, so the crash
 //! lands exactly at the named step. Without the variable every point costs
 //! one empty-slice check.
+//!
+//! `CAPSTAN_TEST_STEP_DELAY_MS=N` makes every point wait N milliseconds, so
+//! a test can abort an operation while it runs.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// The environment variable listing the points to pause at.
 pub const PAUSE_ENV: &str = "CAPSTAN_TEST_PAUSE_AT";
+/// The environment variable giving a delay at every point.
+pub const DELAY_ENV: &str = "CAPSTAN_TEST_STEP_DELAY_MS";
 
 /// The points this daemon pauses at, read once at start.
 #[derive(Debug, Clone, Default)]
 pub struct Checkpoints {
     pause_at: Vec<String>,
+    delay: Option<Duration>,
     marker: Option<PathBuf>,
 }
 
@@ -35,17 +41,25 @@ impl Checkpoints {
             .filter(|p| !p.is_empty())
             .map(str::to_owned)
             .collect();
-        if !pause_at.is_empty() {
-            tracing::warn!(points = ?pause_at, "test pause points are set");
+        let delay = std::env::var(DELAY_ENV)
+            .ok()
+            .and_then(|ms| ms.trim().parse().ok())
+            .map(Duration::from_millis);
+        if !pause_at.is_empty() || delay.is_some() {
+            tracing::warn!(points = ?pause_at, ?delay, "test checkpoints are set");
         }
         Checkpoints {
             pause_at,
+            delay,
             marker: Some(marker),
         }
     }
 
     /// Marks reaching `point`; pauses for ever if it is listed.
     pub fn reach(&self, point: &str) {
+        if let Some(delay) = self.delay {
+            std::thread::sleep(delay);
+        }
         if self.pause_at.is_empty() {
             return;
         }

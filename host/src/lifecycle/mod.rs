@@ -32,7 +32,7 @@ pub mod rules;
 #[cfg(test)]
 mod tests;
 
-pub use checkpoint::{Checkpoints, PAUSE_ENV};
+pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use engine::{AppDetails, Lifecycle, Options, Started};
 pub use error::{Error, ErrorClass};
 pub use metrics::Metrics;

@@ -241,7 +241,7 @@ mod tests {
         };
         assert!(user_values(&not_a_map, None).is_err());
         let bad_set = OverrideSet {
-            set: vec!["a[=1".into()],
+            set: vec!["noequals".into()],
             ..OverrideSet::default()
         };
         let e = user_values(&bad_set, None).unwrap_err().to_string();
