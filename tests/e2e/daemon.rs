@@ -548,6 +548,13 @@ fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
             404,
         ),
         ("GET", "/v1/nothing-here", "application/json", b"", 404),
+        (
+            "POST",
+            "/v1/updates?reuse_user_overrides=maybe",
+            "application/gzip",
+            b"x",
+            400,
+        ),
     ];
     for (method, path, content_type, body, want) in cases {
         let (status, answer) = d.http(method, path, content_type, body);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -254,6 +255,11 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 // ---- helpers ----
 
+/// The body, or the reason it could not be read (413 when too large).
+fn body_of(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))
+}
+
 fn app_name(text: &str) -> Result<AppName, ApiError> {
     AppName::new(text).map_err(|e| ApiError::bad_request(e.to_string()))
 }
@@ -332,7 +338,12 @@ async fn list(State(api): State<Api>) -> ApiResult {
     json(StatusCode::OK, &blocking(move || lc.list()).await?)
 }
 
-async fn upload(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> ApiResult {
+async fn upload(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
     check_bundle_type(&headers)?;
     let lc = api.lifecycle.clone();
     let app = blocking(move || lc.upload(Cursor::new(body))).await?;
@@ -348,9 +359,11 @@ struct UpdateQuery {
 async fn update(
     State(api): State<Api>,
     headers: HeaderMap,
-    Query(query): Query<UpdateQuery>,
-    body: Bytes,
+    query: Result<Query<UpdateQuery>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    let Query(query) = query.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    let body = body_of(body)?;
     check_bundle_type(&headers)?;
     let lc = api.lifecycle.clone();
     started(blocking(move || lc.update(Cursor::new(body), query.reuse_user_overrides)).await?)
@@ -376,7 +389,12 @@ struct ApplyBody {
     rekind: Vec<String>,
 }
 
-async fn apply(State(api): State<Api>, Path(app): Path<String>, body: Bytes) -> ApiResult {
+async fn apply(
+    State(api): State<Api>,
+    Path(app): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
     let app = app_name(&app)?;
     let request: ApplyBody = parse_json(&body)?;
     let lc = api.lifecycle.clone();
@@ -390,7 +408,12 @@ struct RemoveBody {
     force: bool,
 }
 
-async fn remove(State(api): State<Api>, Path(app): Path<String>, body: Bytes) -> ApiResult {
+async fn remove(
+    State(api): State<Api>,
+    Path(app): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
     let app = app_name(&app)?;
     let request: RemoveBody = parse_json(&body)?;
     let lc = api.lifecycle.clone();
@@ -468,8 +491,9 @@ async fn override_show(
 async fn override_set(
     State(api): State<Api>,
     Path((app, chart)): Path<(String, String)>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    let body = body_of(body)?;
     let app = app_name(&app)?;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request(
