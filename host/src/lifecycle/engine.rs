@@ -95,7 +95,7 @@ impl Inner {
 /// The daemon's operations; cheap to clone, shared by every request.
 #[derive(Clone)]
 pub struct Lifecycle {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 /// A long operation that was started.

@@ -1,1 +1,231 @@
+//! The lifecycle in process, with plugin-free bundles built on the fly and
+//! the directory target: ordering, pruning, reconciliation and the lock.
+//! The daemon as a whole (plugins, HTTP, crashes) is tested end to end in
+//! `tests/e2e/daemon.rs`.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::*;
+use crate::bundle;
+use crate::kube::DirTarget;
+use crate::store::{AppName, AppState, Operation, Store};
+use crate::trust::{SigningKey, TrustStore};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    key: SigningKey,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture {
+            dir: tempfile::tempdir().unwrap(),
+            key: SigningKey::generate("test").unwrap(),
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn open(&self) -> Result<Lifecycle, Error> {
+        let mut trust = TrustStore::empty();
+        trust
+            .add_openssh(&self.key.public_key_line().unwrap(), Path::new("test.pub"))
+            .unwrap();
+        let target = Arc::new(DirTarget::new(self.path("applied")));
+        Lifecycle::open(Options::new(self.path("state"), trust, target))
+    }
+
+    /// A bundle of app `name` at `version` with one ConfigMap chart per
+    /// entry of `charts` (`name` or `name:disabled`).
+    fn bundle(&self, name: &str, version: &str, charts: &[&str]) -> std::fs::File {
+        let app = self.path(&format!("src-{name}-{version}"));
+        let _ = std::fs::remove_dir_all(&app);
+        let mut meta = format!("name: {name}\nversion: {version}\ncharts:\n");
+        let mut group = Vec::new();
+        for spec in charts {
+            let (chart, enabled) = match spec.split_once(':') {
+                Some((chart, _)) => (chart, false),
+                None => (*spec, true),
+            };
+            let dir = app.join("charts").join(chart);
+            std::fs::create_dir_all(dir.join("templates")).unwrap();
+            std::fs::write(
+                dir.join("Chart.yaml"),
+                format!("apiVersion: v2\nname: {chart}\nversion: 1.0.0\n"),
+            )
+            .unwrap();
+            std::fs::write(dir.join("values.yaml"), "greeting: hi\n").unwrap();
+            std::fs::write(
+                dir.join("templates/cm.yaml"),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
+            )
+            .unwrap();
+            meta.push_str(&format!(
+                "  - {{name: {chart}, path: charts/{chart}, namespace: {name}, release: {chart}, enabled: {enabled}}}\n"
+            ));
+            group.push(chart.to_owned());
+        }
+        meta.push_str(&format!(
+            "chart_groups:\n  - {{name: all, mode: sequential, charts: [{}]}}\n",
+            group.join(", ")
+        ));
+        std::fs::write(app.join("capstan.yaml"), meta).unwrap();
+        let out = self.path(&format!("{name}-{version}.tgz"));
+        bundle::build(&app, &self.key, &out, &|_, _| Ok(())).unwrap();
+        std::fs::File::open(out).unwrap()
+    }
+}
+
+fn name(text: &str) -> AppName {
+    AppName::new(text).unwrap()
+}
+
+#[test]
+fn apply_writes_each_enabled_chart_and_an_update_prunes_what_it_dropped() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc
+        .upload(f.bundle("demo", "1.0.0", &["a", "b", "c:disabled"]))
+        .unwrap();
+    assert_eq!(app.state, AppState::Uploaded);
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let shown = lc.show(&app.name).unwrap();
+    assert_eq!(
+        shown.app.state,
+        AppState::Applied,
+        "{:?}",
+        shown.app.message
+    );
+    assert!(f.path("applied/demo/a.yaml").exists());
+    assert!(f.path("applied/demo/b.yaml").exists());
+    assert!(
+        !f.path("applied/demo/c.yaml").exists(),
+        "disabled charts are not applied"
+    );
+
+    lc.update(f.bundle("demo", "1.1.0", &["a"]), None)
+        .unwrap()
+        .wait();
+    let shown = lc.show(&app.name).unwrap();
+    assert_eq!(
+        shown.app.state,
+        AppState::Applied,
+        "{:?}",
+        shown.app.message
+    );
+    assert_eq!(shown.app.active_version, "1.1.0");
+    assert!(
+        !f.path("applied/demo/b.yaml").exists(),
+        "b was dropped by 1.1.0"
+    );
+    assert_eq!(shown.versions.len(), 1, "the old version is forgotten");
+    assert!(!f.path("state/bundles/demo/1.0.0").exists());
+}
+
+#[test]
+fn an_update_that_is_not_newer_is_refused_and_changes_nothing() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let err = lc
+        .update(f.bundle("demo", "1.0.0", &["a"]), None)
+        .unwrap_err();
+    assert!(matches!(err, Error::Upgrade { .. }), "{err}");
+    assert_eq!(err.class(), ErrorClass::Conflict);
+    let shown = lc.show(&app.name).unwrap();
+    assert_eq!(shown.app.state, AppState::Applied);
+    assert_eq!(shown.versions.len(), 1);
+    assert_eq!(
+        lc.history(&app.name).unwrap().len(),
+        2,
+        "no update recorded"
+    );
+}
+
+#[test]
+fn user_overrides_reach_the_render_and_survive_a_bad_request() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+    let set = OverrideSet {
+        set: vec!["greeting=hello".into()],
+        ..OverrideSet::default()
+    };
+    let shown = lc.override_set(&app.name, "a", &set).unwrap();
+    assert_eq!(shown.merged["greeting"], "hello");
+    let bad = OverrideSet {
+        values: vec!["greeting: [".into()],
+        ..OverrideSet::default()
+    };
+    assert!(lc.override_set(&app.name, "a", &bad).is_err());
+    assert!(matches!(
+        lc.override_set(&app.name, "nope", &set),
+        Err(Error::UnknownChart { .. })
+    ));
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let applied = std::fs::read_to_string(f.path("applied/demo/a.yaml")).unwrap();
+    assert!(applied.contains("greeting: hello"), "{applied}");
+}
+
+#[test]
+fn reopening_moves_interrupted_apps_to_their_failed_state_and_sweeps_orphans() {
+    let f = Fixture::new();
+    {
+        let lc = f.open().unwrap();
+        let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+        // An apply that a crash interrupted: begun, never finished.
+        lc.inner
+            .store
+            .begin_operation(
+                &app.name,
+                Operation::Apply,
+                rules::APPLY_FROM,
+                AppState::Applying,
+            )
+            .unwrap();
+        std::fs::create_dir_all(f.path("state/bundles/ghost/1.0.0")).unwrap();
+        std::fs::create_dir_all(f.path("state/bundles/.staging/leftover")).unwrap();
+    }
+    let lc = f.open().unwrap();
+    let shown = lc.show(&name("demo")).unwrap();
+    assert_eq!(shown.app.state, AppState::ApplyFailed);
+    assert!(shown.app.message.unwrap().contains("interrupted"));
+    assert!(!f.path("state/bundles/ghost").exists());
+    assert!(!f.path("state/bundles/.staging/leftover").exists());
+    assert!(f.path("state/bundles/demo/1.0.0/capstan.yaml").exists());
+    lc.apply(&name("demo"), vec![]).unwrap().wait();
+    assert_eq!(lc.show(&name("demo")).unwrap().app.state, AppState::Applied);
+}
+
+#[test]
+fn a_second_lifecycle_on_the_same_state_folder_is_refused() {
+    let f = Fixture::new();
+    let _first = f.open().unwrap();
+    assert!(matches!(f.open(), Err(Error::StateLocked { .. })));
+}
+
+#[test]
+fn each_app_gets_its_own_plugin_secret() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let a = lc.inner.app_secret(&name("a"));
+    assert_ne!(a, lc.inner.app_secret(&name("b")));
+    drop(lc);
+    let again = f.open().unwrap();
+    assert_eq!(a, again.inner.app_secret(&name("a")), "the secret persists");
+}
+
+#[test]
+fn rekind_of_an_unknown_component_is_refused_before_anything_starts() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+    let err = lc.apply(&app.name, vec!["ghost".into()]).unwrap_err();
+    assert!(matches!(err, Error::UnknownComponent { .. }));
+    assert_eq!(lc.show(&app.name).unwrap().app.state, AppState::Uploaded);
+    let _ = Store::history(lc.inner.store.as_ref(), &app.name).unwrap();
+}
