@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::{Address, ErrorBody, StartedBody};
-use crate::lifecycle::{self, ErrorClass, Lifecycle, OverrideSet, Started};
+use crate::lifecycle::{self, ErrorClass, Lifecycle, OverrideSet, Started, VolumeRequest};
 use crate::store::{AppName, OperationId};
 
 /// The largest bundle accepted by upload and update (compressed).
@@ -82,6 +82,8 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
         .route("/v1/apps/{app}/history", get(history))
         .route("/v1/apps/{app}/operations/{id}", get(operation))
         .route("/v1/apps/{app}/diff", get(diff))
+        .route("/v1/volumes", get(volume_list).post(volume_create))
+        .route("/v1/volumes/{name}", axum::routing::delete(volume_remove))
         .route("/v1/apps/{app}/overrides", get(override_list))
         .route(
             "/v1/apps/{app}/overrides/{chart}",
@@ -516,4 +518,40 @@ async fn override_delete(
     let lc = api.lifecycle.clone();
     let existed = blocking(move || lc.override_delete(&app, &chart)).await?;
     json(StatusCode::OK, &serde_json::json!({"deleted": existed}))
+}
+
+async fn volume_list(State(api): State<Api>) -> ApiResult {
+    let lc = api.lifecycle.clone();
+    json(StatusCode::OK, &blocking(move || lc.volume_list()).await?)
+}
+
+async fn volume_create(State(api): State<Api>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let body = body_of(body)?;
+    let request: VolumeRequest = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("request body is not a volume: {e}")))?;
+    let lc = api.lifecycle.clone();
+    json(
+        StatusCode::CREATED,
+        &blocking(move || lc.volume_create(&request)).await?,
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForceQuery {
+    #[serde(default)]
+    force: bool,
+}
+
+async fn volume_remove(
+    State(api): State<Api>,
+    Path(name): Path<String>,
+    query: Result<Query<ForceQuery>, QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    let lc = api.lifecycle.clone();
+    json(
+        StatusCode::OK,
+        &blocking(move || lc.volume_remove(&name, query.force)).await?,
+    )
 }

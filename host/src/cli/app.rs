@@ -13,7 +13,9 @@ use hyper::Method;
 use serde::Serialize;
 
 use crate::api::{self, Address, Client, StartedBody};
-use crate::lifecycle::{ChartDiff, ChartOverrides, OverrideSet, OverrideSummary};
+use crate::lifecycle::{
+    ChartDiff, ChartOverrides, OverrideSet, OverrideSummary, VolumeRequest, VolumeView,
+};
 use crate::store::{AppRecord, HistoryEntry, Outcome};
 
 /// How often a waiting client asks for progress.
@@ -201,6 +203,117 @@ enum OverrideCommand {
         /// The chart.
         chart: String,
     },
+}
+
+/// `capstan volume`.
+#[derive(Debug, Args)]
+pub struct VolumeArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: VolumeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum VolumeCommand {
+    /// Create a local volume: a PersistentVolume on a host path pinned to
+    /// a node, and a claim bound to it.
+    Create {
+        /// The volume's name (also its claim's).
+        name: String,
+        /// The node whose disk holds it.
+        #[arg(long)]
+        node: String,
+        /// The absolute directory on that node.
+        #[arg(long)]
+        path: String,
+        /// The size, e.g. 10Gi.
+        #[arg(long)]
+        size: String,
+        /// The storage class the claim binds through.
+        #[arg(long)]
+        storage_class: Option<String>,
+        /// The namespace of the claim (the apps that mount it run there).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+    },
+    /// List volumes with their node, path, size, claim and users.
+    List,
+    /// Remove a volume's objects; the data on the node stays.
+    Remove {
+        /// The volume.
+        name: String,
+        /// Remove it even while apps mount it.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Runs `capstan volume`.
+///
+/// # Errors
+/// The daemon's error line.
+pub fn run_volume(args: VolumeArgs) -> anyhow::Result<ExitCode> {
+    let client = args.connection.client()?;
+    let format = args.connection.output;
+    match args.command {
+        VolumeCommand::Create {
+            name,
+            node,
+            path,
+            size,
+            storage_class,
+            namespace,
+        } => {
+            let request = VolumeRequest {
+                name,
+                node,
+                path,
+                size,
+                storage_class,
+                namespace,
+            };
+            let view: VolumeView = client.call_json(Method::POST, "/v1/volumes", &request)?;
+            print_volumes(format, &[view])?;
+        }
+        VolumeCommand::List => {
+            let views: Vec<VolumeView> = client.call(Method::GET, "/v1/volumes", None)?;
+            print_volumes(format, &views)?;
+        }
+        VolumeCommand::Remove { name, force } => {
+            let query = if force { "?force=true" } else { "" };
+            let _: VolumeView =
+                client.call(Method::DELETE, &format!("/v1/volumes/{name}{query}"), None)?;
+            eprintln!("volume {name} removed; its data stays on the node");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_volumes(format: Format, views: &[VolumeView]) -> anyhow::Result<()> {
+    print_value(format, &views, |views| {
+        let rows: Vec<Vec<String>> = views
+            .iter()
+            .map(|v| {
+                vec![
+                    v.volume.name.clone(),
+                    v.volume.node.clone(),
+                    v.volume.host_path.display().to_string(),
+                    v.volume.size.clone(),
+                    v.claim.clone(),
+                    if v.used_by.is_empty() {
+                        "-".into()
+                    } else {
+                        v.used_by.join(",")
+                    },
+                ]
+            })
+            .collect();
+        table(
+            &["NAME", "NODE", "PATH", "SIZE", "CLAIM", "IN USE BY"],
+            &rows,
+        )
+    })
 }
 
 /// Runs `capstan app`.

@@ -54,6 +54,8 @@ enum Command {
     App(app::AppArgs),
     /// List, show, set and delete an app's override layers (talks to the daemon).
     Override(app::OverrideArgs),
+    /// Create, list and remove local volumes (talks to the daemon).
+    Volume(app::VolumeArgs),
 }
 
 /// Runs the command line of this process and returns its exit status.
@@ -81,6 +83,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::App(args) => app::run(args),
         Command::Override(args) => app::run_override(args),
+        Command::Volume(args) => app::run_volume(args),
     };
     match result {
         Ok(code) => code,

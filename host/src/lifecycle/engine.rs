@@ -30,6 +30,7 @@ use super::metrics::Metrics;
 use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
 use super::paths::StatePaths;
 use super::pipeline::{ApplyRequest, ChartDiff, Job, StoredVersion, UserLayer};
+use super::volumes::{self, VolumeRequest, VolumeView};
 use super::{Error, rules};
 
 /// How to open the lifecycle.
@@ -507,6 +508,78 @@ impl Lifecycle {
             });
         }
         StoredVersion::load(self.store(), app, &record.active_version)
+    }
+
+    // ---- local volumes ----
+
+    /// Creates a local volume: records it and applies its PersistentVolume
+    /// and PersistentVolumeClaim through the target.
+    ///
+    /// # Errors
+    /// [`Error::Volume`] for an invalid request, a volume-exists conflict,
+    /// the target's error (the record is then forgotten again).
+    pub fn volume_create(&self, request: &VolumeRequest) -> Result<VolumeView, Error> {
+        let record = volumes::record_of(request)?;
+        let stored = self.store().create_volume(&record)?;
+        if let Err(e) = volumes::apply_objects(self.inner.target.as_ref(), &stored) {
+            let _ = self.store().delete_volume(&stored.name);
+            return Err(e);
+        }
+        tracing::info!(volume = %stored.name, node = %stored.node, "local volume created");
+        self.volume_view(stored)
+    }
+
+    /// Every volume with its claim and users.
+    ///
+    /// # Errors
+    /// The store's.
+    pub fn volume_list(&self) -> Result<Vec<VolumeView>, Error> {
+        self.store()
+            .list_volumes()?
+            .into_iter()
+            .map(|v| self.volume_view(v))
+            .collect()
+    }
+
+    /// Removes a volume's objects from the target and forgets it; refused
+    /// while an app on the target mounts it, unless `force`. The data on
+    /// the node stays (the volume's reclaim policy is `Retain`).
+    ///
+    /// # Errors
+    /// [`Error::UnknownVolume`], [`Error::VolumeInUse`], the target's.
+    pub fn volume_remove(&self, name: &str, force: bool) -> Result<VolumeView, Error> {
+        let record = self
+            .store()
+            .volume(name)?
+            .ok_or_else(|| Error::UnknownVolume {
+                name: name.to_owned(),
+            })?;
+        let view = self.volume_view(record)?;
+        if !view.used_by.is_empty() && !force {
+            return Err(Error::VolumeInUse {
+                name: name.to_owned(),
+                users: view.used_by.join(", "),
+            });
+        }
+        self.inner
+            .target
+            .remove(&volumes::release_of(&view.volume))
+            .map_err(|source| Error::Kube {
+                chart: format!("{}/{name}", volumes::VOLUMES_APP),
+                source,
+            })?;
+        self.store().delete_volume(name)?;
+        tracing::info!(volume = name, force, "local volume removed");
+        Ok(view)
+    }
+
+    fn volume_view(&self, volume: crate::store::VolumeRecord) -> Result<VolumeView, Error> {
+        let used_by = volumes::users_of(self.store(), &volume.name)?;
+        Ok(VolumeView {
+            claim: format!("{}/{}", volume.namespace, volume.name),
+            volume,
+            used_by,
+        })
     }
 
     // ---- long operations ----

@@ -149,6 +149,20 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// No volume has this name.
+    #[error("no volume {name:?}")]
+    UnknownVolume {
+        /// The name asked for.
+        name: String,
+    },
+    /// A volume cannot be removed while apps mount it.
+    #[error("volume {name} is in use by {users} (remove those apps first, or use --force)")]
+    VolumeInUse {
+        /// The volume.
+        name: String,
+        /// `app/component`, comma separated.
+        users: String,
+    },
     /// Local file handling in the state folder failed.
     #[error("{what}")]
     Io {
@@ -205,7 +219,8 @@ impl Error {
             | Error::InvalidOverrides { .. }
             | Error::UnknownComponent { .. }
             | Error::Volume { .. } => ErrorClass::BadRequest,
-            Error::UnknownChart { .. } => ErrorClass::NotFound,
+            Error::UnknownChart { .. } | Error::UnknownVolume { .. } => ErrorClass::NotFound,
+            Error::VolumeInUse { .. } => ErrorClass::Conflict,
             Error::Upgrade { .. } | Error::NothingToAbort { .. } | Error::Busy { .. } => {
                 ErrorClass::Conflict
             }

@@ -31,6 +31,7 @@ mod pipeline;
 pub mod rules;
 #[cfg(test)]
 mod tests;
+mod volumes;
 
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use engine::{AppDetails, Lifecycle, Options, Started};
@@ -39,3 +40,4 @@ pub use metrics::Metrics;
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use paths::StatePaths;
 pub use pipeline::ChartDiff;
+pub use volumes::{VOLUMES_APP, VolumeRequest, VolumeView};

@@ -115,6 +115,21 @@ pub struct ChartDiff {
     pub text: String,
 }
 
+/// One chart rendered and transformed, ready to apply.
+struct RenderedChart {
+    name: String,
+    release: Release,
+    live: Vec<Resource>,
+    desired: Vec<Resource>,
+}
+
+/// A chart group's rendered charts, in order.
+struct RenderedGroup {
+    name: String,
+    mode: GroupMode,
+    charts: Vec<RenderedChart>,
+}
+
 /// A loaded plugin and what the bundle says it serves.
 pub(crate) struct AppPlugin {
     path: String,
@@ -176,9 +191,9 @@ impl Job<'_> {
     /// Applies one version: the whole pipeline.
     pub fn apply_version(&self, request: &ApplyRequest<'_>) -> Result<(), Error> {
         let phase = request.phase;
-        let version = request.version;
         self.step(phase, "load-plugins", "loading plugins")?;
         let prepared = self.prepare(request)?;
+        let groups = self.render_all(&prepared)?;
         if let Some((before, _)) = request.around {
             self.step(phase, before.as_str(), &format!("{before} hook"))?;
             self.run_hook(&prepared, before)?;
@@ -186,27 +201,21 @@ impl Job<'_> {
         self.step(phase, "pre-apply", "pre-apply hook")?;
         self.run_hook(&prepared, Hook::PreApply)?;
         let mut applied = BTreeSet::new();
-        for group in &version.metadata.chart_groups {
-            let charts: Vec<&bundle::Chart> = group
-                .charts
-                .iter()
-                .filter_map(|name| version.metadata.chart(name))
-                .filter(|chart| chart.enabled)
-                .collect();
+        for group in &groups {
             self.step(
                 phase,
                 &format!("group:{}", group.name),
-                &format!("group {}: {} chart(s)", group.name, charts.len()),
+                &format!("group {}: {} chart(s)", group.name, group.charts.len()),
             )?;
             match group.mode {
                 GroupMode::Sequential => {
-                    for chart in &charts {
-                        self.apply_chart(&prepared, &group.name, chart)?;
+                    for chart in &group.charts {
+                        self.apply_chart(phase, &group.name, chart)?;
                     }
                 }
-                GroupMode::Parallel => self.apply_parallel(&prepared, &group.name, &charts)?,
+                GroupMode::Parallel => self.apply_parallel(phase, &group.name, &group.charts)?,
             }
-            applied.extend(charts.iter().map(|c| c.name.to_string()));
+            applied.extend(group.charts.iter().map(|c| c.name.clone()));
         }
         self.prune_charts(request, &applied)?;
         self.step(phase, "post-apply", "post-apply hook")?;
@@ -216,6 +225,51 @@ impl Job<'_> {
             self.run_hook(&prepared, after)?;
         }
         Ok(())
+    }
+
+    /// Renders and transforms every enabled chart before anything is
+    /// applied, so a template error, a workload error or a volume conflict
+    /// in any chart stops the apply with the target untouched.
+    fn render_all(&self, prepared: &Prepared<'_>) -> Result<Vec<RenderedGroup>, Error> {
+        let version = prepared.request.version;
+        let mut groups = Vec::new();
+        for group in &version.metadata.chart_groups {
+            let mut charts = Vec::new();
+            for chart in group
+                .charts
+                .iter()
+                .filter_map(|name| version.metadata.chart(name))
+                .filter(|chart| chart.enabled)
+            {
+                let name = chart.name.to_string();
+                self.step(
+                    prepared.request.phase,
+                    &format!("render:{name}"),
+                    &format!("group {}: chart {name}: rendering", group.name),
+                )?;
+                let release = version.release(&self.app, chart);
+                let live = self
+                    .target()
+                    .applied(&release)
+                    .map_err(|source| Error::Kube {
+                        chart: name.clone(),
+                        source,
+                    })?;
+                let desired = self.desired(prepared, chart, !live.is_empty(), true)?;
+                charts.push(RenderedChart {
+                    name,
+                    release,
+                    live,
+                    desired,
+                });
+            }
+            groups.push(RenderedGroup {
+                name: group.name.clone(),
+                mode: group.mode,
+                charts,
+            });
+        }
+        Ok(groups)
     }
 
     /// Removes every chart of `version` (and of a failed update's `target`)
@@ -320,14 +374,14 @@ impl Job<'_> {
 
     fn apply_parallel(
         &self,
-        prepared: &Prepared<'_>,
+        phase: &str,
         group: &str,
-        charts: &[&bundle::Chart],
+        charts: &[RenderedChart],
     ) -> Result<(), Error> {
         std::thread::scope(|scope| {
             let handles: Vec<_> = charts
                 .iter()
-                .map(|chart| scope.spawn(move || self.apply_chart(prepared, group, chart)))
+                .map(|chart| scope.spawn(move || self.apply_chart(phase, group, chart)))
                 .collect();
             let mut first_error = None;
             for handle in handles {
@@ -345,27 +399,13 @@ impl Job<'_> {
         })
     }
 
-    fn apply_chart(
-        &self,
-        prepared: &Prepared<'_>,
-        group: &str,
-        chart: &bundle::Chart,
-    ) -> Result<(), Error> {
-        let phase = prepared.request.phase;
-        let name = chart.name.to_string();
-        self.step(
-            phase,
-            &format!("render:{name}"),
-            &format!("group {group}: chart {name}: rendering"),
-        )?;
-        let release = prepared.request.version.release(&self.app, chart);
+    fn apply_chart(&self, phase: &str, group: &str, chart: &RenderedChart) -> Result<(), Error> {
+        let name = &chart.name;
         let kube_err = |source| Error::Kube {
             chart: name.clone(),
             source,
         };
-        let live = self.target().applied(&release).map_err(kube_err)?;
-        let desired = self.desired(prepared, chart, !live.is_empty(), true)?;
-        let plan = kube::plan_apply(&live, &desired).map_err(kube_err)?;
+        let plan = kube::plan_apply(&chart.live, &chart.desired).map_err(kube_err)?;
         self.step(
             phase,
             &format!("apply:{name}"),
@@ -375,7 +415,9 @@ impl Job<'_> {
                 plan.to_prune().len()
             ),
         )?;
-        self.target().apply(&release, &plan).map_err(kube_err)?;
+        self.target()
+            .apply(&chart.release, &plan)
+            .map_err(kube_err)?;
         self.inner
             .checkpoints
             .reach(&format!("{phase}:applied:{name}"));
@@ -507,7 +549,8 @@ impl Job<'_> {
             .into_iter()
             .map(|r| with_namespace(r.into_object(), &release.namespace))
             .collect();
-        let objects = self.transform_workloads(prepared, &name, objects, record)?;
+        let objects =
+            self.transform_workloads(prepared, &name, &release.namespace, objects, record)?;
         objects
             .into_iter()
             .enumerate()
@@ -544,6 +587,7 @@ impl Job<'_> {
         &self,
         prepared: &Prepared<'_>,
         chart: &str,
+        namespace: &str,
         objects: Vec<serde_json::Value>,
         record: bool,
     ) -> Result<Vec<serde_json::Value>, Error> {
@@ -581,27 +625,37 @@ impl Job<'_> {
             }
         }
         let mut manifests = applied.manifests;
-        let volumes = self.local_volumes()?;
+        let volumes = self.local_volumes(&components, namespace)?;
         workload::apply_local_volumes(&mut manifests, &components, &volumes)
             .map_err(workload_err)?;
         Ok(manifests)
     }
 
-    fn local_volumes(&self) -> Result<BTreeMap<String, LocalVolume>, Error> {
+    /// The local volumes the components mount, checked to exist and to
+    /// have their claims in the chart's namespace.
+    fn local_volumes(
+        &self,
+        components: &[workload::Component],
+        namespace: &str,
+    ) -> Result<BTreeMap<String, LocalVolume>, Error> {
         let mut out = BTreeMap::new();
-        for record in self.store().list_volumes()? {
-            let volume = LocalVolume::new(
-                &record.name,
-                &record.node,
-                &record.host_path.to_string_lossy(),
-                &record.size,
-                Some(&record.storage_class),
-            )
-            .map_err(|e| Error::Volume {
-                name: record.name.clone(),
-                reason: e.to_string(),
-            })?;
-            out.insert(record.name, volume);
+        for mount in components.iter().flat_map(|c| &c.traits.local_volumes) {
+            let record =
+                self.store()
+                    .volume(&mount.volume)?
+                    .ok_or_else(|| Error::UnknownVolume {
+                        name: mount.volume.clone(),
+                    })?;
+            if record.namespace != namespace {
+                return Err(Error::Volume {
+                    name: record.name.clone(),
+                    reason: format!(
+                        "its claim is in namespace {} but the chart runs in {namespace}",
+                        record.namespace
+                    ),
+                });
+            }
+            out.insert(record.name.clone(), super::volumes::local_volume(&record)?);
         }
         Ok(out)
     }

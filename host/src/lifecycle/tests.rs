@@ -193,7 +193,13 @@ fn reopening_moves_interrupted_apps_to_their_failed_state_and_sweeps_orphans() {
     let lc = f.open().unwrap();
     let shown = lc.show(&name("demo")).unwrap();
     assert_eq!(shown.app.state, AppState::ApplyFailed);
-    assert!(shown.app.message.unwrap().contains("the daemon restarted during apply"));
+    assert!(
+        shown
+            .app
+            .message
+            .unwrap()
+            .contains("the daemon restarted during apply")
+    );
     assert!(!f.path("state/bundles/ghost").exists());
     assert!(!f.path("state/bundles/.staging/leftover").exists());
     assert!(f.path("state/bundles/demo/1.0.0/capstan.yaml").exists());

@@ -147,6 +147,13 @@ pub struct VolumeRecord {
     /// When it was created; stamped by the store on insert (the value given
     /// to an insert is ignored).
     pub created_at: UnixMillis,
+    /// The namespace of its claim; the workloads that mount it run there.
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+}
+
+fn default_namespace() -> String {
+    "default".to_owned()
 }
 
 /// What happens to the app's target version when an operation finishes.

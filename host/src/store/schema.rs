@@ -96,6 +96,10 @@ pub const MIGRATIONS: &[&str] = &[
         created_at      INTEGER NOT NULL
     ) STRICT;
     "#,
+    // 2: a local volume's claim lives in one namespace.
+    r#"
+    ALTER TABLE volumes ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
+    "#,
 ];
 
 /// The schema version this build writes.

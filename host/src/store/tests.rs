@@ -962,6 +962,7 @@ fn volumes_are_created_listed_and_deleted() {
         size: "10Gi".to_owned(),
         storage_class: "local".to_owned(),
         created_at: 0,
+        namespace: "kafka".to_owned(),
     };
     let created = store.create_volume(&volume("zk-0", "worker-1")).unwrap();
     assert!(created.created_at > 0);

@@ -677,14 +677,17 @@ impl Store for SqliteStore {
                 ..volume.clone()
             };
             tx.execute(
-                &format!("INSERT INTO volumes ({VOLUME_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
+                &format!(
+                    "INSERT INTO volumes ({VOLUME_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                ),
                 params![
                     stored.name,
                     stored.node,
                     path_text(&stored.host_path)?,
                     stored.size,
                     stored.storage_class,
-                    stored.created_at
+                    stored.created_at,
+                    stored.namespace
                 ],
             )
             .context(context)?;

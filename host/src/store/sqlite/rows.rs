@@ -132,7 +132,8 @@ pub(super) fn history_from_row(row: &Row<'_>) -> rusqlite::Result<HistoryEntry> 
     })
 }
 
-pub(super) const VOLUME_COLUMNS: &str = "name, node, host_path, size, storage_class, created_at";
+pub(super) const VOLUME_COLUMNS: &str =
+    "name, node, host_path, size, storage_class, created_at, namespace";
 
 pub(super) fn volume_from_row(row: &Row<'_>) -> rusqlite::Result<VolumeRecord> {
     Ok(VolumeRecord {
@@ -142,5 +143,6 @@ pub(super) fn volume_from_row(row: &Row<'_>) -> rusqlite::Result<VolumeRecord> {
         size: row.get(3)?,
         storage_class: row.get(4)?,
         created_at: row.get(5)?,
+        namespace: row.get(6)?,
     })
 }
