@@ -151,21 +151,32 @@ impl Daemon {
     /// Builds the example shop app as `name` at `version`, signed by the
     /// test key, after `tweak` edited its folder.
     pub fn shop_bundle(&self, version: &str, tweak: impl FnOnce(&Path)) -> PathBuf {
-        let app = self.dir.join(format!("shop-{version}"));
+        self.app_bundle("shop", version, |app| {
+            std::fs::copy(
+                plugin_wasm("capstan-example-ha-replicas"),
+                app.join("plugins/ha-replicas.wasm"),
+            )
+            .unwrap();
+            tweak(app);
+        })
+    }
+
+    /// Builds the example app `example-plugins/apps/NAME` at `version`,
+    /// signed by the test key, after `tweak` edited its folder.
+    pub fn app_bundle(&self, name: &str, version: &str, tweak: impl FnOnce(&Path)) -> PathBuf {
+        let app = self.dir.join(format!("{name}-{version}"));
         let _ = std::fs::remove_dir_all(&app);
-        copy_dir(&workspace_root().join("example-plugins/apps/shop"), &app);
-        std::fs::copy(
-            plugin_wasm("capstan-example-ha-replicas"),
-            app.join("plugins/ha-replicas.wasm"),
-        )
-        .unwrap();
+        copy_dir(
+            &workspace_root().join("example-plugins/apps").join(name),
+            &app,
+        );
         edit(
             &app.join("capstan.yaml"),
             "version: 1.0.0",
             &format!("version: {version}"),
         );
         tweak(&app);
-        let out_file = self.dir.join(format!("shop-{version}.tgz"));
+        let out_file = self.dir.join(format!("{name}-{version}.tgz"));
         let out = capstan()
             .args(["bundle", "build"])
             .arg(&app)

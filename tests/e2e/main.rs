@@ -29,3 +29,6 @@ mod render_conformance;
 /// The daemon through the real binary: lifecycle, overrides, bad input,
 /// authentication, and SIGKILL at named steps.
 mod daemon;
+
+/// Workload kinds and local volumes through the daemon.
+mod workloads;
