@@ -39,7 +39,10 @@ fn workspace() -> PathBuf {
 }
 
 fn plugin() -> Option<PathBuf> {
-    let path = workspace().join("target/wasm32-wasip2/release/capstan_example_ha_replicas.wasm");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"));
+    let path = target.join("wasm32-wasip2/release/capstan_example_ha_replicas.wasm");
     path.exists().then_some(path)
 }
 
