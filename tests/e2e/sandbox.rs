@@ -334,6 +334,9 @@ fn a_corrupted_cache_entry_is_recompiled_not_loaded() {
     let middle = corrupted.len() / 2;
     corrupted[middle] ^= 0xff;
     std::fs::write(&entry, &corrupted).unwrap();
+    // A sandbox keeps what it loaded in memory, so a second one (as after
+    // a daemon restart) is what reads the disk cache again.
+    let sandbox = Sandbox::with_cache(Policy::new(), cache.clone()).unwrap();
     let plugin = sandbox.load("ha", &wasm).unwrap();
     let values = plugin.overrides(&ctx(), &app(), &simplex(), "web").unwrap();
     assert_eq!(values["replicaCount"], serde_json::json!(1));
@@ -341,6 +344,32 @@ fn a_corrupted_cache_entry_is_recompiled_not_loaded() {
 
     // A truncated entry is recompiled too.
     std::fs::write(&entry, &written[..100]).unwrap();
+    let sandbox = Sandbox::with_cache(Policy::new(), cache.clone()).unwrap();
     sandbox.load("ha", &wasm).unwrap();
     assert_eq!(std::fs::read(&entry).unwrap(), written);
+}
+
+#[test]
+fn one_sandbox_compiles_a_component_once_and_shares_it() {
+    let dir = fresh_dir("sandbox-shared-component");
+    let wasm = plugin_bytes("capstan-example-ha-replicas");
+    let cache = ComponentCache::open(&dir).unwrap();
+    let sandbox = Sandbox::with_cache(Policy::new(), cache.clone()).unwrap();
+    sandbox.load("ha", &wasm).unwrap();
+    let entry = cache.entry_path(sandbox.engine(), &wasm);
+    std::fs::remove_file(&entry).unwrap();
+    let loads: Vec<_> = (0..4)
+        .map(|_| {
+            let sandbox = sandbox.clone();
+            let wasm = wasm.clone();
+            std::thread::spawn(move || sandbox.load("ha", &wasm).map(|p| p.name().to_owned()))
+        })
+        .collect();
+    for load in loads {
+        assert_eq!(load.join().unwrap().unwrap(), "ha-replicas");
+    }
+    assert!(
+        !entry.exists(),
+        "served from memory, neither compiled nor read again"
+    );
 }

@@ -1,7 +1,8 @@
 //! The engine, the loaded plugins and their typed calls.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use wasmtime::component::{Component, Linker};
@@ -24,6 +25,12 @@ const POOL_MEMORY_CEILING: usize = 1 << 30;
 
 /// Wasm frames kept in a trap's backtrace.
 const BACKTRACE_FRAMES: usize = 32;
+
+/// Compiled components kept in memory, by the sha256 of their bytes. Apps
+/// that ship the same plugin share its compiled code (each call still gets
+/// a fresh instance), and concurrent loads of one component compile it
+/// once.
+const MAX_LOADED_COMPONENTS: usize = 64;
 
 /// Most charts one plugin may declare it serves.
 const MAX_DECLARED_CHARTS: usize = 256;
@@ -151,6 +158,7 @@ struct Inner {
     linker: Linker<HostState>,
     policy: Policy,
     cache: Option<ComponentCache>,
+    loaded: Mutex<HashMap<[u8; 32], Component>>,
     _ticker: Ticker,
 }
 
@@ -190,6 +198,7 @@ impl Sandbox {
                 linker,
                 policy,
                 cache,
+                loaded: Mutex::new(HashMap::new()),
                 _ticker: ticker,
             }),
         })
@@ -216,10 +225,7 @@ impl Sandbox {
     /// does not export the capstan world, [`Error::Fault`] when `info`
     /// misbehaves, [`Error::Cache`] when the cache cannot be written.
     pub fn load(&self, name: &str, wasm: &[u8]) -> Result<Plugin, Error> {
-        let component = match &self.inner.cache {
-            Some(cache) => cache.load_or_compile(&self.inner.engine, name, wasm)?,
-            None => compile(&self.inner.engine, name, wasm)?,
-        };
+        let component = self.component(name, wasm)?;
         let pre = self
             .inner
             .linker
@@ -241,6 +247,35 @@ impl Sandbox {
         plugin.info = plugin.call_info()?;
         plugin.name = plugin.info.name.clone();
         Ok(plugin)
+    }
+}
+
+impl Sandbox {
+    /// The compiled component of `wasm`: from memory, else from the disk
+    /// cache, else compiled. The lock is held while compiling, so a
+    /// component asked for by many operations at once is compiled once.
+    fn component(&self, name: &str, wasm: &[u8]) -> Result<Component, Error> {
+        use sha2::{Digest, Sha256};
+        let digest: [u8; 32] = Sha256::digest(wasm).into();
+        let mut loaded = self
+            .inner
+            .loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(component) = loaded.get(&digest) {
+            return Ok(component.clone());
+        }
+        let component = match &self.inner.cache {
+            Some(cache) => cache.load_or_compile(&self.inner.engine, name, wasm)?,
+            None => compile(&self.inner.engine, name, wasm)?,
+        };
+        if loaded.len() >= MAX_LOADED_COMPONENTS
+            && let Some(evict) = loaded.keys().next().copied()
+        {
+            loaded.remove(&evict);
+        }
+        loaded.insert(digest, component.clone());
+        Ok(component)
     }
 }
 
