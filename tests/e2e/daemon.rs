@@ -42,6 +42,16 @@ impl Daemon {
 
     /// Starts `capstan serve` with `env` and waits for its socket.
     pub fn spawn(&mut self, env: &[(&str, &str)]) {
+        let facts = example_facts("ha-replicas", "duplex.yaml");
+        self.spawn_daemon(env, &facts);
+    }
+
+    /// Starts `capstan serve` with other facts.
+    pub fn spawn_with_facts(&mut self, facts: &Path) {
+        self.spawn_daemon(&[], facts);
+    }
+
+    fn spawn_daemon(&mut self, env: &[(&str, &str)], facts: &Path) {
         let socket = self.state().join("capstan.sock");
         let _ = std::fs::remove_file(self.state().join("paused-at"));
         let log = std::fs::File::create(self.dir.join("daemon.log")).unwrap();
@@ -55,7 +65,7 @@ impl Daemon {
             .arg("--target")
             .arg(format!("dir:{}", self.applied().display()))
             .arg("--facts")
-            .arg(example_facts("ha-replicas", "duplex.yaml"))
+            .arg(facts)
             .env_remove("CAPSTAN_TEST_PAUSE_AT")
             .env_remove("CAPSTAN_TEST_STEP_DELAY_MS")
             .envs(env.iter().copied())
@@ -151,14 +161,7 @@ impl Daemon {
     /// Builds the example shop app as `name` at `version`, signed by the
     /// test key, after `tweak` edited its folder.
     pub fn shop_bundle(&self, version: &str, tweak: impl FnOnce(&Path)) -> PathBuf {
-        self.app_bundle("shop", version, |app| {
-            std::fs::copy(
-                plugin_wasm("capstan-example-ha-replicas"),
-                app.join("plugins/ha-replicas.wasm"),
-            )
-            .unwrap();
-            tweak(app);
-        })
+        self.app_bundle("shop", version, tweak)
     }
 
     /// Builds the example app `example-plugins/apps/NAME` at `version`,

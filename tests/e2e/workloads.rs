@@ -113,8 +113,8 @@ fn the_kind_is_decided_once_kept_when_traits_change_and_rekind_decides_again() {
         1
     );
 
-    // --rekind decides again: the default rule now says Deployment, and
-    // the StatefulSet is replaced.
+    // --rekind decides again: with no plugin and no volume trait the
+    // default rule says Deployment, and the StatefulSet is replaced.
     let out = d.cli(&["app", "apply", "kafka", "--rekind", "broker"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let broker = objects(&d.applied().join("kafka/broker.yaml"));
@@ -178,6 +178,8 @@ fn local_volumes_are_created_mounted_pinned_and_outlive_the_app() {
     check_typed(&zk);
     let deployment = of_kind(&zk, "Deployment")[0];
     let pod = &deployment["spec"]["template"]["spec"];
+    // The plugin saw the volume in its facts and placed ZooKeeper on its
+    // node; the transform pins it there too.
     assert_eq!(pod["nodeSelector"]["kubernetes.io/hostname"], "worker-1");
     assert_eq!(
         pod["volumes"][0]["persistentVolumeClaim"]["claimName"],
