@@ -2,6 +2,12 @@
 //! `_helpers.tpl` of 30 defines, rendered end to end (dependencies, values,
 //! parse, execute, sort). Time should grow linearly with N; the target is a
 //! median under 5 ms for N = 100.
+//!
+//! `render_chart` renders the same loaded chart in every iteration, as the
+//! daemon does: its templates are parsed on the first render and the
+//! renderer reuses the parsed set after that. `render_chart_first` measures
+//! a render that has to parse: it goes round more distinct charts than the
+//! renderer keeps parsed.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -39,6 +45,10 @@ fn template(t: usize) -> String {
     body.push_str("data:\n  {{- range $k, $v := .Values.data }}\n  {{ $k }}: {{ $v | quote }}\n  {{- end }}\n");
     body
 }
+
+/// Distinct charts `render_chart_first` goes round (more than the renderer
+/// keeps parsed, so that every render parses).
+const FIRST_RENDER_CHARTS: usize = 12;
 
 fn chart(n: usize) -> Chart {
     let mut templates = vec![ChartFile {
@@ -87,6 +97,29 @@ fn bench_render(c: &mut Criterion) {
         });
     }
     group.finish();
+    let mut first = c.benchmark_group("render_chart_first");
+    let n = 100;
+    let charts: Vec<Chart> = (0..FIRST_RENDER_CHARTS)
+        .map(|variant| {
+            let mut chart = chart(n);
+            // A comment makes each chart's templates different bytes.
+            let comment = format!("{{{{/* variant {variant} */}}}}");
+            chart.templates[1].data = Arc::from(
+                [comment.as_bytes(), &chart.templates[1].data]
+                    .concat()
+                    .into_boxed_slice(),
+            );
+            chart
+        })
+        .collect();
+    first.bench_with_input(BenchmarkId::from_parameter(n), &charts, |b, charts| {
+        let mut next = charts.iter().cycle();
+        b.iter(|| {
+            let chart = next.next().unwrap_or(&charts[0]);
+            render::render(black_box(chart), &Map::new(), &release, &caps)
+        });
+    });
+    first.finish();
 }
 
 criterion_group!(benches, bench_render);

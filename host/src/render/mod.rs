@@ -1,7 +1,9 @@
 //! Chart rendering as `helm template` does it: the Go template engine
 //! ([`template`]), the function library ([`funcs`]), chart loading
 //! ([`chart`]), dependency processing ([`deps`]), schema validation
-//! ([`schema`]) and manifest sorting and printing ([`output`]).
+//! ([`schema`]), reading manifest heads (`head`), manifest sorting and
+//! printing ([`output`]), and a process-wide cache of parsed templates
+//! (`parsed`) for charts rendered again.
 //!
 //! Owns turning a chart and values into manifests, byte for byte as
 //! `helm template` prints them. Must not apply anything to a cluster, read
@@ -10,7 +12,9 @@
 pub mod chart;
 pub mod deps;
 pub mod funcs;
+mod head;
 pub mod output;
+mod parsed;
 mod process;
 pub mod schema;
 pub mod template;

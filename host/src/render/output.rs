@@ -3,12 +3,7 @@
 //! `SplitManifests` does, hooks told apart by their annotation, manifests
 //! sorted in Helm's install order, `# Source:` headers.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use super::Error;
-use crate::values::{self, Value};
 
 /// Helm's install order by kind; unknown kinds go last, alphabetically.
 /// Kept with the applier, which orders by it too.
@@ -61,25 +56,42 @@ impl Manifest {
     }
 }
 
-/// A `---` at the start of a line. Helm 4 keeps the previous document's
-/// trailing whitespace and still splits `---` glued to content (what `{{-`
-/// after a separator produces).
-static SEPARATOR: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?m)^---[ \t]*").ok());
-
 /// Helm's `SplitManifests`: the documents of one rendered file, in order,
 /// without blank ones, each with leading whitespace trimmed and trailing
 /// whitespace kept.
 pub fn split_documents(text: &str) -> Vec<String> {
-    let text = text.trim_start();
-    let parts: Vec<&str> = match SEPARATOR.as_ref() {
-        Some(re) => re.split(text).collect(),
-        None => vec![text],
-    };
-    parts
+    split_on_separators(text.trim_start())
         .into_iter()
         .filter(|d| !d.trim().is_empty())
         .map(|d| d.trim_start().to_string())
         .collect()
+}
+
+/// The pieces of `text` between separators: `---` at the start of a line
+/// with the spaces and tabs after it (Helm's `(?m)^---[ \t]*`). Helm 4
+/// keeps the previous document's trailing whitespace and still splits
+/// `---` glued to content (what `{{-` after a separator produces).
+fn split_on_separators(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut parts = Vec::new();
+    let mut piece_start = 0;
+    let mut line_start = 0;
+    loop {
+        if bytes[line_start..].starts_with(b"---") {
+            parts.push(&text[piece_start..line_start]);
+            let mut end = line_start + 3;
+            while matches!(bytes.get(end), Some(b' ' | b'\t')) {
+                end += 1;
+            }
+            piece_start = end;
+        }
+        match bytes[line_start..].iter().position(|b| *b == b'\n') {
+            Some(i) => line_start += i + 1,
+            None => break,
+        }
+    }
+    parts.push(&text[piece_start..]);
+    parts
 }
 
 fn kind_rank(kind: &str) -> Option<usize> {
@@ -108,7 +120,7 @@ pub fn sort_manifests(files: &[(String, String)]) -> Result<(Vec<Manifest>, Vec<
     let mut sorted: Vec<&(String, String)> = files.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut hooks = Vec::new();
-    let mut generic = Vec::new();
+    let mut generic = Vec::with_capacity(files.len());
     for (path, content) in sorted {
         let base = path.rsplit('/').next().unwrap_or(path);
         if base.starts_with('_') || content.trim().is_empty() {
@@ -132,29 +144,21 @@ pub fn sort_manifests(files: &[(String, String)]) -> Result<(Vec<Manifest>, Vec<
 
 /// Reads a document's head; `None` for a hook with an unknown event.
 fn read_head(path: &str, doc: String) -> Result<Option<Manifest>, Error> {
-    let head = values::parse_yaml(&doc).map_err(|source| Error::ManifestYaml {
+    let head = super::head::read(&doc).map_err(|source| Error::ManifestYaml {
         source_path: path.to_string(),
         source,
     })?;
-    let get = |v: &Value, k: &str| -> Option<Value> { v.as_map().and_then(|m| m.get(k)).cloned() };
-    let text = |v: Option<Value>| match v {
-        Some(Value::String(s)) => s,
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
-    let metadata = get(&head, "metadata").unwrap_or(Value::Null);
-    let annotations = get(&metadata, "annotations").unwrap_or(Value::Null);
     let mut manifest = Manifest {
         source: path.to_string(),
-        api_version: text(get(&head, "apiVersion")),
-        kind: text(get(&head, "kind")),
-        name: text(get(&metadata, "name")),
+        api_version: head.api_version,
+        kind: head.kind,
+        name: head.name,
         content: doc,
         hook_events: Vec::new(),
         hook_weight: 0,
     };
-    if let Some(hook) = get(&annotations, "helm.sh/hook") {
-        let events: Vec<String> = text(Some(hook))
+    if let Some(hook) = head.hook {
+        let events: Vec<String> = hook
             .split(',')
             .map(|e| e.trim().to_ascii_lowercase())
             .collect();
@@ -162,10 +166,7 @@ fn read_head(path: &str, doc: String) -> Result<Option<Manifest>, Error> {
             return Ok(None);
         }
         manifest.hook_events = events;
-        manifest.hook_weight = text(get(&annotations, "helm.sh/hook-weight"))
-            .trim()
-            .parse()
-            .unwrap_or(0);
+        manifest.hook_weight = head.hook_weight.trim().parse().unwrap_or(0);
     }
     Ok(Some(manifest))
 }
@@ -244,6 +245,25 @@ fn source_of(doc: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn separators_split_like_helms_pattern() {
+        let re = regex::Regex::new(r"(?m)^---[ \t]*").unwrap();
+        for text in [
+            "",
+            "---",
+            "---\n---",
+            "a\n--- \t\nb",
+            "----x",
+            "a---\n---b\n",
+            "\n\n---\n",
+            "x\r\n---\ny",
+            "--\n-- -\n---",
+        ] {
+            let want: Vec<&str> = re.split(text).collect();
+            assert_eq!(split_on_separators(text), want, "{text:?}");
+        }
+    }
 
     #[test]
     fn splits_like_helm() {

@@ -1,12 +1,15 @@
 //! Rendering a prepared chart tree: builds each chart's top-level object
 //! (`.Values`, `.Chart`, `.Release`, `.Capabilities`, `.Files`,
-//! `.Subcharts`, `.Template`), parses every template once in Helm's order,
-//! and executes the ones that produce output.
+//! `.Subcharts`, `.Template`), parses every template once in Helm's order
+//! (or reuses the set parsed from the same sources, see `parsed`), and
+//! executes the ones that produce output.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::Error;
 use super::chart::Chart;
+use super::parsed;
 use super::template::{Engine, TemplateSet, objects::FileSet};
 use crate::values::{Map, Value};
 
@@ -16,7 +19,7 @@ struct Source<'c> {
     path: String,
     /// `chart/charts/sub/templates`.
     base_path: String,
-    text: &'c [u8],
+    text: &'c Arc<[u8]>,
     /// Index of its chart in the context list.
     chart: usize,
 }
@@ -34,7 +37,6 @@ pub fn render(
     release: &Value,
     caps: &Value,
 ) -> Result<Vec<(String, String)>, Error> {
-    let mut set = TemplateSet::new();
     let mut sources = Vec::new();
     let mut contexts: Vec<Value> = Vec::new();
     // Each chart's `.Files` refers to a file set by index; the engine gets
@@ -53,19 +55,19 @@ pub fn render(
     let mut order: Vec<usize> = (0..sources.len()).collect();
     // Helm parses deeper paths first, then by reverse name, so that a parent
     // chart's definitions replace a subchart's.
+    let depths: Vec<usize> = sources
+        .iter()
+        .map(|s| s.path.bytes().filter(|b| *b == b'/').count())
+        .collect();
     order.sort_by(|&a, &b| {
         let (pa, pb) = (&sources[a].path, &sources[b].path);
-        let (da, db) = (pa.matches('/').count(), pb.matches('/').count());
-        db.cmp(&da).then_with(|| pb.cmp(pa))
+        depths[b].cmp(&depths[a]).then_with(|| pb.cmp(pa))
     });
-    for &i in &order {
-        let src = &sources[i];
-        let text = String::from_utf8_lossy(src.text);
-        set.add(&src.path, &text).map_err(|e| Error::Parse {
-            template: src.path.clone(),
-            message: e.to_string(),
-        })?;
-    }
+    let key = order
+        .iter()
+        .map(|&i| (sources[i].path.clone(), sources[i].text.clone()))
+        .collect();
+    let set = parsed::get_or_parse(key, || parse_in_order(&sources, &order))?;
     let engine = Engine::new(&set);
     for files in file_sets {
         engine.register_files(files);
@@ -80,10 +82,7 @@ pub fn render(
         }
         let root = &mut roots[src.chart];
         if let Value::Map(m) = Rc::make_mut(root) {
-            let mut t = Map::new();
-            t.insert("Name".into(), Value::String(src.path.clone()));
-            t.insert("BasePath".into(), Value::String(src.base_path.clone()));
-            m.insert("Template".into(), Value::Map(t));
+            set_template_object(m, &src.path, &src.base_path);
         }
         let text = engine
             .execute_shared(&src.path, root)
@@ -91,9 +90,57 @@ pub fn render(
                 template: src.path.clone(),
                 message: e.to_string(),
             })?;
-        out.push((src.path.clone(), text.replace("<no value>", "")));
+        out.push((src.path.clone(), without_no_value(text)));
     }
     Ok(out)
+}
+
+/// Sets `.Template` to `{Name, BasePath}`, reusing the previous
+/// template's strings when that object is still as it was made.
+fn set_template_object(root: &mut Map, name: &str, base_path: &str) {
+    if let Some(Value::Map(t)) = root.get_mut("Template")
+        && t.len() == 2
+        && let Some(Value::String(old_name)) = t.get_mut("Name")
+    {
+        old_name.clear();
+        old_name.push_str(name);
+        if let Some(Value::String(old_base)) = t.get_mut("BasePath") {
+            old_base.clear();
+            old_base.push_str(base_path);
+            return;
+        }
+    }
+    let mut t = Map::new();
+    t.insert("Name".into(), Value::String(name.to_string()));
+    t.insert("BasePath".into(), Value::String(base_path.to_string()));
+    root.insert("Template".into(), Value::Map(t));
+}
+
+/// The text with every `<no value>` removed, as Helm does after rendering.
+fn without_no_value(text: String) -> String {
+    if text.contains("<no value>") {
+        text.replace("<no value>", "")
+    } else {
+        text
+    }
+}
+
+/// Parses every source, in `order`, into one set.
+fn parse_in_order(sources: &[Source<'_>], order: &[usize]) -> Result<TemplateSet, Error> {
+    let mut set = TemplateSet::new();
+    for &i in order {
+        let src = &sources[i];
+        // Valid UTF-8 (the usual case) is checked by the fast path.
+        let text = match std::str::from_utf8(src.text) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(src.text),
+        };
+        set.add(&src.path, &text).map_err(|e| Error::Parse {
+            template: src.path.clone(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(set)
 }
 
 /// Builds the top-level object of `chart` and those of its subcharts

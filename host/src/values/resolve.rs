@@ -32,6 +32,19 @@ pub(crate) enum Resolved {
 
 /// go-yaml v2's `resolve("", text)` for an untagged plain scalar.
 pub(crate) fn resolve_plain(text: &str) -> Resolved {
+    // Most scalars are words, which are not numbers; the fixed spellings
+    // that start with a letter start with one of `yYnNtTfFoO` and have at
+    // most five letters (`false`).
+    if let Some(&first) = text.as_bytes().first()
+        && first.is_ascii_alphabetic()
+        && (text.len() > 5
+            || !matches!(
+                first,
+                b'y' | b'Y' | b'n' | b'N' | b't' | b'T' | b'f' | b'F' | b'o' | b'O'
+            ))
+    {
+        return Resolved::Str;
+    }
     if let Some(fixed) = resolve_fixed(text) {
         return fixed;
     }
@@ -42,6 +55,49 @@ pub(crate) fn resolve_plain(text: &str) -> Resolved {
         },
         Some(b'0'..=b'9' | b'+' | b'-') => resolve_number(text),
         _ => Resolved::Str,
+    }
+}
+
+/// What a plain (unquoted) scalar becomes once [`super::parse_yaml`] has
+/// read it, for callers that scan simple YAML themselves and must agree
+/// with the full parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlainScalar {
+    /// A string: text that resolves to nothing else, or a timestamp.
+    String,
+    /// A number, a boolean or null (as a key: turned into a string key).
+    Other,
+    /// Something `parse_yaml` refuses in that position, or a merge key.
+    Refused,
+}
+
+/// How `parse_yaml` reads a plain scalar in value position: numbers,
+/// booleans and nulls are [`PlainScalar::Other`]; infinite or NaN floats
+/// (`.inf`, `1e400`, huge `0x...` integers) are [`PlainScalar::Refused`],
+/// as JSON cannot hold them; `<<` and everything else is a string.
+pub fn plain_value_kind(text: &str) -> PlainScalar {
+    match resolve_plain(text) {
+        Resolved::Null | Resolved::Bool(_) | Resolved::Int(_) | Resolved::Uint(_) => {
+            PlainScalar::Other
+        }
+        Resolved::BigInt(f) | Resolved::Float(f) if f.is_finite() => PlainScalar::Other,
+        Resolved::BigInt(_) | Resolved::Float(_) => PlainScalar::Refused,
+        Resolved::Timestamp | Resolved::Str | Resolved::Merge => PlainScalar::String,
+    }
+}
+
+/// How `parse_yaml` reads a plain scalar in key position: strings and
+/// timestamps are [`PlainScalar::String`]; numbers and booleans become
+/// string keys ([`PlainScalar::Other`]); null and integers past `int64`
+/// are refused, and `<<` (a merge, not an ordinary key) is reported as
+/// [`PlainScalar::Refused`] too.
+pub fn plain_key_kind(text: &str) -> PlainScalar {
+    match resolve_plain(text) {
+        Resolved::Timestamp | Resolved::Str => PlainScalar::String,
+        Resolved::Bool(_) | Resolved::Int(_) | Resolved::Float(_) => PlainScalar::Other,
+        Resolved::Null | Resolved::Uint(_) | Resolved::BigInt(_) | Resolved::Merge => {
+            PlainScalar::Refused
+        }
     }
 }
 
@@ -387,6 +443,51 @@ pub(crate) fn is_base60_float(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_kinds_agree_with_the_parser() {
+        let texts = [
+            "ConfigMap",
+            "2024-01-02",
+            "<<",
+            "5",
+            "-1.5",
+            "yes",
+            "Off",
+            "~",
+            "null",
+            ".inf",
+            "-.Inf",
+            ".nan",
+            "1e400",
+            "0x1F",
+            "18446744073709551615",
+            "0xFFFFFFFFFFFFFFFFFF",
+            "1:30",
+            "v1",
+            "1.0.0",
+        ];
+        for text in texts {
+            let as_value = match super::super::parse_yaml(&format!("k: {text}\n")) {
+                Ok(crate::values::Value::Map(m)) => match m.get("k") {
+                    Some(crate::values::Value::String(s)) if s == text => PlainScalar::String,
+                    Some(_) => PlainScalar::Other,
+                    None => PlainScalar::Refused,
+                },
+                _ => PlainScalar::Refused,
+            };
+            assert_eq!(plain_value_kind(text), as_value, "value {text}");
+            let as_key = super::super::parse_yaml(&format!("{text}: v\n"));
+            match plain_key_kind(text) {
+                PlainScalar::Refused => assert!(as_key.is_err(), "key {text}"),
+                PlainScalar::Other => assert!(as_key.is_ok(), "key {text}"),
+                PlainScalar::String => assert!(
+                    matches!(as_key, Ok(crate::values::Value::Map(m)) if m.contains_key(text)),
+                    "key {text}"
+                ),
+            }
+        }
+    }
 
     #[test]
     fn yaml_1_1_booleans_and_nulls() {

@@ -3,6 +3,8 @@
 //! precision, argument indexes and its in-band error strings, plus the
 //! `text/template` escapers `urlquery`, `html` and `js`.
 
+use std::borrow::Cow;
+
 use super::FuncError;
 use super::args::type_name;
 use crate::values::{Value, format_go_float};
@@ -105,10 +107,20 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
         arg_num: 0,
         reordered: false,
         good_arg_num: true,
-        out: String::new(),
+        out: String::with_capacity(format.len() + text_len(args)),
     };
     printer.run();
     printer.out
+}
+
+/// The bytes of the string operands: a good first guess of the output size.
+fn text_len(args: &[Value]) -> usize {
+    args.iter()
+        .map(|a| match a {
+            Value::String(s) => s.len(),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// The state of one `Sprintf` call, as Go's `pp.doPrintf` keeps it.
@@ -153,6 +165,13 @@ impl Printer<'_> {
     /// One directive after its `%`; false when the format ended early.
     fn directive(&mut self) -> bool {
         self.good_arg_num = true;
+        if self.byte() == Some(b's') {
+            // A bare `%s`, the usual directive: no flags, index, width or
+            // precision to read.
+            self.i += 1;
+            self.print_verb('s', Spec::default());
+            return true;
+        }
         let mut spec = self.flags();
         let mut after_index = self.index();
         if self.byte() == Some(b'*') {
@@ -405,7 +424,10 @@ fn bad_verb(out: &mut String, value: &Value, verb: char, spec: &Spec) {
 /// Pads to the width: spaces on the left, on the right with `-`, or zeros on
 /// the left with `0` where zero padding applies.
 fn pad(out: &mut String, text: &str, spec: &Spec, zero_allowed: bool) {
-    let width = spec.width.unwrap_or(0);
+    let Some(width) = spec.width else {
+        out.push_str(text);
+        return;
+    };
     let len = text.chars().count();
     if len >= width {
         out.push_str(text);
@@ -655,9 +677,9 @@ fn format_string(out: &mut String, value: &Value, s: &str, verb: char, spec: &Sp
     match verb {
         'v' if spec.sharp_v => pad(out, &quote(s, false), spec, false),
         'v' | 's' => {
-            let text: String = match spec.precision {
-                Some(p) => s.chars().take(p).collect(),
-                None => s.to_string(),
+            let text: Cow<'_, str> = match spec.precision {
+                Some(p) => Cow::Owned(s.chars().take(p).collect()),
+                None => Cow::Borrowed(s),
             };
             pad(out, &text, spec, false);
         }
@@ -705,12 +727,26 @@ fn can_backquote(s: &str) -> bool {
 /// Go's `strconv.Quote` (or `QuoteToASCII` when `ascii`).
 pub fn quote(s: &str, ascii: bool) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    quote_into(&mut out, s, ascii);
+    out
+}
+
+/// [`quote`], appending to `out`.
+pub fn quote_into(out: &mut String, s: &str, ascii: bool) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        escape_char(&mut out, c, '"', ascii);
+    // Printable ASCII other than the quote and backslash stays as it is.
+    let plain = s
+        .bytes()
+        .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\');
+    if plain {
+        out.push_str(s);
+    } else {
+        for c in s.chars() {
+            escape_char(out, c, '"', ascii);
+        }
     }
     out.push('"');
-    out
 }
 
 fn quote_rune(c: char, ascii: bool) -> String {

@@ -45,6 +45,7 @@ mod url;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 use crate::values::Value;
@@ -88,7 +89,27 @@ const GROUPS: &[&[(&str, Function)]] = &[
     toml_decode::FUNCTIONS,
 ];
 
-static TABLE: LazyLock<HashMap<&'static str, Function>> = LazyLock::new(|| {
+/// FxHash, a small multiplicative hash for the function table. The table
+/// holds only the library's own names, so no template can crowd a bucket;
+/// it makes the per-identifier lookup of every parse cheap.
+#[derive(Default)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Table = HashMap<&'static str, Function, BuildHasherDefault<NameHasher>>;
+
+static TABLE: LazyLock<Table> = LazyLock::new(|| {
     GROUPS
         .iter()
         .flat_map(|group| group.iter())
@@ -99,6 +120,11 @@ static TABLE: LazyLock<HashMap<&'static str, Function>> = LazyLock::new(|| {
 /// The function called `name` in a template, if the library has one.
 pub fn lookup(name: &str) -> Option<Function> {
     TABLE.get(name).copied()
+}
+
+/// [`lookup`], with the library's own copy of the name.
+pub fn lookup_named(name: &str) -> Option<(&'static str, Function)> {
+    TABLE.get_key_value(name).map(|(k, f)| (*k, *f))
 }
 
 /// Every function name the library supports, grouped by topic.

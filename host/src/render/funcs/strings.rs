@@ -5,7 +5,7 @@
 //! and `wrap` count bytes as Go does; a cut inside a multi-byte character
 //! leaves U+FFFD where Go would leave a broken byte.
 
-use super::args::{at_least, exactly, integer, string_list, strslice, strval, text};
+use super::args::{at_least, exactly, integer, string_list, strslice, text};
 use super::{FuncError, Function};
 use crate::values::{Map, Value};
 
@@ -487,12 +487,22 @@ fn cat(args: &[Value]) -> Result<Value, FuncError> {
 
 /// `quote A B ...`: each non-nil operand as a Go-quoted string.
 fn quote(args: &[Value]) -> Result<Value, FuncError> {
-    let parts: Vec<String> = args
-        .iter()
-        .filter(|v| !matches!(v, Value::Null))
-        .map(|v| super::gofmt::quote(&strval(v), false))
-        .collect();
-    Ok(parts.join(" ").into())
+    let mut out = String::with_capacity(match args {
+        [Value::String(s)] => s.len() + 2,
+        _ => 0,
+    });
+    for v in args.iter().filter(|v| !matches!(v, Value::Null)) {
+        // Every quoted operand is at least `""`, so a non-empty buffer
+        // means one came before.
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        match v {
+            Value::String(s) => super::gofmt::quote_into(&mut out, s, false),
+            other => super::gofmt::quote_into(&mut out, &other.to_string(), false),
+        }
+    }
+    Ok(out.into())
 }
 
 /// `squote A B ...`: each non-nil operand in single quotes, unescaped.
@@ -505,27 +515,52 @@ fn squote(args: &[Value]) -> Result<Value, FuncError> {
     Ok(parts.join(" ").into())
 }
 
-fn indent_text(name: &str, args: &[Value]) -> Result<String, FuncError> {
+/// `prefix`, then `s` with `spaces` spaces before every line (Sprig's
+/// `pad + strings.Replace(s, "\n", "\n"+pad, -1)`), built in one buffer.
+fn indent_text(name: &str, args: &[Value], prefix: &str) -> Result<String, FuncError> {
     let [spaces, s] = exactly::<2>(name, args)?;
     let (spaces, s) = (integer(spaces)?, text(s)?);
     let spaces =
         usize::try_from(spaces).map_err(|_| FuncError("strings: negative Repeat count".into()))?;
-    let lines = s.matches('\n').count() + 1;
-    if spaces.saturating_mul(lines) > MAX_OUTPUT_BYTES {
+    let lines = s.bytes().filter(|b| *b == b'\n').count() + 1;
+    let padding = spaces.saturating_mul(lines);
+    if padding > MAX_OUTPUT_BYTES {
         return Err(FuncError(format!("indent of {spaces} spaces is too large")));
     }
-    let pad = " ".repeat(spaces);
-    Ok(format!("{pad}{}", s.replace('\n', &format!("\n{pad}"))))
+    let mut out = String::with_capacity(prefix.len() + s.len() + padding);
+    out.push_str(prefix);
+    push_spaces(&mut out, spaces);
+    let mut line_start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        if b == b'\n' {
+            out.push_str(&s[line_start..=i]);
+            push_spaces(&mut out, spaces);
+            line_start = i + 1;
+        }
+    }
+    out.push_str(&s[line_start..]);
+    Ok(out)
+}
+
+/// Appends `n` spaces.
+fn push_spaces(out: &mut String, n: usize) {
+    const SPACES: &str = "                                ";
+    let mut left = n;
+    while left > 0 {
+        let step = left.min(SPACES.len());
+        out.push_str(&SPACES[..step]);
+        left -= step;
+    }
 }
 
 /// `indent N S`: N spaces before every line.
 fn indent(args: &[Value]) -> Result<Value, FuncError> {
-    Ok(indent_text("indent", args)?.into())
+    Ok(indent_text("indent", args, "")?.into())
 }
 
 /// `nindent N S`: a newline, then `indent N S`.
 fn nindent(args: &[Value]) -> Result<Value, FuncError> {
-    Ok(format!("\n{}", indent_text("nindent", args)?).into())
+    Ok(indent_text("nindent", args, "\n")?.into())
 }
 
 /// Go's `strings.Split`, including its empty-separator rule (one piece per

@@ -1,7 +1,7 @@
 //! The parse tree of a Go text/template, as `text/template/parse` builds it.
 
 use std::fmt;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// A byte offset into the source of the template that holds a node.
 pub type Pos = usize;
@@ -9,11 +9,20 @@ pub type Pos = usize;
 /// A list of nodes executed in order.
 pub type List = Vec<Node>;
 
+/// A byte range of a tree's source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
 /// One node of a template body.
 #[derive(Debug, Clone)]
 pub enum Node {
-    /// Plain text copied to the output.
-    Text(String),
+    /// Plain text copied to the output, kept as a range of the source.
+    Text(Span),
     /// `{{ pipeline }}`: prints the value unless the pipeline declares variables.
     Action(Pipeline),
     /// `{{ if }}` / `{{ else if }}` / `{{ else }}`.
@@ -56,7 +65,7 @@ pub struct Pipeline {
     /// Where the pipeline starts.
     pub pos: Pos,
     /// Declared or assigned variables (with their `$`).
-    pub decl: Vec<String>,
+    pub decl: Vec<Arc<str>>,
     /// True for `=`, false for `:=`.
     pub is_assign: bool,
     /// The commands, the output of each fed as the last argument of the next.
@@ -84,10 +93,10 @@ pub enum Arg {
     /// A number constant.
     Number(Number),
     /// A string constant (already unquoted).
-    String(Rc<str>),
+    String(Arc<str>),
     /// A function name, with the library function it names resolved at
     /// parse time (`None` for the engine's own built-ins).
-    Identifier(Pos, String, Option<crate::render::funcs::Function>),
+    Identifier(Pos, &'static str, Option<crate::render::funcs::Function>),
     /// `.a.b.c`
     Field(Pos, Vec<String>),
     /// `$x.a.b` (`$` alone for the root).
@@ -115,9 +124,9 @@ pub struct Number {
 #[derive(Debug, Clone)]
 pub struct Tree {
     /// The name the source was parsed under (a file path).
-    pub name: Rc<str>,
+    pub name: Arc<str>,
     /// The source text (for line and column of errors).
-    pub text: Rc<str>,
+    pub text: Arc<str>,
     /// The top-level body.
     pub root: List,
 }
@@ -134,12 +143,19 @@ impl Tree {
         };
         (line, col)
     }
-}
 
-/// Whether a body has nothing but whitespace text (Go's `IsEmptyTree`).
-pub fn is_empty_list(list: &List) -> bool {
-    list.iter()
-        .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()))
+    /// The source text a [`Node::Text`] stands for (empty if the span
+    /// does not fit the source, which the parser never produces).
+    pub fn text_of(&self, span: Span) -> &str {
+        self.text.get(span.start..span.end).unwrap_or_default()
+    }
+
+    /// Whether the body has nothing but whitespace text (Go's `IsEmptyTree`).
+    pub fn is_empty(&self) -> bool {
+        self.root
+            .iter()
+            .all(|n| matches!(n, Node::Text(span) if self.text_of(*span).trim().is_empty()))
+    }
 }
 
 fn write_fields(f: &mut fmt::Formatter<'_>, fields: &[String]) -> fmt::Result {
@@ -187,7 +203,12 @@ impl fmt::Display for Command {
 impl fmt::Display for Pipeline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.decl.is_empty() {
-            f.write_str(&self.decl.join(", "))?;
+            for (i, name) in self.decl.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                f.write_str(name)?;
+            }
             f.write_str(if self.is_assign { " = " } else { " := " })?;
         }
         for (i, cmd) in self.cmds.iter().enumerate() {

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::ast::{Arg, Branch, Command, List, Node, Number, Pipeline, Tree};
 use super::builtins;
@@ -62,18 +63,46 @@ pub struct Engine<'s> {
     set: &'s TemplateSet,
     /// File sets reachable through `.Files` values (index = id).
     pub files: RefCell<Vec<Rc<objects::FileSet>>>,
-    include_counts: RefCell<HashMap<String, usize>>,
+    /// The names of the `include`s being executed, outermost first: how
+    /// often a name occurs is Helm's nesting count for it.
+    includes: RefCell<Vec<Arc<str>>>,
     tpl_cache: RefCell<HashMap<(String, String), Rc<TemplateSet>>>,
     depth: std::cell::Cell<usize>,
     /// The name `$`, shared by every frame.
-    dollar: Rc<str>,
+    dollar: Arc<str>,
+    /// Spare buffers, so that hot paths do not allocate on every call.
+    spare: RefCell<Spare>,
+}
+
+/// Emptied buffers kept for reuse by an [`Engine`].
+#[derive(Default)]
+struct Spare {
+    /// Argument lists for library functions.
+    args: Vec<Vec<Value>>,
+    /// Variable stacks for template frames.
+    vars: Vec<Vars>,
+    /// Output buffers for `include`.
+    texts: Vec<String>,
+}
+
+/// The variables in scope in a frame, innermost last.
+type Vars = Vec<(Arc<str>, Rc<Value>)>;
+
+/// How many emptied buffers of each kind an engine keeps.
+const SPARE_LIMIT: usize = 16;
+
+/// Adds an emptied buffer to `pool`, unless the pool is full.
+fn keep<T>(pool: &mut Vec<T>, buffer: T) {
+    if pool.len() < SPARE_LIMIT {
+        pool.push(buffer);
+    }
 }
 
 /// One template invocation: where errors point and the variables in scope.
 struct Frame<'a> {
     tree: &'a Tree,
     name: &'a str,
-    vars: Vec<(Rc<str>, Rc<Value>)>,
+    vars: Vars,
     locals: Option<Rc<TemplateSet>>,
     /// The node being evaluated, for error context.
     at: Option<(usize, String)>,
@@ -87,11 +116,45 @@ impl<'s> Engine<'s> {
         Engine {
             set,
             files: RefCell::new(Vec::new()),
-            include_counts: RefCell::new(HashMap::new()),
+            includes: RefCell::new(Vec::new()),
             tpl_cache: RefCell::new(HashMap::new()),
             depth: std::cell::Cell::new(0),
-            dollar: Rc::from("$"),
+            dollar: Arc::from("$"),
+            spare: RefCell::new(Spare::default()),
         }
+    }
+
+    /// An empty argument list, reused when one is spare.
+    fn take_args(&self) -> Vec<Value> {
+        self.spare.borrow_mut().args.pop().unwrap_or_default()
+    }
+
+    /// Empties `args` and keeps it for a later call.
+    fn give_args(&self, mut args: Vec<Value>) {
+        args.clear();
+        keep(&mut self.spare.borrow_mut().args, args);
+    }
+
+    /// An empty variable stack, reused when one is spare.
+    fn take_vars(&self) -> Vars {
+        self.spare.borrow_mut().vars.pop().unwrap_or_default()
+    }
+
+    /// Empties `vars` and keeps it for a later frame.
+    fn give_vars(&self, mut vars: Vars) {
+        vars.clear();
+        keep(&mut self.spare.borrow_mut().vars, vars);
+    }
+
+    /// An empty output buffer, reused when one is spare.
+    fn take_text(&self) -> String {
+        self.spare.borrow_mut().texts.pop().unwrap_or_default()
+    }
+
+    /// Empties `text` and keeps it for a later `include`.
+    fn give_text(&self, mut text: String) {
+        text.clear();
+        keep(&mut self.spare.borrow_mut().texts, text);
     }
 
     /// Registers a file set and returns the `.Files` value that refers to it.
@@ -118,12 +181,13 @@ impl<'s> Engine<'s> {
     /// # Errors
     /// As [`Engine::execute`].
     pub fn execute_shared(&self, name: &str, data: &mut Rc<Value>) -> Res<String> {
-        let mut out = String::new();
         let Some((tree, locals)) = self.lookup(name, &None) else {
             return Err(ExecError(format!(
                 "template: no template {name:?} associated with template"
             )));
         };
+        // Output is usually about as long as the source, often longer.
+        let mut out = String::with_capacity(tree.text.len() * 2);
         *data = self.run_tree(&tree, name, data.clone(), locals, &mut out)?;
         Ok(out)
     }
@@ -132,7 +196,7 @@ impl<'s> Engine<'s> {
         &self,
         name: &str,
         locals: &Option<Rc<TemplateSet>>,
-    ) -> Option<(Rc<Tree>, Option<Rc<TemplateSet>>)> {
+    ) -> Option<(Arc<Tree>, Option<Rc<TemplateSet>>)> {
         if let Some(l) = locals
             && let Some(t) = l.get(name)
         {
@@ -156,18 +220,23 @@ impl<'s> Engine<'s> {
             )));
         }
         self.depth.set(depth);
+        let mut vars = self.take_vars();
+        vars.push((self.dollar.clone(), data.clone()));
         let mut frame = Frame {
             tree,
             name,
-            vars: vec![(self.dollar.clone(), data.clone())],
+            vars,
             locals,
             at: None,
         };
         let mut dot = data;
         let result = self.walk_list(&mut frame, &mut dot, &tree.root, out);
         self.depth.set(depth - 1);
+        let mut vars = frame.vars;
+        let changed = vars.swap_remove(0).1;
+        self.give_vars(vars);
         result?;
-        Ok(frame.vars.swap_remove(0).1)
+        Ok(changed)
     }
 
     fn err(&self, frame: &Frame<'_>, msg: impl std::fmt::Display) -> ExecError {
@@ -207,8 +276,12 @@ impl<'s> Engine<'s> {
         out: &mut String,
     ) -> Res<Flow> {
         match node {
-            Node::Text(t) => out.push_str(t),
+            Node::Text(span) => out.push_str(f.tree.text_of(*span)),
             Node::Action(pipe) => {
+                if let Some(v) = plain_field(dot, pipe) {
+                    print_value(out, v.unwrap_or(&Value::Null));
+                    return Ok(Flow::Normal);
+                }
                 let v = self.eval_pipeline(f, dot, pipe)?;
                 if pipe.decl.is_empty() {
                     print_value(out, v.get());
@@ -276,45 +349,20 @@ impl<'s> Engine<'s> {
     ) -> Res<Flow> {
         let mark = f.vars.len();
         // The pipeline's declarations are bound per element, not to the whole value.
-        let decl: Vec<Rc<str>> = b.pipe.decl.iter().map(|d| Rc::from(d.as_str())).collect();
+        let decl = &b.pipe.decl;
         let v = self.eval_commands(f, dot, &b.pipe)?;
-        let items: Vec<(Value, Rc<Value>)> = match v.get() {
-            Value::Null => Vec::new(),
-            Value::List(items) => items
-                .iter()
+        // A value the pipeline made is taken apart; a shared one is copied.
+        let items: Vec<(Value, Rc<Value>)> = match v {
+            Val::Owned(Value::List(items)) => items
+                .into_iter()
                 .enumerate()
-                .map(|(i, x)| (Value::Int(i as i64), Rc::new(x.clone())))
+                .map(|(i, x)| (Value::Int(i as i64), Rc::new(x)))
                 .collect(),
-            Value::Map(_) if objects::is_files(v.get()) => {
-                let files = self.files_of(f, v.get())?;
-                files
-                    .iter()
-                    .map(|(k, data)| {
-                        let text = String::from_utf8_lossy(data).into_owned();
-                        (Value::String(k.clone()), Rc::new(Value::String(text)))
-                    })
-                    .collect()
-            }
-            Value::Map(m) => m
-                .iter()
-                .map(|(k, x)| (Value::String(k.clone()), Rc::new(x.clone())))
+            Val::Owned(Value::Map(m)) if !objects::is_files_map(&m) => m
+                .into_iter()
+                .map(|(k, x)| (Value::String(k), Rc::new(x)))
                 .collect(),
-            Value::Int(n) => {
-                if decl.len() > 1 {
-                    f.at = Some((b.pipe.pos, b.pipe.to_string()));
-                    return Err(self.err(
-                        f,
-                        format!("can't use {n} to iterate over more than one variable"),
-                    ));
-                }
-                (0..*n)
-                    .map(|i| (Value::Int(i), Rc::new(Value::Int(i))))
-                    .collect()
-            }
-            other => {
-                f.at = Some((b.pipe.pos, b.pipe.to_string()));
-                return Err(self.err(f, format!("range can't iterate over {other}")));
-            }
+            v => self.shared_range_items(f, b, &v)?,
         };
         if items.is_empty() {
             let flow = match &b.else_list {
@@ -340,6 +388,54 @@ impl<'s> Engine<'s> {
             }
         }
         Ok(Flow::Normal)
+    }
+
+    /// The (key, element) pairs `range` walks for a value it cannot take
+    /// apart: elements are copied.
+    fn shared_range_items(
+        &self,
+        f: &mut Frame<'_>,
+        b: &Branch,
+        v: &Val,
+    ) -> Res<Vec<(Value, Rc<Value>)>> {
+        Ok(match v.get() {
+            Value::Null => Vec::new(),
+            Value::List(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (Value::Int(i as i64), Rc::new(x.clone())))
+                .collect(),
+            Value::Map(_) if objects::is_files(v.get()) => {
+                let files = self.files_of(f, v.get())?;
+                files
+                    .iter()
+                    .map(|(k, data)| {
+                        let text = String::from_utf8_lossy(data).into_owned();
+                        (Value::String(k.clone()), Rc::new(Value::String(text)))
+                    })
+                    .collect()
+            }
+            Value::Map(m) => m
+                .iter()
+                .map(|(k, x)| (Value::String(k.clone()), Rc::new(x.clone())))
+                .collect(),
+            Value::Int(n) => {
+                if b.pipe.decl.len() > 1 {
+                    f.at = Some((b.pipe.pos, b.pipe.to_string()));
+                    return Err(self.err(
+                        f,
+                        format!("can't use {n} to iterate over more than one variable"),
+                    ));
+                }
+                (0..*n)
+                    .map(|i| (Value::Int(i), Rc::new(Value::Int(i))))
+                    .collect()
+            }
+            other => {
+                f.at = Some((b.pipe.pos, b.pipe.to_string()));
+                return Err(self.err(f, format!("range can't iterate over {other}")));
+            }
+        })
     }
 
     fn files_of(&self, f: &Frame<'_>, v: &Value) -> Res<Rc<objects::FileSet>> {
@@ -368,7 +464,7 @@ impl<'s> Engine<'s> {
         let rc = value.into_rc();
         for name in &pipe.decl {
             if pipe.is_assign {
-                match f.vars.iter_mut().rev().find(|(n, _)| &**n == name.as_str()) {
+                match f.vars.iter_mut().rev().find(|(n, _)| n == name) {
                     Some(slot) => slot.1 = rc.clone(),
                     None => {
                         f.at = Some((pipe.pos, pipe.to_string()));
@@ -376,7 +472,7 @@ impl<'s> Engine<'s> {
                     }
                 }
             } else {
-                f.vars.push((Rc::from(name.as_str()), rc.clone()));
+                f.vars.push((name.clone(), rc.clone()));
             }
         }
         Ok(Val::Shared(rc))
@@ -535,7 +631,7 @@ impl<'s> Engine<'s> {
             Arg::Nil => Ok(Val::Owned(Value::Null)),
             Arg::Bool(b) => Ok(Val::Owned(Value::Bool(*b))),
             Arg::Number(n) => Ok(Val::Owned(number_value(n))),
-            Arg::String(s) => Ok(Val::Owned(Value::String(s.to_string()))),
+            Arg::String(s) => Ok(Val::Owned(Value::String(String::from(&**s)))),
             Arg::Field(pos, fields) => self.eval_fields(
                 f,
                 dot,
@@ -597,24 +693,28 @@ impl<'s> Engine<'s> {
         fin: Option<Val>,
     ) -> Res<Val> {
         let (name, func) = match cmd.args.first() {
-            Some(Arg::Identifier(_, name, func)) => (name.as_str(), *func),
+            Some(Arg::Identifier(_, name, func)) => (*name, *func),
             _ => return Err(self.err(f, "not a function call")),
         };
         let args = &cmd.args[1..];
         if let Some(func) = func {
-            let plain: Vec<Value> = self
-                .eval_args(f, dot, args, fin)?
-                .into_iter()
-                .map(Val::into_value)
-                .collect();
-            let result = match func(&plain) {
+            let mut plain = self.take_args();
+            for a in args {
+                plain.push(self.eval_arg(f, dot, a)?.into_value());
+            }
+            if let Some(v) = fin {
+                plain.push(v.into_value());
+            }
+            let called = func(&plain);
+            self.give_args(plain);
+            let result = match called {
                 Ok(v) => Val::Owned(v),
                 Err(e) => {
                     f.at = Some((cmd.pos, cmd.to_string()));
                     return Err(self.err(f, format!("error calling {name}: {}", e.0)));
                 }
             };
-            if MUTATING.contains(&name)
+            if funcs::mutates_first_argument(name)
                 && let Some(target) = args.first()
             {
                 write_back(f, dot, target, result.get());
@@ -624,6 +724,18 @@ impl<'s> Engine<'s> {
         match name {
             "and" | "or" => return self.and_or(f, dot, cmd, name == "and", args, fin),
             "include" => {
+                if let ([Arg::String(name), data_arg], None) = (args, &fin) {
+                    // The usual `include "name" data`: the literal name is
+                    // used in place.
+                    let data = self.eval_arg(f, dot, data_arg)?.into_rc();
+                    let result = self.include_named(f, cmd, name.clone(), data.clone());
+                    if let Ok((_, changed)) = &result
+                        && !Rc::ptr_eq(changed, &data)
+                    {
+                        replace_target(f, dot, data_arg, changed.clone());
+                    }
+                    return result.map(|(v, _)| v);
+                }
                 let mut vals = self.eval_args(f, dot, args, fin)?;
                 let data = (vals.len() == 2).then(|| vals.remove(1).into_rc());
                 let result = self.include(f, cmd, vals, data.clone());
@@ -642,7 +754,7 @@ impl<'s> Engine<'s> {
             _ => {}
         }
         let vals = self.eval_args(f, dot, args, fin)?;
-        let mutates = MUTATING.contains(&name);
+        let mutates = funcs::mutates_first_argument(name);
         let result = if let Some(r) = builtins::call(name, &vals) {
             r
         } else if let Some(func) = funcs::lookup(name) {
@@ -735,39 +847,56 @@ impl<'s> Engine<'s> {
         };
         drop(it);
         let data = data.unwrap_or_else(|| Rc::new(Value::Null));
-        {
-            let mut counts = self.include_counts.borrow_mut();
-            if !counts.contains_key(&name) {
-                counts.insert(name.clone(), 0);
+        self.include_named(f, cmd, Arc::from(name), data)
+            .map(|(v, changed)| (v, Some(changed)))
+    }
+
+    /// Runs the template `name` with `data` for `include`; also returns
+    /// what the template made of its data.
+    fn include_named(
+        &self,
+        f: &mut Frame<'_>,
+        cmd: &Command,
+        name: Arc<str>,
+        data: Rc<Value>,
+    ) -> Res<(Val, Rc<Value>)> {
+        let fail = |this: &Self, f: &mut Frame<'_>, msg: String| {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            Err(this.err(f, format!("error calling include: {msg}")))
+        };
+        let too_deep = {
+            let mut includes = self.includes.borrow_mut();
+            let nested = includes.iter().filter(|n| ***n == *name).count();
+            if nested <= INCLUDE_NESTING_LIMIT {
+                includes.push(name.clone());
             }
-            let Some(n) = counts.get_mut(&name) else {
-                return fail(self, f, format!("unable to execute template {name}"));
-            };
-            if *n > INCLUDE_NESTING_LIMIT {
-                drop(counts);
-                return fail(
-                    self,
-                    f,
-                    format!(
-                        "rendering template has a nested reference name: {name}: unable to execute template"
-                    ),
-                );
-            }
-            *n += 1;
+            nested > INCLUDE_NESTING_LIMIT
+        };
+        if too_deep {
+            return fail(
+                self,
+                f,
+                format!(
+                    "rendering template has a nested reference name: {name}: unable to execute template"
+                ),
+            );
         }
-        let mut out = String::new();
+        let mut buffer = self.take_text();
         let result = match self.lookup(&name, &f.locals) {
-            Some((tree, locals)) => self.run_tree(&tree, &name, data, locals, &mut out),
+            Some((tree, locals)) => self.run_tree(&tree, &name, data, locals, &mut buffer),
             None => Err(ExecError(format!(
                 "template: no template {name:?} associated with template {:?}",
                 f.name
             ))),
         };
-        if let Some(n) = self.include_counts.borrow_mut().get_mut(&name) {
-            *n = n.saturating_sub(1);
-        }
+        // Nested includes have removed theirs, so the last name is ours.
+        self.includes.borrow_mut().pop();
+        // The text is copied out at its final size; the buffer, grown
+        // once, serves the next include.
+        let out = buffer.as_str().to_owned();
+        self.give_text(buffer);
         match result {
-            Ok(changed) => Ok((Val::Owned(Value::String(out)), Some(changed))),
+            Ok(changed) => Ok((Val::Owned(Value::String(out)), changed)),
             Err(e) => fail(self, f, e.0),
         }
     }
@@ -834,18 +963,6 @@ impl<'s> Engine<'s> {
         }
     }
 }
-
-/// Sprig functions that change their first argument (a Go map) in place.
-/// Values here are not shared, so the engine writes the result back to the
-/// variable the argument came from.
-const MUTATING: [&str; 6] = [
-    "set",
-    "unset",
-    "merge",
-    "mergeOverwrite",
-    "mustMerge",
-    "mustMergeOverwrite",
-];
 
 /// Stores `value` where the argument `target` (`$v.a.b`, `.a.b` or `.`)
 /// points, keeping `.` and `$` the same value when they were before.
@@ -922,6 +1039,28 @@ fn path_exists(root: &Value, fields: &[String]) -> bool {
         }
     }
     true
+}
+
+/// The value an action of a lone field chain (`{{ .a.b }}`) prints, read
+/// in place: `Some(None)` for a missing last key (Go's zero value).
+/// `None` when the general path must run: declarations, functions,
+/// methods, or a step that fails (which reports the error).
+fn plain_field<'v>(dot: &'v Value, pipe: &Pipeline) -> Option<Option<&'v Value>> {
+    let ([cmd], true) = (pipe.cmds.as_slice(), pipe.decl.is_empty()) else {
+        return None;
+    };
+    let [Arg::Field(_, fields)] = cmd.args.as_slice() else {
+        return None;
+    };
+    let (last, init) = fields.split_last()?;
+    let mut cur = dot;
+    for name in init {
+        cur = cur.as_map()?.get(name)?;
+    }
+    if objects::method_kind(cur, last).is_some() {
+        return None;
+    }
+    Some(cur.as_map()?.get(last))
 }
 
 /// Go's name for the dynamic type of a value, as error messages print it.

@@ -1,14 +1,18 @@
 //! The lexer: splits template source into text and the tokens of actions,
 //! applying `{{-` and `-}}` trimming and dropping comments, as Go's
-//! `text/template/parse` lexer does.
+//! `text/template/parse` lexer does. Tokens borrow from the source; only
+//! strings with escapes are copied.
+
+use std::borrow::Cow;
 
 use super::ParseError;
+use super::ast::Span;
 
 /// A token kind.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Tok {
+pub enum Tok<'a> {
     /// Text between actions, already trimmed.
-    Text(String),
+    Text(Span),
     /// `{{`
     Open,
     /// `}}`
@@ -16,22 +20,22 @@ pub enum Tok {
     /// Whitespace inside an action.
     Space,
     /// A function name.
-    Ident(String),
+    Ident(&'a str),
     /// A keyword: `if`, `else`, `end`, `range`, `with`, `define`, `template`,
     /// `block`, `break`, `continue`.
     Keyword(&'static str),
-    /// `.name`
-    Field(String),
+    /// `.name` (without the dot)
+    Field(&'a str),
     /// `.`
     Dot,
     /// `$` or `$name`
-    Variable(String),
+    Variable(&'a str),
     /// A quoted or raw string, unquoted.
-    Str(String),
+    Str(Cow<'a, str>),
     /// A character constant and its code point.
-    Char(String, i64),
+    Char(&'a str, i64),
     /// A number as written.
-    Number(String),
+    Number(&'a str),
     /// `true` or `false`
     Bool(bool),
     /// `nil`
@@ -54,14 +58,17 @@ pub enum Tok {
 
 /// A token and where it starts.
 #[derive(Debug, Clone)]
-pub struct Token {
-    pub tok: Tok,
+pub struct Token<'a> {
+    pub tok: Tok<'a>,
     pub pos: usize,
 }
 
 const KEYWORDS: [&str; 10] = [
     "block", "break", "continue", "define", "else", "end", "if", "range", "template", "with",
 ];
+
+/// The characters trim markers remove.
+const SPACES: [char; 4] = [' ', '\t', '\r', '\n'];
 
 fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
@@ -71,11 +78,25 @@ fn is_alnum(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
+/// Where the next `{{` in `text` starts.
+fn find_open(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(i) = bytes[from..].iter().position(|b| *b == b'{') {
+        let at = from + i;
+        if bytes.get(at + 1) == Some(&b'{') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
 struct Lexer<'a> {
     name: &'a str,
     src: &'a str,
     pos: usize,
-    out: Vec<Token>,
+    out: Vec<Token<'a>>,
     paren_depth: usize,
 }
 
@@ -84,19 +105,19 @@ struct Lexer<'a> {
 /// # Errors
 /// [`ParseError`] naming the template and line for unclosed actions,
 /// comments, strings or parentheses and bad characters.
-pub fn lex(name: &str, src: &str) -> Result<Vec<Token>, ParseError> {
+pub fn lex<'a>(name: &'a str, src: &'a str) -> Result<Vec<Token<'a>>, ParseError> {
     let mut lx = Lexer {
         name,
         src,
         pos: 0,
-        out: Vec::new(),
+        out: Vec::with_capacity(src.len() / 3),
         paren_depth: 0,
     };
     lx.run()?;
     Ok(lx.out)
 }
 
-impl Lexer<'_> {
+impl<'a> Lexer<'a> {
     fn err(&self, pos: usize, msg: impl Into<String>) -> ParseError {
         ParseError::at(self.name, self.src, pos, msg)
     }
@@ -105,7 +126,7 @@ impl Lexer<'_> {
         self.src.as_bytes()
     }
 
-    fn push(&mut self, tok: Tok, pos: usize) {
+    fn push(&mut self, tok: Tok<'a>, pos: usize) {
         self.out.push(Token { tok, pos });
     }
 
@@ -113,22 +134,27 @@ impl Lexer<'_> {
         let mut trim_left_of_next_text = false;
         loop {
             let rest = &self.src[self.pos..];
-            let open = rest.find("{{");
+            let open = find_open(rest);
             let text_end = open.map_or(self.src.len(), |i| self.pos + i);
             let trims_before = open.is_some_and(|i| {
                 let b = &rest.as_bytes()[i + 2..];
                 b.len() >= 2 && b[0] == b'-' && is_space(b[1])
             });
-            let mut text = &self.src[self.pos..text_end];
+            let mut span = Span {
+                start: self.pos,
+                end: text_end,
+            };
             if trim_left_of_next_text {
-                text = text.trim_start_matches([' ', '\t', '\r', '\n']);
+                let kept = self.src[span.start..span.end].trim_start_matches(SPACES);
+                span.start = span.end - kept.len();
             }
             if trims_before {
-                text = text.trim_end_matches([' ', '\t', '\r', '\n']);
+                let kept = self.src[span.start..span.end].trim_end_matches(SPACES);
+                span.end = span.start + kept.len();
             }
-            if !text.is_empty() {
+            if span.start < span.end {
                 let at = self.pos;
-                self.push(Tok::Text(text.to_string()), at);
+                self.push(Tok::Text(span), at);
             }
             let Some(_) = open else {
                 self.push(Tok::Eof, self.src.len());
@@ -186,7 +212,7 @@ impl Lexer<'_> {
                 self.pos += len;
                 return Ok(trim);
             }
-            let Some(c) = self.src[self.pos..].chars().next() else {
+            let Some(c) = self.peek_char() else {
                 return Err(self.err(start, "unclosed action"));
             };
             let at = self.pos;
@@ -257,8 +283,17 @@ impl Lexer<'_> {
         }
     }
 
+    /// The character at the current position (read as a byte when ASCII).
+    fn peek_char(&self) -> Option<char> {
+        match self.bytes().get(self.pos) {
+            Some(b) if b.is_ascii() => Some(char::from(*b)),
+            Some(_) => self.src[self.pos..].chars().next(),
+            None => None,
+        }
+    }
+
     fn at_terminator(&self) -> bool {
-        let Some(c) = self.src[self.pos..].chars().next() else {
+        let Some(c) = self.peek_char() else {
             return true;
         };
         if matches!(
@@ -270,15 +305,21 @@ impl Lexer<'_> {
         self.src[self.pos..].starts_with("}}")
     }
 
-    fn take_alnum(&mut self) -> &str {
+    fn take_alnum(&mut self) -> &'a str {
+        let src = self.src;
         let start = self.pos;
-        for c in self.src[start..].chars() {
-            if !is_alnum(c) {
-                break;
+        let bytes = src.as_bytes();
+        while let Some(&b) = bytes.get(self.pos) {
+            if b.is_ascii_alphanumeric() || b == b'_' {
+                self.pos += 1;
+                continue;
             }
-            self.pos += c.len_utf8();
+            match src[self.pos..].chars().next() {
+                Some(c) if !c.is_ascii() && is_alnum(c) => self.pos += c.len_utf8(),
+                _ => break,
+            }
         }
-        &self.src[start..self.pos]
+        &src[start..self.pos]
     }
 
     fn bad_char(&self) -> ParseError {
@@ -288,7 +329,7 @@ impl Lexer<'_> {
 
     fn lex_identifier(&mut self) -> Result<(), ParseError> {
         let at = self.pos;
-        let word = self.take_alnum().to_string();
+        let word = self.take_alnum();
         if !self.at_terminator() {
             return Err(self.bad_char());
         }
@@ -312,7 +353,7 @@ impl Lexer<'_> {
             self.push(Tok::Dot, at);
             return Ok(());
         }
-        let word = self.take_alnum().to_string();
+        let word = self.take_alnum();
         if word.is_empty() || !self.at_terminator() {
             return Err(self.bad_char());
         }
@@ -323,11 +364,12 @@ impl Lexer<'_> {
     fn lex_variable(&mut self) -> Result<(), ParseError> {
         let at = self.pos;
         self.pos += 1;
-        let word = self.take_alnum().to_string();
+        self.take_alnum();
         if !self.at_terminator() {
             return Err(self.bad_char());
         }
-        self.push(Tok::Variable(format!("${word}")), at);
+        let name = &self.src[at..self.pos];
+        self.push(Tok::Variable(name), at);
         Ok(())
     }
 
@@ -348,8 +390,12 @@ impl Lexer<'_> {
     fn lex_quote(&mut self) -> Result<(), ParseError> {
         let at = self.pos;
         let end = self.closing_quote(at, b'"', "quoted string")?;
-        let s = unquote(&self.src[at + 1..end])
-            .ok_or_else(|| self.err(at, "invalid syntax in quoted string"))?;
+        let raw = &self.src[at + 1..end];
+        let s = if raw.contains('\\') {
+            Cow::Owned(unquote(raw).ok_or_else(|| self.err(at, "invalid syntax in quoted string"))?)
+        } else {
+            Cow::Borrowed(raw)
+        };
         self.pos = end + 1;
         self.push(Tok::Str(s), at);
         Ok(())
@@ -360,7 +406,12 @@ impl Lexer<'_> {
         let Some(end) = self.src[at + 1..].find('`') else {
             return Err(self.err(at, "unterminated raw quoted string"));
         };
-        let s = self.src[at + 1..at + 1 + end].replace('\r', "");
+        let raw = &self.src[at + 1..at + 1 + end];
+        let s = if raw.contains('\r') {
+            Cow::Owned(raw.replace('\r', ""))
+        } else {
+            Cow::Borrowed(raw)
+        };
         self.pos = at + 1 + end + 1;
         self.push(Tok::Str(s), at);
         Ok(())
@@ -372,7 +423,8 @@ impl Lexer<'_> {
         let value = unquote_char(&self.src[at + 1..end])
             .ok_or_else(|| self.err(at, "malformed character constant"))?;
         self.pos = end + 1;
-        self.push(Tok::Char(self.src[at..=end].to_string(), value), at);
+        let text = &self.src[at..=end];
+        self.push(Tok::Char(text, value), at);
         Ok(())
     }
 
@@ -384,41 +436,45 @@ impl Lexer<'_> {
         if matches!(b.get(i), Some(b'+' | b'-')) {
             i += 1;
         }
-        let mut digits: &[u8] = b"0123456789_";
+        let decimal: fn(u8) -> bool = |c| c.is_ascii_digit() || c == b'_';
+        let mut digit = decimal;
+        let mut hex = false;
         if b.get(i) == Some(&b'0') {
             match b.get(i + 1) {
                 Some(b'x' | b'X') => {
                     i += 2;
-                    digits = b"0123456789abcdefABCDEF_";
+                    digit = |c| c.is_ascii_hexdigit() || c == b'_';
+                    hex = true;
                 }
                 Some(b'o' | b'O') => {
                     i += 2;
-                    digits = b"01234567_";
+                    digit = |c| matches!(c, b'0'..=b'7' | b'_');
                 }
                 Some(b'b' | b'B') => {
                     i += 2;
-                    digits = b"01_";
+                    digit = |c| matches!(c, b'0' | b'1' | b'_');
                 }
                 _ => {}
             }
         }
-        let take = |i: &mut usize, set: &[u8]| {
-            while b.get(*i).is_some_and(|c| set.contains(c)) {
+        let take = |i: &mut usize, digit: fn(u8) -> bool| {
+            while b.get(*i).is_some_and(|c| digit(*c)) {
                 *i += 1;
             }
         };
-        take(&mut i, digits);
+        take(&mut i, digit);
         if b.get(i) == Some(&b'.') {
             i += 1;
-            take(&mut i, digits);
+            take(&mut i, digit);
         }
-        let exp: &[u8] = if digits.len() > 12 { b"pP" } else { b"eEpP" };
-        if b.get(i).is_some_and(|c| exp.contains(c)) {
+        // In hex, `e` is a digit; only `p` starts an exponent.
+        let exponent = |c: u8| matches!(c, b'p' | b'P') || (!hex && matches!(c, b'e' | b'E'));
+        if b.get(i).is_some_and(|c| exponent(*c)) {
             i += 1;
             if matches!(b.get(i), Some(b'+' | b'-')) {
                 i += 1;
             }
-            take(&mut i, b"0123456789_");
+            take(&mut i, decimal);
         }
         self.pos = i;
         if self.src[i..].chars().next().is_some_and(is_alnum) {
@@ -427,7 +483,7 @@ impl Lexer<'_> {
         if i == at || (i == at + 1 && matches!(b[at], b'+' | b'-')) {
             return Err(self.err(at, "bad number syntax"));
         }
-        let text = self.src[at..i].to_string();
+        let text = &self.src[at..i];
         self.push(Tok::Number(text), at);
         Ok(())
     }

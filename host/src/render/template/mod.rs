@@ -18,7 +18,7 @@ mod parse;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::rc::Rc;
+use std::sync::Arc;
 
 pub use ast::Tree;
 pub use exec::{Engine, INCLUDE_NESTING_LIMIT, MAX_DEPTH, print_value};
@@ -99,7 +99,7 @@ pub fn is_function(name: &str) -> bool {
 /// template it `define`s.
 #[derive(Debug, Default)]
 pub struct TemplateSet {
-    trees: HashMap<String, Rc<Tree>>,
+    trees: HashMap<String, Arc<Tree>>,
 }
 
 impl TemplateSet {
@@ -115,7 +115,7 @@ impl TemplateSet {
     /// # Errors
     /// [`ParseError`] for any syntax error or unknown function.
     pub fn add(&mut self, name: &str, src: &str) -> Result<(), ParseError> {
-        let parsed = parse::parse(name, src, &is_function)?;
+        let parsed = parse::parse(name, src)?;
         self.associate(name.to_string(), parsed.main);
         for (def_name, tree) in parsed.defines {
             self.associate(def_name, tree);
@@ -125,16 +125,16 @@ impl TemplateSet {
 
     fn associate(&mut self, name: String, tree: Tree) {
         if let Some(old) = self.trees.get(&name)
-            && ast::is_empty_list(&tree.root)
-            && !ast::is_empty_list(&old.root)
+            && tree.is_empty()
+            && !old.is_empty()
         {
             return;
         }
-        self.trees.insert(name, Rc::new(tree));
+        self.trees.insert(name, Arc::new(tree));
     }
 
     /// The template called `name`.
-    pub fn get(&self, name: &str) -> Option<&Rc<Tree>> {
+    pub fn get(&self, name: &str) -> Option<&Arc<Tree>> {
         self.trees.get(name)
     }
 

@@ -31,7 +31,16 @@ pub fn is_files(v: &Value) -> bool {
 
 /// The file set id of a `.Files` value.
 pub fn files_id(v: &Value) -> Option<usize> {
-    match v.as_map()?.get(FILES_KEY)? {
+    files_map_id(v.as_map()?)
+}
+
+/// Whether a map is a `.Files` value.
+pub fn is_files_map(m: &Map) -> bool {
+    files_map_id(m).is_some()
+}
+
+fn files_map_id(m: &Map) -> Option<usize> {
+    match m.get(FILES_KEY)? {
         Value::Int(i) => usize::try_from(*i).ok(),
         _ => None,
     }
@@ -51,16 +60,19 @@ pub enum Method {
 
 /// The method `name` of `recv`, if `recv` is a built-in object that has it.
 pub fn method_kind(recv: &Value, name: &str) -> Option<Method> {
-    if is_files(recv) {
-        return Some(match name {
-            "Get" => Method::Get,
-            "GetBytes" => Method::GetBytes,
-            "Glob" => Method::Glob,
-            "Lines" => Method::Lines,
-            "AsConfig" => Method::AsConfig,
-            "AsSecrets" => Method::AsSecrets,
-            _ => return None,
-        });
+    // The name first: most fields are not methods, and that is cheaper to
+    // see than whether the receiver is `.Files`.
+    let files_method = match name {
+        "Get" => Some(Method::Get),
+        "GetBytes" => Some(Method::GetBytes),
+        "Glob" => Some(Method::Glob),
+        "Lines" => Some(Method::Lines),
+        "AsConfig" => Some(Method::AsConfig),
+        "AsSecrets" => Some(Method::AsSecrets),
+        _ => None,
+    };
+    if files_method.is_some() && is_files(recv) {
+        return files_method;
     }
     if matches!(recv, Value::List(_)) && name == "Has" {
         return Some(Method::Has);

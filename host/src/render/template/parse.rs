@@ -2,7 +2,7 @@
 //! per `define` or `block`, with Go's rules for pipelines, declarations,
 //! `else if`/`else with` chains and `break`/`continue` placement.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::ParseError;
 use super::ast::{Arg, Branch, Command, List, Node, Number, Pipeline, Tree};
@@ -17,23 +17,22 @@ pub struct Parsed {
     pub defines: Vec<(String, Tree)>,
 }
 
-/// Parses `src` as the template `name`. `is_func` says whether an
-/// identifier names a known function (Go rejects unknown ones at parse time).
+/// Parses `src` as the template `name`. Identifiers must name a built-in
+/// or a library function (Go rejects unknown ones at parse time).
 ///
 /// # Errors
 /// [`ParseError`] with the template name and line, in Go's wording.
-pub fn parse(name: &str, src: &str, is_func: &dyn Fn(&str) -> bool) -> Result<Parsed, ParseError> {
+pub fn parse(name: &str, src: &str) -> Result<Parsed, ParseError> {
     let tokens = lex(name, src)?;
-    let text: Rc<str> = Rc::from(src);
-    let name_rc: Rc<str> = Rc::from(name);
+    let text: Arc<str> = Arc::from(src);
+    let name_rc: Arc<str> = Arc::from(name);
     let mut p = Parser {
         name,
         src,
         toks: tokens,
         i: 0,
         range_depth: 0,
-        vars: vec!["$".to_string()],
-        is_func,
+        vars: vec!["$"],
         defines: Vec::new(),
     };
     let root = p.parse_top()?;
@@ -55,12 +54,11 @@ pub fn parse(name: &str, src: &str, is_func: &dyn Fn(&str) -> bool) -> Result<Pa
 struct Parser<'a> {
     name: &'a str,
     src: &'a str,
-    toks: Vec<Token>,
+    toks: Vec<Token<'a>>,
     i: usize,
     range_depth: usize,
     /// Variables in scope, as Go's parser tracks them.
-    vars: Vec<String>,
-    is_func: &'a dyn Fn(&str) -> bool,
+    vars: Vec<&'a str>,
     defines: Vec<(String, List)>,
 }
 
@@ -74,20 +72,20 @@ enum End {
     Eof,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn err(&self, pos: usize, msg: impl Into<String>) -> ParseError {
         ParseError::at(self.name, self.src, pos, msg)
     }
 
-    fn peek(&self) -> &Token {
+    fn peek(&self) -> &Token<'a> {
         &self.toks[self.i.min(self.toks.len() - 1)]
     }
 
     /// Consumes the current token. Tokens are never revisited after being
     /// consumed, so the text moves out instead of being copied.
-    fn next(&mut self) -> Token {
+    fn next(&mut self) -> Token<'a> {
         let i = self.i.min(self.toks.len() - 1);
-        if self.toks[i].tok == Tok::Eof {
+        if matches!(self.toks[i].tok, Tok::Eof) {
             return self.toks[i].clone();
         }
         self.i += 1;
@@ -97,30 +95,30 @@ impl Parser<'_> {
     }
 
     fn skip_space(&mut self) {
-        while self.peek().tok == Tok::Space {
+        while matches!(self.peek().tok, Tok::Space) {
             self.i += 1;
         }
     }
 
-    fn peek_non_space(&mut self) -> &Token {
+    fn peek_non_space(&mut self) -> &Token<'a> {
         self.skip_space();
         self.peek()
     }
 
-    fn next_non_space(&mut self) -> Token {
+    fn next_non_space(&mut self) -> Token<'a> {
         self.skip_space();
         self.next()
     }
 
     fn expect_close(&mut self, context: &str) -> Result<(), ParseError> {
         let t = self.next_non_space();
-        if t.tok != Tok::Close {
+        if !matches!(t.tok, Tok::Close) {
             return Err(self.unexpected(&t, context));
         }
         Ok(())
     }
 
-    fn unexpected(&self, t: &Token, context: &str) -> ParseError {
+    fn unexpected(&self, t: &Token<'_>, context: &str) -> ParseError {
         let what = match &t.tok {
             Tok::Close => "<}}>".to_string(),
             Tok::Eof => "EOF".to_string(),
@@ -130,11 +128,11 @@ impl Parser<'_> {
     }
 
     fn parse_top(&mut self) -> Result<List, ParseError> {
-        let mut root = Vec::new();
+        let mut root = Vec::with_capacity(16);
         loop {
             let (is_eof, is_open, pos) = {
                 let t = self.peek();
-                (t.tok == Tok::Eof, t.tok == Tok::Open, t.pos)
+                (matches!(t.tok, Tok::Eof), matches!(t.tok, Tok::Open), t.pos)
             };
             match () {
                 () if is_eof => return Ok(root),
@@ -142,7 +140,7 @@ impl Parser<'_> {
                     let t_pos = pos;
                     let save = self.i;
                     self.i += 1;
-                    if self.peek_non_space().tok == Tok::Keyword("define") {
+                    if matches!(self.peek_non_space().tok, Tok::Keyword("define")) {
                         self.i += 1;
                         self.parse_define(t_pos)?;
                         continue;
@@ -170,7 +168,7 @@ impl Parser<'_> {
             return Err(self.err(t.pos, "unexpected name in define clause"));
         };
         self.expect_close("define clause")?;
-        let outer_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
+        let outer_vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let parsed = self.item_list();
         self.vars = outer_vars;
         let (list, end) = parsed?;
@@ -179,7 +177,7 @@ impl Parser<'_> {
             End::Else(p) => return Err(self.err(p, "unexpected {{else}} in define clause")),
             End::Eof => return Err(self.err(pos, "unexpected EOF in define clause")),
         }
-        self.defines.push((name, list));
+        self.defines.push((name.into_owned(), list));
         Ok(())
     }
 
@@ -188,7 +186,7 @@ impl Parser<'_> {
     fn item_list(&mut self) -> Result<(List, End), ParseError> {
         let mut list = Vec::new();
         loop {
-            if self.peek().tok == Tok::Eof {
+            if matches!(self.peek().tok, Tok::Eof) {
                 return Ok((list, End::Eof));
             }
             match self.text_or_action()? {
@@ -202,14 +200,15 @@ impl Parser<'_> {
     fn text_or_action(&mut self) -> Result<Item, ParseError> {
         let t = self.next();
         match t.tok {
-            Tok::Text(s) => Ok(Item::Node(Node::Text(s))),
+            Tok::Text(span) => Ok(Item::Node(Node::Text(span))),
             Tok::Open => self.action(t.pos),
             _ => Err(self.unexpected(&t, "input")),
         }
     }
 
     fn action(&mut self, pos: usize) -> Result<Item, ParseError> {
-        let t = self.peek_non_space().clone();
+        let t = self.peek_non_space();
+        let at = t.pos;
         let Tok::Keyword(kw) = t.tok else {
             let pipe = self.pipeline("command", false)?;
             return Ok(Item::Node(Node::Action(pipe)));
@@ -218,21 +217,23 @@ impl Parser<'_> {
         match kw {
             "end" => {
                 self.expect_close("end")?;
-                Ok(Item::End(t.pos))
+                Ok(Item::End(at))
             }
             "else" => {
-                let next = self.peek_non_space().tok.clone();
-                if next != Tok::Keyword("if") && next != Tok::Keyword("with") {
+                if !matches!(
+                    self.peek_non_space().tok,
+                    Tok::Keyword("if") | Tok::Keyword("with")
+                ) {
                     self.expect_close("else")?;
                 }
-                Ok(Item::Else(t.pos))
+                Ok(Item::Else(at))
             }
             "if" => Ok(Item::Node(Node::If(self.control(pos, "if")?))),
             "with" => Ok(Item::Node(Node::With(self.control(pos, "with")?))),
             "range" => Ok(Item::Node(Node::Range(self.control(pos, "range")?))),
             "break" | "continue" => {
                 if self.range_depth == 0 {
-                    return Err(self.err(t.pos, format!("{{{{{kw}}}}} outside {{{{range}}}}")));
+                    return Err(self.err(at, format!("{{{{{kw}}}}} outside {{{{range}}}}")));
                 }
                 self.expect_close(kw)?;
                 Ok(Item::Node(if kw == "break" {
@@ -243,8 +244,8 @@ impl Parser<'_> {
             }
             "template" => self.template_action(pos, "template").map(Item::Node),
             "block" => self.block(pos).map(Item::Node),
-            "define" => Err(self.err(t.pos, "unexpected <define> in command")),
-            other => Err(self.err(t.pos, format!("unexpected <{other}> in command"))),
+            "define" => Err(self.err(at, "unexpected <define> in command")),
+            other => Err(self.err(at, format!("unexpected <{other}> in command"))),
         }
     }
 
@@ -253,7 +254,8 @@ impl Parser<'_> {
         let Tok::Str(name) = t.tok else {
             return Err(self.unexpected(&t, &format!("{context} clause")));
         };
-        let pipe = if self.peek_non_space().tok == Tok::Close {
+        let name = name.into_owned();
+        let pipe = if matches!(self.peek_non_space().tok, Tok::Close) {
             self.i += 1;
             None
         } else {
@@ -294,8 +296,11 @@ impl Parser<'_> {
             End::Done => None,
             End::Eof => return Err(self.err(pos, format!("unexpected EOF in {context}"))),
             End::Else(else_pos) => {
-                let next = self.peek_non_space().tok.clone();
-                if context != "range" && next == Tok::Keyword(context) {
+                let next = match self.peek_non_space().tok {
+                    Tok::Keyword(kw) => Some(kw),
+                    _ => None,
+                };
+                if context != "range" && next == Some(context) {
                     // `{{else if}}` / `{{else with}}`: a nested branch sharing the `{{end}}`.
                     self.i += 1;
                     let nested = self.control(else_pos, context)?;
@@ -305,7 +310,7 @@ impl Parser<'_> {
                         Node::With(nested)
                     }])
                 } else {
-                    if next == Tok::Keyword("if") || next == Tok::Keyword("with") {
+                    if matches!(next, Some("if" | "with")) {
                         return Err(
                             self.err(else_pos, format!("unexpected else-chain in {context}"))
                         );
@@ -333,7 +338,7 @@ impl Parser<'_> {
             pos: start,
             decl: Vec::new(),
             is_assign: false,
-            cmds: Vec::new(),
+            cmds: Vec::with_capacity(2),
         };
         self.declarations(&mut pipe, context)?;
         loop {
@@ -360,10 +365,7 @@ impl Parser<'_> {
                     let cmd = self.command(in_paren)?;
                     pipe.cmds.push(cmd);
                 }
-                _ => {
-                    let t = t.clone();
-                    return Err(self.unexpected(&t, context));
-                }
+                _ => return Err(self.unexpected(self.peek(), context)),
             }
         }
         if pipe.cmds.is_empty() {
@@ -386,31 +388,31 @@ impl Parser<'_> {
     fn declarations(&mut self, pipe: &mut Pipeline, context: &str) -> Result<(), ParseError> {
         loop {
             let save = self.i;
-            let t = self.peek_non_space().clone();
+            let t = self.peek_non_space();
+            let at = t.pos;
             let Tok::Variable(name) = t.tok else {
                 return Ok(());
             };
             self.i += 1;
-            let next = self.peek_non_space().tok.clone();
-            match next {
-                Tok::Declare | Tok::Assign => {
+            match self.peek_non_space().tok {
+                ref next @ (Tok::Declare | Tok::Assign) => {
+                    pipe.is_assign = matches!(next, Tok::Assign);
                     self.i += 1;
-                    pipe.is_assign = next == Tok::Assign;
-                    self.vars.push(name.clone());
-                    pipe.decl.push(name);
+                    pipe.decl.push(Arc::from(name));
+                    self.vars.push(name);
                     return Ok(());
                 }
                 Tok::Comma => {
                     self.i += 1;
-                    self.vars.push(name.clone());
-                    pipe.decl.push(name);
+                    pipe.decl.push(Arc::from(name));
+                    self.vars.push(name);
                     if context == "range" && pipe.decl.len() < 2 {
                         if matches!(self.peek_non_space().tok, Tok::Variable(_)) {
                             continue;
                         }
-                        return Err(self.err(t.pos, "range can only initialize variables"));
+                        return Err(self.err(at, "range can only initialize variables"));
                     }
-                    return Err(self.err(t.pos, format!("too many declarations in {context}")));
+                    return Err(self.err(at, format!("too many declarations in {context}")));
                 }
                 _ => {
                     self.i = save;
@@ -422,18 +424,16 @@ impl Parser<'_> {
 
     fn command(&mut self, in_paren: bool) -> Result<Command, ParseError> {
         let pos = self.peek_non_space().pos;
-        let mut args = Vec::new();
+        let mut args = Vec::with_capacity(4);
         loop {
             self.skip_space();
             if let Some(arg) = self.operand()? {
                 args.push(arg);
             }
-            let t = self.peek().clone();
-            match t.tok {
+            match self.peek().tok {
                 Tok::Space => {
                     self.i += 1;
-                    let after = self.peek_non_space().tok.clone();
-                    match after {
+                    match self.peek_non_space().tok {
                         Tok::Close if !in_paren => break,
                         Tok::RParen if in_paren => break,
                         Tok::Pipe => {
@@ -449,7 +449,7 @@ impl Parser<'_> {
                     self.i += 1;
                     break;
                 }
-                _ => return Err(self.unexpected(&t, "operand")),
+                _ => return Err(self.unexpected(self.peek(), "operand")),
             }
         }
         if args.is_empty() {
@@ -466,7 +466,7 @@ impl Parser<'_> {
         let chain_pos = self.peek().pos;
         while matches!(self.peek().tok, Tok::Field(_)) {
             if let Tok::Field(f) = self.next().tok {
-                fields.push(f);
+                fields.push(f.to_string());
             }
         }
         if fields.is_empty() {
@@ -511,15 +511,16 @@ impl Parser<'_> {
         let t = self.next();
         let arg = match t.tok {
             Tok::Ident(name) => {
-                if !(self.is_func)(&name) {
-                    return Err(self.err(t.pos, format!("function {name:?} not defined")));
-                }
-                let func = if super::builtins::NAMES.contains(&name.as_str()) {
-                    None
-                } else {
-                    crate::render::funcs::lookup(&name)
+                let (known, func) = match super::builtins::NAMES.iter().find(|n| **n == name) {
+                    Some(builtin) => (*builtin, None),
+                    None => match crate::render::funcs::lookup_named(name) {
+                        Some((known, func)) => (known, Some(func)),
+                        None => {
+                            return Err(self.err(t.pos, format!("function {name:?} not defined")));
+                        }
+                    },
                 };
-                Arg::Identifier(t.pos, name, func)
+                Arg::Identifier(t.pos, known, func)
             }
             Tok::Dot => Arg::Dot,
             Tok::Nil => Arg::Nil,
@@ -527,25 +528,25 @@ impl Parser<'_> {
                 if !self.vars.contains(&name) {
                     return Err(self.err(t.pos, format!("undefined variable {name:?}")));
                 }
-                Arg::Variable(t.pos, name, Vec::new())
+                Arg::Variable(t.pos, name.to_string(), Vec::new())
             }
-            Tok::Field(f) => Arg::Field(t.pos, vec![f]),
+            Tok::Field(f) => Arg::Field(t.pos, vec![f.to_string()]),
             Tok::Bool(b) => Arg::Bool(b),
             Tok::Char(text, value) => Arg::Number(Number {
-                text,
+                text: text.to_string(),
                 int: Some(value),
                 float: Some(value as f64),
                 is_float: false,
             }),
             Tok::Number(text) => Arg::Number(
-                parse_number(&text)
+                parse_number(text)
                     .ok_or_else(|| self.err(t.pos, format!("illegal number syntax: {text:?}")))?,
             ),
             Tok::LParen => {
                 let pipe = self.pipeline("parenthesized pipeline", true)?;
                 return Ok(Some(Arg::Pipe(Box::new(pipe))));
             }
-            Tok::Str(s) => Arg::String(Rc::from(s.as_str())),
+            Tok::Str(s) => Arg::String(Arc::from(&*s)),
             _ => return Ok(None),
         };
         Ok(Some(arg))
@@ -561,6 +562,9 @@ enum Item {
 /// Go's number constant rules: ints (with 0x/0o/0b/0 prefixes and `_`) and
 /// floats; a float constant is one written with `.`, `e` or `p`.
 pub fn parse_number(text: &str) -> Option<Number> {
+    if let Some(number) = plain_decimal(text) {
+        return Some(number);
+    }
     let clean: String = text.chars().filter(|c| *c != '_').collect();
     let (neg, body) = match clean.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -606,5 +610,24 @@ pub fn parse_number(text: &str) -> Option<Number> {
         int: as_int,
         float: Some(f),
         is_float: true,
+    })
+}
+
+/// The common number constant: decimal digits without a leading zero
+/// (which would make it octal) that fit an `int64`.
+fn plain_decimal(text: &str) -> Option<Number> {
+    let digits = text.as_bytes();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if digits.len() > 1 && digits[0] == b'0' {
+        return None;
+    }
+    let int: i64 = text.parse().ok()?;
+    Some(Number {
+        text: text.to_string(),
+        int: Some(int),
+        float: Some(int as f64),
+        is_float: false,
     })
 }
