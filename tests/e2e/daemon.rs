@@ -173,6 +173,17 @@ impl Daemon {
             &workspace_root().join("example-plugins/apps").join(name),
             &app,
         );
+        // The example apps name their plugin file in plugins/README.md.
+        let readme = std::fs::read_to_string(app.join("plugins/README.md")).unwrap_or_default();
+        for (package, file) in [
+            ("capstan-example-ha-replicas", "ha-replicas.wasm"),
+            ("capstan-example-kafka-placement", "kafka-placement.wasm"),
+            ("capstan-example-storage", "storage.wasm"),
+        ] {
+            if readme.contains(file) {
+                std::fs::copy(plugin_wasm(package), app.join("plugins").join(file)).unwrap();
+            }
+        }
         edit(
             &app.join("capstan.yaml"),
             "version: 1.0.0",
