@@ -83,16 +83,27 @@ fn the_kind_is_decided_once_kept_when_traits_change_and_rekind_decides_again() {
     assert!(of_kind(&broker, "Deployment").is_empty());
     assert_eq!(
         decision(&d, "kafka", "broker")["decided_by"],
-        "default-rule"
+        "kafka-placement"
+    );
+    assert_eq!(
+        sts[0]["spec"]["replicas"], 2,
+        "the plugin runs a broker per worker of the duplex facts"
     );
 
-    // 1.1.0 drops the volume trait: the decision stays, with a warning.
+    // 1.1.0 drops the volume trait and the plugin: the decision stays,
+    // with a warning.
     let v11 = d.app_bundle("kafka", "1.1.0", |app| {
+        let meta = app.join("capstan.yaml");
         edit(
-            &app.join("capstan.yaml"),
+            &meta,
             "      volumes:\n        - {container: 0, storageClassName: general, size: 8Gi, path: /var/lib/kafka}\n",
             "      volumes: []\n",
         );
+        let text = std::fs::read_to_string(&meta).unwrap();
+        let start = text.find("plugins:").unwrap();
+        let end = text.find("components:").unwrap();
+        std::fs::write(&meta, format!("{}{}", &text[..start], &text[end..])).unwrap();
+        std::fs::remove_file(app.join("plugins/kafka-placement.wasm")).unwrap();
     });
     d.ok(&["app", "update", v11.to_str().unwrap()]);
     let shown = d.show("kafka");
@@ -267,4 +278,27 @@ fn volumes_on_two_nodes_for_one_workload_fail_before_anything_is_applied() {
         !d.applied().join("kafka-local").exists(),
         "nothing was applied: {stderr}"
     );
+}
+
+#[test]
+fn the_kafka_plugin_vetoes_a_platform_without_schedulable_workers() {
+    let mut d = Daemon::start("workloads_kafka_veto");
+    let facts = d.dir.join("no-workers.yaml");
+    std::fs::write(
+        &facts,
+        "systemMode: simplex\ncontrollerCount: 1\nworkerCount: 0\nkubernetesVersion: 1.30.2\nnodes:\n  - {name: controller-0, roles: [controller], schedulable: false}\n",
+    )
+    .unwrap();
+    d.kill();
+    d.spawn_with_facts(&facts);
+    let v1 = d.app_bundle("kafka", "1.0.0", |_| {});
+    d.ok(&["app", "upload", v1.to_str().unwrap()]);
+    let out = d.cli(&["app", "apply", "kafka"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("at least one schedulable worker"),
+        "{stderr}"
+    );
+    assert_eq!(d.state_of("kafka"), "apply-failed");
 }
