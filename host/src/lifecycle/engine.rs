@@ -198,7 +198,7 @@ impl Lifecycle {
             Sandbox::with_cache(options.policy, cache).map_err(|source| Error::Plugin {
                 plugin: "(engine)".into(),
                 step: "start".into(),
-                source,
+                source: Box::new(source),
             })?;
         let checkpoints = if options.checkpoints_from_env {
             Checkpoints::from_env(paths.root().join("paused-at"))
@@ -566,7 +566,7 @@ impl Lifecycle {
             .remove(&volumes::release_of(&view.volume))
             .map_err(|source| Error::Kube {
                 chart: format!("{}/{name}", volumes::VOLUMES_APP),
-                source,
+                source: Box::new(source),
             })?;
         self.store().delete_volume(name)?;
         tracing::info!(volume = name, force, "local volume removed");
@@ -689,7 +689,7 @@ impl Lifecycle {
                 app: app.to_string(),
                 from: current.active_version.clone(),
                 to: record.version.clone(),
-                source,
+                source: Box::new(source),
             }
         })?;
         let keep_user = reuse_user_overrides.unwrap_or(bundle.metadata().maintain_user_overrides);
@@ -867,7 +867,7 @@ impl Lifecycle {
             &self.inner.paths.staging(),
             &self.inner.limits,
         )
-        .map_err(Error::Bundle)?;
+        .map_err(|e| Error::Bundle(Box::new(e)))?;
         // Drain what the tar reader left (padding), so the digest covers
         // the whole archive.
         let _ = std::io::copy(&mut hashing, &mut std::io::sink());
@@ -908,7 +908,9 @@ impl Lifecycle {
     fn store_bundle(&self, bundle: VerifiedBundle, record: &VersionRecord) -> Result<(), Error> {
         let parent = record.bundle_dir.parent().unwrap_or(Path::new("."));
         create_private_dir(parent)?;
-        let bundle = bundle.move_to(&record.bundle_dir).map_err(Error::Bundle)?;
+        let bundle = bundle
+            .move_to(&record.bundle_dir)
+            .map_err(|e| Error::Bundle(Box::new(e)))?;
         self.inner.checkpoints.reach("upload:moved");
         let metadata = bundle.metadata();
         let layer = OverrideLayer::Static {

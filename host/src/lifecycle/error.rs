@@ -13,7 +13,7 @@ pub enum Error {
     Store(#[from] store::Error),
     /// The bundle was rejected: signature, trust, format or limits.
     #[error("bundle rejected")]
-    Bundle(#[source] crate::bundle::Error),
+    Bundle(#[source] Box<crate::bundle::Error>),
     /// The bundle's name is not a valid app name for the store.
     #[error("bundle names app {name:?}, which is not a valid app name")]
     AppName {
@@ -39,7 +39,7 @@ pub enum Error {
         to: String,
         /// Why not.
         #[source]
-        source: crate::bundle::Error,
+        source: Box<crate::bundle::Error>,
     },
     /// A stored bundle could not be read back (its files were removed or
     /// damaged behind the daemon's back).
@@ -94,7 +94,7 @@ pub enum Error {
         step: String,
         /// The sandbox's typed error.
         #[source]
-        source: crate::sandbox::Error,
+        source: Box<crate::sandbox::Error>,
     },
     /// Rendering a chart failed.
     #[error("rendering chart {chart} failed")]
@@ -103,7 +103,7 @@ pub enum Error {
         chart: String,
         /// The renderer's error.
         #[source]
-        source: crate::render::Error,
+        source: Box<crate::render::Error>,
     },
     /// Transforming the chart's workloads by their decisions failed.
     #[error("workload transform of chart {chart} failed")]
@@ -112,7 +112,7 @@ pub enum Error {
         chart: String,
         /// The transform's error.
         #[source]
-        source: crate::workload::Error,
+        source: Box<crate::workload::Error>,
     },
     /// Reading, planning or applying the chart's objects failed.
     #[error("applying chart {chart} failed")]
@@ -121,7 +121,7 @@ pub enum Error {
         chart: String,
         /// The target's or planner's error.
         #[source]
-        source: crate::kube::Error,
+        source: Box<crate::kube::Error>,
     },
     /// The app is in the middle of an operation that reads what the
     /// request would change.

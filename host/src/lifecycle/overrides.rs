@@ -107,7 +107,7 @@ pub fn show(
     let loaded =
         render::chart::load(&version.dir.join(&declared.path)).map_err(|source| Error::Render {
             chart: chart.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
     let defaults = values::Value::Map(loaded.values);
     let mut layers = vec![(Layer::ChartDefaults, defaults)];

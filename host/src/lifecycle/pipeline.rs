@@ -253,7 +253,7 @@ impl Job<'_> {
                     .applied(&release)
                     .map_err(|source| Error::Kube {
                         chart: name.clone(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 let desired = self.desired(prepared, chart, !live.is_empty(), true)?;
                 charts.push(RenderedChart {
@@ -322,7 +322,7 @@ impl Job<'_> {
                 .remove(&v.release(&self.app, chart))
                 .map_err(|source| Error::Kube {
                     chart: chart.name.to_string(),
-                    source,
+                    source: Box::new(source),
                 });
             self.forced(force, removed.map(drop))?;
         }
@@ -403,7 +403,7 @@ impl Job<'_> {
         let name = &chart.name;
         let kube_err = |source| Error::Kube {
             chart: name.clone(),
-            source,
+            source: Box::new(source),
         };
         let plan = kube::plan_apply(&chart.live, &chart.desired).map_err(kube_err)?;
         self.step(
@@ -456,7 +456,7 @@ impl Job<'_> {
                 .remove(&release)
                 .map_err(|source| Error::Kube {
                     chart: chart.name.to_string(),
-                    source,
+                    source: Box::new(source),
                 })?;
         }
         Ok(())
@@ -488,7 +488,7 @@ impl Job<'_> {
             let release = version.release(&self.app, chart);
             let kube_err = |source| Error::Kube {
                 chart: name.clone(),
-                source,
+                source: Box::new(source),
             };
             let live = self.target().applied(&release).map_err(kube_err)?;
             let desired = if chart.enabled {
@@ -523,7 +523,7 @@ impl Job<'_> {
         let overrides = self.merged_overrides(prepared, &name)?;
         let render_err = |source| Error::Render {
             chart: name.clone(),
-            source,
+            source: Box::new(source),
         };
         let loaded = render::chart::load(&version.dir.join(&chart.path)).map_err(render_err)?;
         let release = ReleaseInfo {
@@ -542,7 +542,7 @@ impl Job<'_> {
             .collect();
         let kube_err = |source| Error::Kube {
             chart: name.clone(),
-            source,
+            source: Box::new(source),
         };
         let objects: Vec<serde_json::Value> = kube::parse_manifests(&text)
             .map_err(kube_err)?
@@ -603,7 +603,7 @@ impl Job<'_> {
         }
         let workload_err = |source| Error::Workload {
             chart: chart.to_owned(),
-            source,
+            source: Box::new(source),
         };
         let mut decisions = BTreeMap::new();
         for component in &components {
@@ -811,7 +811,7 @@ impl Job<'_> {
             Error::Plugin {
                 plugin: plugin.path.clone(),
                 step: step.to_owned(),
-                source,
+                source: Box::new(source),
             }
         })
     }
@@ -851,7 +851,7 @@ impl Job<'_> {
                         Error::Plugin {
                             plugin: p.path.clone(),
                             step: "load".into(),
-                            source,
+                            source: Box::new(source),
                         }
                     })?;
                 Ok(AppPlugin {
@@ -936,7 +936,7 @@ fn workload_component(
         chart: chart.to_owned(),
         source: workload::Error::InvalidTrait {
             component: component.name.to_string(),
-            source,
+            source: Box::new(source),
         },
     };
     let volumes = component

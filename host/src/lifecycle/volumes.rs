@@ -120,7 +120,7 @@ pub fn objects_of(record: &VolumeRecord) -> Result<Vec<Resource>, Error> {
             Resource::from_value(object, format!("volume {}", record.name)).map_err(|source| {
                 Error::Kube {
                     chart: VOLUMES_APP.to_owned(),
-                    source,
+                    source: Box::new(source),
                 }
             })
         })
@@ -131,7 +131,7 @@ pub fn objects_of(record: &VolumeRecord) -> Result<Vec<Resource>, Error> {
 pub fn apply_objects(target: &dyn kube::ApplyTarget, record: &VolumeRecord) -> Result<(), Error> {
     let kube_err = |source| Error::Kube {
         chart: format!("{VOLUMES_APP}/{}", record.name),
-        source,
+        source: Box::new(source),
     };
     let release = release_of(record);
     let desired = objects_of(record)?;
