@@ -934,10 +934,10 @@ fn workload_component(
 ) -> Result<workload::Component, Error> {
     let invalid = |source: crate::volumes::Error| Error::Workload {
         chart: chart.to_owned(),
-        source: workload::Error::InvalidTrait {
+        source: Box::new(workload::Error::InvalidTrait {
             component: component.name.to_string(),
-            source: Box::new(source),
-        },
+            source,
+        }),
     };
     let volumes = component
         .traits
