@@ -151,6 +151,27 @@ impl<R: Read> TarReader<R> {
         Ok(())
     }
 
+    /// Reads the next piece of the current entry's data into `piece`
+    /// (replacing its contents): `max` bytes, or what is left of the entry
+    /// if that is less (nothing at its end). Decompresses straight into it.
+    ///
+    /// # Errors
+    ///
+    /// The stream's errors.
+    pub(super) fn read_piece(&mut self, mut piece: Vec<u8>, max: usize) -> Result<Vec<u8>, Error> {
+        let want = self.remaining.min(max as u64) as usize;
+        piece.clear();
+        piece.resize(want, 0);
+        read_exact(&mut self.stream, &mut piece)?;
+        self.remaining -= want as u64;
+        Ok(piece)
+    }
+
+    /// How many bytes of the current entry's data are still to be read.
+    pub(super) fn data_left(&self) -> u64 {
+        self.remaining
+    }
+
     /// Reads the current entry's data into memory; the caller bounds its size.
     ///
     /// # Errors

@@ -18,6 +18,7 @@
 
 mod archive;
 mod build;
+mod files;
 mod manifest;
 mod metadata;
 mod names;
@@ -317,6 +318,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The thread that hashes and writes files could not be started or
+    /// stopped unexpectedly.
+    #[error("cannot run the bundle file worker thread")]
+    FileWorker(#[source] std::io::Error),
     /// Moving a verified bundle to its destination failed.
     #[error("cannot move the verified bundle to {}", dest.display())]
     Commit {

@@ -3,22 +3,26 @@
 //!
 //! Order of checks, in one streaming pass: `MANIFEST` and `MANIFEST.sig` must
 //! be the first two entries; the signature is verified and the signer looked
-//! up in the trust store before any other entry is read; then each entry's
-//! path and type are checked, each file is hashed while it is written into a
-//! fresh staging folder and compared with its `MANIFEST` line; at the end
-//! every listed file must have been seen and `capstan.yaml` must parse and
-//! name only files that exist. The staging folder is removed on any failure.
+//! up in the trust store before any other entry is read or anything is
+//! written; then each entry's path and type are checked, each file is hashed
+//! while it is written into a fresh staging folder and compared with its
+//! `MANIFEST` line; at the end every listed file must have been seen and
+//! `capstan.yaml` must parse and name only files that exist. The staging
+//! folder is removed on any failure.
+//!
+//! The pass runs on two threads: this one decompresses and checks the tar
+//! stream, the file worker ([`super::files`]) hashes and writes the files it
+//! is sent, in order. Both are done before any function here returns.
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest as _, Sha256};
-
 use super::archive::{Entry, EntryKind, TarReader};
+use super::files::{FileStart, FileWorker, Job, PIECE_BYTES};
 use super::manifest::{Digest, Manifest, is_reserved};
 use super::metadata::Metadata;
 use super::stream::Stream;
@@ -115,8 +119,14 @@ pub struct Inspection {
 /// `staging_parent`.
 ///
 /// Streams: memory use is bounded by the limits and does not grow with the
-/// bundle. The new folder is removed on every error, so after an `Err`
-/// `staging_parent` holds nothing new. Does not bound time.
+/// bundle. Hashing and writing run on a second thread, which has finished
+/// when this returns. The new folder is removed on every error, so after an
+/// `Err` `staging_parent` holds nothing new. Does not bound time.
+///
+/// Nothing is fsynced: after a power loss the folder (or wherever
+/// [`VerifiedBundle::move_to`] put it) may hold empty or partial files, so
+/// whoever keeps unpacked bundles across restarts re-verifies them from the
+/// archive.
 ///
 /// # Errors
 ///
@@ -182,12 +192,30 @@ fn walk(
     root: Option<&Path>,
     limits: &Limits,
 ) -> Result<Inspection, Error> {
+    std::thread::scope(|scope| {
+        let mut files = FileWorker::spawn(scope, root)?;
+        let read = read_archive(archive, trust, &mut files, limits);
+        // The worker's error is about an earlier entry than any the reader met.
+        files.finish().and(read)
+    })
+}
+
+/// The reader's side of [`walk`]: every check but the digests, which the
+/// worker makes.
+fn read_archive(
+    archive: impl Read,
+    trust: Option<&TrustStore>,
+    files: &mut FileWorker<'_>,
+    limits: &Limits,
+) -> Result<Inspection, Error> {
     let mut tar = TarReader::new(Stream::new(archive, limits), limits);
-    let manifest_bytes = read_head_file(&mut tar, MANIFEST_PATH, MAX_MANIFEST_BYTES, root)?;
-    let signature_bytes = read_head_file(&mut tar, SIGNATURE_PATH, MAX_SIGNATURE_BYTES, root)?;
+    let manifest_bytes = read_head_file(&mut tar, MANIFEST_PATH, MAX_MANIFEST_BYTES)?;
+    let signature_bytes = read_head_file(&mut tar, SIGNATURE_PATH, MAX_SIGNATURE_BYTES)?;
     let signer = check_signature(&manifest_bytes, &signature_bytes, trust)?;
     let manifest = Manifest::parse(&manifest_bytes)?;
-    let metadata_bytes = unpack_files(&mut tar, &manifest, root, limits)?;
+    files.push(whole_file(MANIFEST_PATH, manifest_bytes))?;
+    files.push(whole_file(SIGNATURE_PATH, signature_bytes))?;
+    let metadata_bytes = unpack_files(&mut tar, &manifest, files, limits)?;
     let metadata_text =
         std::str::from_utf8(&metadata_bytes).map_err(|_| Error::MetadataSyntax {
             line: 0,
@@ -207,7 +235,6 @@ fn read_head_file<R: Read>(
     tar: &mut TarReader<R>,
     path: &str,
     max_bytes: u64,
-    root: Option<&Path>,
 ) -> Result<Vec<u8>, Error> {
     let missing = || {
         if path == MANIFEST_PATH {
@@ -227,14 +254,20 @@ fn read_head_file<R: Read>(
             Error::SignatureTooLarge { size: entry.size }
         });
     }
-    let bytes = tar.read_data()?;
-    if let Some(root) = root {
-        fs::write(root.join(path), &bytes).map_err(|source| Error::StagingWrite {
+    tar.read_data()
+}
+
+/// A file written as it is, unhashed: `MANIFEST` and `MANIFEST.sig`, which
+/// the signature covers.
+fn whole_file(path: &str, data: Vec<u8>) -> Job {
+    Job::Piece {
+        start: Some(FileStart {
             path: path.to_string(),
-            source,
-        })?;
+            expected: None,
+        }),
+        data,
+        last: true,
     }
-    Ok(bytes)
 }
 
 fn check_signature(
@@ -254,12 +287,12 @@ fn check_signature(
     Ok(signer)
 }
 
-/// Streams every entry after the signature, checking it against `manifest`.
-/// Returns the bytes of `capstan.yaml`.
+/// Streams every entry after the signature to the worker, checking it
+/// against `manifest`. Returns the bytes of `capstan.yaml`.
 fn unpack_files<R: Read>(
     tar: &mut TarReader<R>,
     manifest: &Manifest,
-    root: Option<&Path>,
+    files: &mut FileWorker<'_>,
     limits: &Limits,
 ) -> Result<Vec<u8>, Error> {
     let mut seen: HashSet<String> = HashSet::new();
@@ -270,9 +303,7 @@ fn unpack_files<R: Read>(
             return Err(Error::DuplicateEntry { path: entry.path });
         }
         if entry.kind == EntryKind::Directory {
-            if let Some(root) = root {
-                create_dir(root, &entry.path)?;
-            }
+            files.push(Job::Folder(entry.path))?;
             continue;
         }
         let expected = *manifest
@@ -281,7 +312,7 @@ fn unpack_files<R: Read>(
                 path: entry.path.clone(),
             })?;
         check_size(&entry, &mut total, limits)?;
-        let captured = unpack_file(tar, &entry, expected, root)?;
+        let captured = send_file(tar, entry, expected, files)?;
         if captured.is_some() {
             metadata = captured;
         }
@@ -314,61 +345,39 @@ fn check_size(entry: &Entry, total: &mut u64, limits: &Limits) -> Result<(), Err
     Ok(())
 }
 
-/// Hashes one file while writing it under `root`; returns its bytes when it
-/// is `capstan.yaml`.
-fn unpack_file<R: Read>(
+/// Sends one file's bytes to the worker, piece by piece; returns them when
+/// it is `capstan.yaml`.
+fn send_file<R: Read>(
     tar: &mut TarReader<R>,
-    entry: &Entry,
+    entry: Entry,
     expected: Digest,
-    root: Option<&Path>,
+    files: &mut FileWorker<'_>,
 ) -> Result<Option<Vec<u8>>, Error> {
-    let write_error = |source| Error::StagingWrite {
-        path: entry.path.clone(),
-        source,
-    };
-    let mut file = match root {
-        Some(root) => Some(create_file(root, &entry.path)?),
-        None => None,
-    };
     let mut captured = (entry.path == METADATA_PATH).then(Vec::new);
-    let mut hasher = Sha256::new();
-    tar.copy_data(|chunk| {
-        hasher.update(chunk);
+    let mut start = Some(FileStart {
+        path: entry.path,
+        expected: Some(expected),
+    });
+    loop {
+        let buffer = if tar.data_left() >= PIECE_BYTES as u64 {
+            files.spare_buffer()
+        } else {
+            Vec::new()
+        };
+        let data = tar.read_piece(buffer, PIECE_BYTES)?;
         if let Some(bytes) = captured.as_mut() {
-            bytes.extend_from_slice(chunk);
+            bytes.extend_from_slice(&data);
         }
-        match file.as_mut() {
-            Some(file) => file.write_all(chunk).map_err(write_error),
-            None => Ok(()),
+        let last = tar.data_left() == 0;
+        files.push(Job::Piece {
+            start: start.take(),
+            data,
+            last,
+        })?;
+        if last {
+            return Ok(captured);
         }
-    })?;
-    if Digest::from_hasher(hasher) != expected {
-        return Err(Error::DigestMismatch {
-            path: entry.path.clone(),
-        });
     }
-    Ok(captured)
-}
-
-fn create_dir(root: &Path, path: &str) -> Result<(), Error> {
-    fs::create_dir_all(root.join(path)).map_err(|source| Error::StagingWrite {
-        path: path.to_string(),
-        source,
-    })
-}
-
-fn create_file(root: &Path, path: &str) -> Result<fs::File, Error> {
-    if let Some((parent, _)) = path.rsplit_once('/') {
-        create_dir(root, parent)?;
-    }
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(root.join(path))
-        .map_err(|source| Error::StagingWrite {
-            path: path.to_string(),
-            source,
-        })
 }
 
 /// A fresh folder that deletes itself on drop unless kept.
