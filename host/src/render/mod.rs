@@ -229,7 +229,17 @@ fn helm_exec_message(message: &str) -> String {
         .strip_prefix("error calling fail: ")
         .or_else(|| msg.strip_prefix("error calling required: "))
         .unwrap_or(msg);
+    let msg = between_warn_markers(msg).unwrap_or(msg);
     format!("execution error at ({location}): {msg}")
+}
+
+/// The text `fail` and `required` wrapped in [`funcs::WARN_START`] and
+/// [`funcs::WARN_END`], as Helm's `warnRegex` cuts it out (first start
+/// marker to last end marker); `None` when the markers are absent.
+fn between_warn_markers(message: &str) -> Option<&str> {
+    let start = message.find(funcs::WARN_START)? + funcs::WARN_START.len();
+    let end = message.rfind(funcs::WARN_END)?;
+    message.get(start..end)
 }
 
 /// The release a chart is rendered for (`.Release`).

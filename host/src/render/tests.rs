@@ -109,6 +109,22 @@ fn template_errors_read_like_helm() {
 }
 
 #[test]
+fn fail_and_required_errors_drop_helm_markers() {
+    let chart = one_template("a: 1\n{{- fail \"stop here\" }}\n", "");
+    let err = render_text(&chart, &Map::new()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "execution error at (c/templates/t.yaml:2:4): stop here"
+    );
+    let chart = one_template("b: {{ required \"x is needed\" .Values.x }}\n", "");
+    let err = render_text(&chart, &Map::new()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "execution error at (c/templates/t.yaml:1:6): x is needed"
+    );
+}
+
+#[test]
 fn schema_violations_name_the_chart() {
     let files = tgz(&[
         ("c/Chart.yaml", b"apiVersion: v2\nname: c\nversion: 1.0.0\n"),

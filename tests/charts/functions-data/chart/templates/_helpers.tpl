@@ -1,0 +1,3 @@
+{{- define "data.name" -}}
+{{ .Chart.Name }}-{{ .Values.config.name }}
+{{- end -}}

@@ -1,0 +1,3 @@
+{{- define "traps.greet" -}}
+hello {{ . }}
+{{- end -}}
