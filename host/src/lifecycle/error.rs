@@ -75,6 +75,17 @@ pub enum Error {
         /// What was wrong, with the line where known.
         reason: String,
     },
+    /// The platform's Kubernetes version is outside the range the bundle
+    /// supports.
+    #[error("app {app} supports Kubernetes {range}, the platform runs {version}")]
+    KubernetesUnsupported {
+        /// The app.
+        app: String,
+        /// The supported range, e.g. `1.28 to 1.34`.
+        range: String,
+        /// The platform's version.
+        version: String,
+    },
     /// A plugin's hook vetoed the operation.
     #[error("plugin {plugin} vetoed the {hook} hook: {reason}")]
     Vetoed {
@@ -225,6 +236,7 @@ impl Error {
                 ErrorClass::Conflict
             }
             Error::Vetoed { .. }
+            | Error::KubernetesUnsupported { .. }
             | Error::Plugin { .. }
             | Error::Render { .. }
             | Error::Workload { .. }

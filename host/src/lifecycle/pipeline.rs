@@ -346,6 +346,7 @@ impl Job<'_> {
     fn prepare<'r>(&self, request: &'r ApplyRequest<'r>) -> Result<Prepared<'r>, Error> {
         let plugins = self.load_plugins(request.version)?;
         let facts = current_facts(&self.inner.facts, self.store())?;
+        check_kubernetes(&self.app, &request.version.metadata, &facts)?;
         let mut prepared = Prepared {
             request,
             plugins,
@@ -862,6 +863,28 @@ impl Job<'_> {
                 })
             })
             .collect()
+    }
+}
+
+/// Refuses a platform whose Kubernetes version is outside the bundle's
+/// `kubernetes` range. A version the facts spell in a way that does not
+/// parse is refused too: the range cannot be checked.
+fn check_kubernetes(app: &AppName, metadata: &Metadata, facts: &Facts) -> Result<(), Error> {
+    let Some(range) = &metadata.kubernetes else {
+        return Ok(());
+    };
+    let shown = |v: &Option<bundle::KubeVersion>| v.map_or("any".to_owned(), |v| v.to_string());
+    let unsupported = || Error::KubernetesUnsupported {
+        app: app.to_string(),
+        range: format!("{} to {}", shown(&range.min), shown(&range.max)),
+        version: facts.kubernetes_version.clone(),
+    };
+    let version = bundle::KubeVersion::parse(facts.kubernetes_version.trim_start_matches('v'))
+        .map_err(|_| unsupported())?;
+    if range.contains(version) {
+        Ok(())
+    } else {
+        Err(unsupported())
     }
 }
 

@@ -41,6 +41,17 @@ impl Fixture {
     /// A bundle of app `name` at `version` with one ConfigMap chart per
     /// entry of `charts` (`name` or `name:disabled`).
     fn bundle(&self, name: &str, version: &str, charts: &[&str]) -> std::fs::File {
+        self.bundle_with(name, version, charts, "")
+    }
+
+    /// [`Fixture::bundle`] with extra `capstan.yaml` lines.
+    fn bundle_with(
+        &self,
+        name: &str,
+        version: &str,
+        charts: &[&str],
+        extra: &str,
+    ) -> std::fs::File {
         let app = self.path(&format!("src-{name}-{version}"));
         let _ = std::fs::remove_dir_all(&app);
         let mut meta = format!("name: {name}\nversion: {version}\ncharts:\n");
@@ -72,6 +83,7 @@ impl Fixture {
             "chart_groups:\n  - {{name: all, mode: sequential, charts: [{}]}}\n",
             group.join(", ")
         ));
+        meta.push_str(extra);
         std::fs::write(app.join("capstan.yaml"), meta).unwrap();
         let out = self.path(&format!("{name}-{version}.tgz"));
         bundle::build(&app, &self.key, &out, &|_, _| Ok(())).unwrap();
@@ -234,4 +246,27 @@ fn rekind_of_an_unknown_component_is_refused_before_anything_starts() {
     assert!(matches!(err, Error::UnknownComponent { .. }));
     assert_eq!(lc.show(&app.name).unwrap().app.state, AppState::Uploaded);
     let _ = Store::history(lc.inner.store.as_ref(), &app.name).unwrap();
+}
+
+#[test]
+fn a_platform_outside_the_bundles_kubernetes_range_is_refused_before_anything_is_applied() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    // The default facts run the renderer's default version, 1.34.
+    let old = f.bundle_with(
+        "demo",
+        "1.0.0",
+        &["a"],
+        "kubernetes: {min: \"1.20\", max: \"1.25\"}\n",
+    );
+    let app = lc.upload(old).unwrap();
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let shown = lc.show(&app.name).unwrap();
+    assert_eq!(shown.app.state, AppState::ApplyFailed);
+    let message = shown.app.message.unwrap();
+    assert!(
+        message.contains("supports Kubernetes 1.20.0 to 1.25.0"),
+        "{message}"
+    );
+    assert!(!f.path("applied/demo").exists());
 }
