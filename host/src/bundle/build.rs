@@ -258,18 +258,14 @@ fn append_app_file<W: Write>(
     };
     let file = fs::File::open(&source_path).map_err(read_error)?;
     let size = file.metadata().map_err(read_error)?.len();
-    let mut hashing = HashingReader {
-        inner: file.take(size),
-        hasher: Sha256::new(),
-        bytes: 0,
-    };
+    let mut hashing = HashingReader::new(file.take(size));
     let mut header = file_header(size);
     tar.append_data(&mut header, &entry.path, &mut hashing)
         .map_err(|source| Error::WriteArchive {
             path: out.to_path_buf(),
             source,
         })?;
-    if hashing.bytes != size || Digest::from_hasher(hashing.hasher) != entry.digest {
+    if hashing.bytes_read() != size || hashing.finish() != entry.digest {
         return Err(Error::AppChanged {
             path: entry.path.clone(),
         });
@@ -293,11 +289,34 @@ fn file_header(size: u64) -> tar::Header {
     header
 }
 
-/// Hashes what passes through, to catch a file changing between hashing and packing.
-struct HashingReader<R> {
+/// A reader that hashes and counts what passes through: to catch a file
+/// changing between hashing and packing, or to take the digest of an
+/// archive while it is verified.
+pub struct HashingReader<R> {
     inner: R,
     hasher: Sha256,
     bytes: u64,
+}
+
+impl<R> HashingReader<R> {
+    /// Wraps `inner`.
+    pub fn new(inner: R) -> Self {
+        HashingReader {
+            inner,
+            hasher: Sha256::new(),
+            bytes: 0,
+        }
+    }
+
+    /// How many bytes were read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The sha256 of everything read.
+    pub fn finish(self) -> Digest {
+        Digest::from_hasher(self.hasher)
+    }
 }
 
 impl<R: Read> Read for HashingReader<R> {

@@ -29,7 +29,7 @@ mod upgrade;
 
 use std::path::PathBuf;
 
-pub use build::{BuildReport, PluginValidator, build};
+pub use build::{BuildReport, HashingReader, PluginValidator, build};
 pub use manifest::{Digest, Manifest, ManifestEntry};
 pub use metadata::{
     Chart, ChartGroup, Component, GroupMode, Hook, KubeVersion, KubernetesRange, LocalVolumeMount,
