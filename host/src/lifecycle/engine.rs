@@ -494,6 +494,13 @@ impl Lifecycle {
         Ok(existed)
     }
 
+    /// A failed update's target version, if it is set and still readable
+    /// (its charts are then removed or pruned with the active version's).
+    fn target_version(&self, record: &AppRecord) -> Option<StoredVersion> {
+        let version = record.target_version.as_deref()?;
+        StoredVersion::load(self.store(), &record.name, version).ok()
+    }
+
     fn active_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
         let record = self.store().app(app)?;
         StoredVersion::load(self.store(), app, &record.active_version)
@@ -534,11 +541,16 @@ impl Lifecycle {
     /// # Errors
     /// The store's.
     pub fn volume_list(&self) -> Result<Vec<VolumeView>, Error> {
-        self.store()
+        let mut users = volumes::users_by_volume(self.store())?;
+        Ok(self
+            .store()
             .list_volumes()?
             .into_iter()
-            .map(|v| self.volume_view(v))
-            .collect()
+            .map(|v| {
+                let used_by = users.remove(&v.name).unwrap_or_default();
+                volume_view(v, used_by)
+            })
+            .collect())
     }
 
     /// Removes a volume's objects from the target and forgets it; refused
@@ -574,12 +586,10 @@ impl Lifecycle {
     }
 
     fn volume_view(&self, volume: crate::store::VolumeRecord) -> Result<VolumeView, Error> {
-        let used_by = volumes::users_of(self.store(), &volume.name)?;
-        Ok(VolumeView {
-            claim: format!("{}/{}", volume.namespace, volume.name),
-            volume,
-            used_by,
-        })
+        let used_by = volumes::users_by_volume(self.store())?
+            .remove(&volume.name)
+            .unwrap_or_default();
+        Ok(volume_view(volume, used_by))
     }
 
     // ---- long operations ----
@@ -635,10 +645,7 @@ impl Lifecycle {
     pub fn remove(&self, app: &AppName, force: bool) -> Result<Started, Error> {
         let record = self.store().app(app)?;
         let version = StoredVersion::load(self.store(), app, &record.active_version)?;
-        let target = match &record.target_version {
-            Some(v) => StoredVersion::load(self.store(), app, v).ok(),
-            None => None,
-        };
+        let target = self.target_version(&record);
         let from = if force {
             rules::FORCE_REMOVE_FROM
         } else {
@@ -728,10 +735,7 @@ impl Lifecycle {
     pub fn recover(&self, app: &AppName) -> Result<Started, Error> {
         let record = self.store().app(app)?;
         let version = StoredVersion::load(self.store(), app, &record.active_version)?;
-        let target = match &record.target_version {
-            Some(v) => StoredVersion::load(self.store(), app, v).ok(),
-            None => None,
-        };
+        let target = self.target_version(&record);
         let op = self.store().begin_operation(
             app,
             Operation::Recover,
@@ -857,10 +861,7 @@ impl Lifecycle {
     // ---- bundles ----
 
     fn verify(&self, archive: impl Read) -> Result<(VerifiedBundle, String), Error> {
-        let mut hashing = HashingReader {
-            inner: archive,
-            hasher: Sha256::new(),
-        };
+        let mut hashing = bundle::HashingReader::new(archive);
         let bundle = bundle::verify_and_unpack(
             &mut hashing,
             &self.inner.trust,
@@ -871,7 +872,7 @@ impl Lifecycle {
         // Drain what the tar reader left (padding), so the digest covers
         // the whole archive.
         let _ = std::io::copy(&mut hashing, &mut std::io::sink());
-        Ok((bundle, hex::encode(hashing.hasher.finalize())))
+        Ok((bundle, hashing.finish().to_hex()))
     }
 
     fn version_record(
@@ -1058,6 +1059,14 @@ fn failed(state: AppState, error: &Error) -> Finish {
     }
 }
 
+fn volume_view(volume: crate::store::VolumeRecord, used_by: Vec<String>) -> VolumeView {
+    VolumeView {
+        claim: format!("{}/{}", volume.namespace, volume.name),
+        volume,
+        used_by,
+    }
+}
+
 fn with_note(finish: Finish, note: Option<String>) -> Finish {
     match (note, &finish.message) {
         (Some(note), Some(message)) => {
@@ -1104,20 +1113,6 @@ fn poisoned() -> Error {
     Error::Io {
         what: "the table of running operations".into(),
         source: std::io::Error::other("a thread panicked while holding its lock"),
-    }
-}
-
-/// Reads through to `inner`, hashing every byte.
-struct HashingReader<R> {
-    inner: R,
-    hasher: Sha256,
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hasher.update(&buf[..n]);
-        Ok(n)
     }
 }
 

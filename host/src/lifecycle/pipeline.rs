@@ -291,12 +291,7 @@ impl Job<'_> {
             phase: "remove",
         };
         self.step("remove", "load-plugins", "loading plugins")?;
-        let prepared = Prepared {
-            request: &request,
-            plugins: self.load_plugins(version)?,
-            facts: current_facts(&self.inner.facts, self.store())?,
-            system: BTreeMap::new(),
-        };
+        let prepared = self.load(&request)?;
         self.step("remove", "pre-remove", "pre-remove hook")?;
         self.forced(force, self.run_hook(&prepared, Hook::PreRemove))?;
         let mut charts: Vec<(&StoredVersion, &bundle::Chart)> = Vec::new();
@@ -344,15 +339,8 @@ impl Job<'_> {
     /// Loads plugins, builds the facts, runs `semantic-check` and computes
     /// and stores the system overrides.
     fn prepare<'r>(&self, request: &'r ApplyRequest<'r>) -> Result<Prepared<'r>, Error> {
-        let plugins = self.load_plugins(request.version)?;
-        let facts = current_facts(&self.inner.facts, self.store())?;
-        check_kubernetes(&self.app, &request.version.metadata, &facts)?;
-        let mut prepared = Prepared {
-            request,
-            plugins,
-            facts,
-            system: BTreeMap::new(),
-        };
+        let mut prepared = self.load(request)?;
+        check_kubernetes(&self.app, &request.version.metadata, &prepared.facts)?;
         self.step(request.phase, "semantic-check", "semantic-check hook")?;
         self.run_hook(&prepared, Hook::SemanticCheck)?;
         self.step(
@@ -371,6 +359,16 @@ impl Job<'_> {
             .collect();
         self.store().replace_layer(&self.app, &layer, &charts)?;
         Ok(prepared)
+    }
+
+    /// The version's plugins and the current facts; no system overrides yet.
+    fn load<'r>(&self, request: &'r ApplyRequest<'r>) -> Result<Prepared<'r>, Error> {
+        Ok(Prepared {
+            request,
+            plugins: self.load_plugins(request.version)?,
+            facts: current_facts(&self.inner.facts, self.store())?,
+            system: BTreeMap::new(),
+        })
     }
 
     fn apply_parallel(
@@ -474,14 +472,7 @@ impl Job<'_> {
             around: None,
             phase: "diff",
         };
-        let plugins = self.load_plugins(version)?;
-        let facts = current_facts(&self.inner.facts, self.store())?;
-        let mut prepared = Prepared {
-            request: &request,
-            plugins,
-            facts,
-            system: BTreeMap::new(),
-        };
+        let mut prepared = self.load(&request)?;
         prepared.system = self.system_overrides(&prepared)?;
         let mut diffs = Vec::new();
         for chart in &version.metadata.charts {

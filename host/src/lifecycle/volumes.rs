@@ -5,6 +5,8 @@
 //! outlive any app that mounts them; `volume remove` is refused while an
 //! app that is on the target mounts the volume.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::kube::{self, Release, Resource};
@@ -141,10 +143,10 @@ pub fn apply_objects(target: &dyn kube::ApplyTarget, record: &VolumeRecord) -> R
     Ok(())
 }
 
-/// `app/component` of every app on the target whose active version mounts
-/// `volume`.
-pub fn users_of(store: &dyn Store, volume: &str) -> Result<Vec<String>, Error> {
-    let mut users = Vec::new();
+/// For each mounted volume, `app/component` of every app on the target
+/// whose active version mounts it. Reads each app's metadata once.
+pub fn users_by_volume(store: &dyn Store) -> Result<BTreeMap<String, Vec<String>>, Error> {
+    let mut users: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for app in store.list_apps()? {
         if matches!(app.state, AppState::Uploaded | AppState::UploadFailed) {
             continue;
@@ -153,13 +155,12 @@ pub fn users_of(store: &dyn Store, volume: &str) -> Result<Vec<String>, Error> {
             continue;
         };
         for component in &version.metadata.components {
-            if component
-                .traits
-                .local_volumes
-                .iter()
-                .any(|m| m.volume == volume)
-            {
-                users.push(format!("{}/{}", app.name, component.name));
+            for mount in &component.traits.local_volumes {
+                let user = format!("{}/{}", app.name, component.name);
+                let list = users.entry(mount.volume.clone()).or_default();
+                if !list.contains(&user) {
+                    list.push(user);
+                }
             }
         }
     }
