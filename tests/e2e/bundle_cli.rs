@@ -4,23 +4,10 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{capstan, fresh_dir, plugin_wasm, workspace_root};
+use crate::support::{capstan, copy_dir, fresh_dir, plugin_wasm, workspace_root};
 
 fn stderr_of(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// The example app with the real storage plugin copied in.

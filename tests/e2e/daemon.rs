@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{capstan, example_facts, fresh_dir, plugin_wasm, workspace_root};
+use crate::support::{capstan, copy_dir, example_facts, fresh_dir, plugin_wasm, workspace_root};
 
 /// A running daemon on its own state folder, killed when dropped.
 pub struct Daemon {
@@ -219,19 +219,6 @@ pub fn edit(file: &Path, from: &str, to: &str) {
     let content = std::fs::read_to_string(file).unwrap();
     assert!(content.contains(from), "{} has no {from:?}", file.display());
     std::fs::write(file, content.replacen(from, to, 1)).unwrap();
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn read(path: &Path) -> String {

@@ -14,6 +14,8 @@ use capstan::trust::{SigningKey, TrustStore};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
+use crate::support::copy_dir;
+
 /// A tar entry as the corpus writes it, byte for byte: any name, any type.
 #[derive(Clone)]
 struct Raw {
@@ -713,19 +715,6 @@ fn example_app(into: &Path) -> PathBuf {
     copy_dir(&source, &app);
     fs::write(app.join("plugins/storage.wasm"), b"\0asm\x0d\0\x01\0").unwrap();
     app
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn accept_plugin(_path: &str, bytes: &[u8]) -> Result<(), String> {
