@@ -9,6 +9,7 @@ pub mod bundle;
 pub mod cli;
 pub mod kube;
 pub mod lifecycle;
+pub mod model;
 pub mod render;
 pub mod sandbox;
 pub mod store;

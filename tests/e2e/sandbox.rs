@@ -7,9 +7,10 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
+use capstan::model::{Hook, HookOutcome};
 use capstan::sandbox::{
-    App, CallContext, ComponentCache, Error, Facts, Fault, Hook, HookOutcome, Plugin, PluginError,
-    Policy, Sandbox, Stream,
+    App, CallContext, ComponentCache, Error, Facts, Fault, Plugin, PluginError, Policy, Sandbox,
+    Stream,
 };
 
 use crate::support::{example_facts, fresh_dir, plugin_bytes};

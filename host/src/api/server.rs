@@ -17,7 +17,8 @@ use serde::de::DeserializeOwned;
 
 use super::{Address, ErrorBody, StartedBody};
 use crate::lifecycle::{self, ErrorClass, Lifecycle, OverrideSet, Started, VolumeRequest};
-use crate::store::{AppName, OperationId};
+use crate::model::AppName;
+use crate::store::OperationId;
 
 /// The largest bundle accepted by upload and update (compressed).
 pub const MAX_BUNDLE_BYTES: usize = 256 * 1024 * 1024;

@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer};
 
 use super::Error;
 use super::manifest::Manifest;
-use super::names::{AppName, ChartName, ComponentName, Namespace, ReleaseName};
 use super::paths::check_path;
+use crate::model::{AppName, ChartName, ComponentSpec, Hook, Namespace, ReleaseName};
 
 /// An app's metadata, as read from `capstan.yaml`. Only [`Metadata::parse`]
 /// makes one, so a value has passed the consistency checks listed there.
@@ -42,7 +42,7 @@ pub struct Metadata {
     pub upgrades: Upgrades,
     /// Workloads the platform may run as different kinds (issue 6). Empty by default.
     #[serde(default)]
-    pub components: Vec<Component>,
+    pub components: Vec<ComponentSpec>,
 }
 
 /// One Helm chart of the app.
@@ -114,7 +114,6 @@ pub struct ChartGroup {
 
 /// A lifecycle hook: the sandbox's (the WIT `hook` enum), spelt in
 /// `capstan.yaml` as the WIT spells it (`semantic-check`).
-pub use crate::sandbox::Hook;
 
 /// One plugin component of the app.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -270,115 +269,6 @@ impl KubernetesRange {
         });
         above_min && below_max
     }
-}
-
-/// A workload of the app that the platform may run as different kinds.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct Component {
-    /// The component's name, unique within the app.
-    pub name: ComponentName,
-    /// The chart that renders it.
-    pub chart: ChartName,
-    /// The rendered workload, `Kind/name`.
-    pub workload: WorkloadRef,
-    /// What the component asks of the platform.
-    #[serde(default)]
-    pub traits: Traits,
-}
-
-/// A workload kind a component can be rendered as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkloadKind {
-    /// `apps/v1` Deployment.
-    Deployment,
-    /// `apps/v1` StatefulSet.
-    StatefulSet,
-}
-
-/// A rendered workload, written `Deployment/NAME` or `StatefulSet/NAME`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkloadRef {
-    /// The kind the chart renders.
-    pub kind: WorkloadKind,
-    /// The object's name.
-    pub name: String,
-}
-
-impl WorkloadRef {
-    /// Parses `Kind/name`.
-    ///
-    /// # Errors
-    ///
-    /// A message when the kind is unknown or the name empty.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let bad = || format!("workload {text:?} is not Deployment/NAME or StatefulSet/NAME");
-        let (kind, name) = text.split_once('/').ok_or_else(bad)?;
-        let kind = match kind {
-            "Deployment" => WorkloadKind::Deployment,
-            "StatefulSet" => WorkloadKind::StatefulSet,
-            _ => return Err(bad()),
-        };
-        if name.is_empty() || name.contains('/') {
-            return Err(bad());
-        }
-        Ok(Self {
-            kind,
-            name: name.to_string(),
-        })
-    }
-}
-
-impl<'de> Deserialize<'de> for WorkloadRef {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Self::parse(&text).map_err(serde::de::Error::custom)
-    }
-}
-
-/// A component's traits.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct Traits {
-    /// Persistent volumes per container.
-    #[serde(default)]
-    pub volumes: Vec<VolumeTrait>,
-    /// Local volumes (managed by capstan) the component uses, by name.
-    #[serde(default, rename = "localVolumes")]
-    pub local_volumes: Vec<LocalVolumeMount>,
-}
-
-/// A local volume (made with `capstan volume create`) mounted into one
-/// container of the component.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct LocalVolumeMount {
-    /// The volume's name.
-    pub volume: String,
-    /// Index of the container in the pod template that mounts it.
-    #[serde(default)]
-    pub container: u32,
-    /// Where the container mounts it.
-    pub path: String,
-}
-
-/// A persistent volume a component asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct VolumeTrait {
-    /// Index of the container in the pod template that mounts it.
-    pub container: u32,
-    /// The storage class the claim asks for.
-    #[serde(rename = "storageClassName")]
-    pub storage_class_name: String,
-    /// The size as a Kubernetes quantity, such as `8Gi`.
-    pub size: String,
-    /// Where the container mounts it.
-    pub path: String,
 }
 
 impl Metadata {
@@ -581,6 +471,7 @@ fn syntax_error(err: serde_yaml_ng::Error) -> Error {
 mod tests {
     use super::*;
     use crate::bundle::manifest::{Digest, ManifestEntry};
+    use crate::model::WorkloadKind;
 
     const HELLO: &str = "\
 name: hello

@@ -21,7 +21,6 @@ mod build;
 mod files;
 mod manifest;
 mod metadata;
-mod names;
 mod paths;
 mod stream;
 mod unpack;
@@ -32,11 +31,8 @@ use std::path::PathBuf;
 pub use build::{BuildReport, HashingReader, PluginValidator, build};
 pub use manifest::{Digest, Manifest, ManifestEntry};
 pub use metadata::{
-    Chart, ChartGroup, Component, GroupMode, Hook, KubeVersion, KubernetesRange, LocalVolumeMount,
-    Metadata, Plugin, Traits, Upgrades, VersionSpec, VolumeTrait, WorkloadKind, WorkloadRef,
-};
-pub use names::{
-    AppName, ChartName, ComponentName, InvalidName, Name, NameKind, Namespace, ReleaseName,
+    Chart, ChartGroup, GroupMode, KubeVersion, KubernetesRange, Metadata, Plugin, Upgrades,
+    VersionSpec,
 };
 pub use unpack::{Inspection, VerifiedBundle, inspect, verify, verify_and_unpack};
 pub use upgrade::check_upgrade;

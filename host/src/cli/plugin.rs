@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use crate::sandbox::{App, CallContext, ComponentCache, Facts, Hook, HookOutcome, Policy, Sandbox};
+use crate::model::{Hook, HookOutcome};
+use crate::sandbox::{App, CallContext, ComponentCache, Facts, Policy, Sandbox};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PluginCommand {

@@ -6,9 +6,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::Error;
-use super::manifest::{ObjectRef, Resource, parse_manifests};
+use super::manifest::{Resource, parse_manifests};
 use super::plan::{ApplyPlan, plan_remove};
 use super::target::{Applied, ApplyTarget, Release};
+use crate::model::ObjectRef;
 
 /// Longest app or chart name: a DNS-1123 label.
 const MAX_NAME_LEN: usize = 63;

@@ -43,8 +43,9 @@ mod manifest;
 mod plan;
 mod target;
 
+pub use crate::model::{ObjectKey, ObjectRef};
 pub use dir::DirTarget;
-pub use manifest::{ObjectKey, ObjectRef, Resource, parse_manifests};
+pub use manifest::{Resource, parse_manifests};
 pub use plan::{
     ApplyPlan, Changed, Diff, INSTALL_ORDER, UNINSTALL_ORDER, diff, plan_apply, plan_remove,
 };

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use super::Error;
-use super::manifest::{ObjectKey, ObjectRef, Resource};
+use super::manifest::Resource;
+use crate::model::{ObjectKey, ObjectRef};
 
 /// Helm's install order by kind (`InstallOrder` in Helm 4's
 /// `pkg/release/util/kind_sorter.go`). Kinds not listed go after these,

@@ -4,8 +4,9 @@
 use std::fmt;
 
 use super::Error;
-use super::manifest::{ObjectRef, Resource};
+use super::manifest::Resource;
 use super::plan::ApplyPlan;
+use crate::model::ObjectRef;
 
 /// One chart of one app, as applied: the unit a target records.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -17,10 +17,11 @@ use sha2::{Digest, Sha256};
 
 use crate::bundle::{self, Limits, VerifiedBundle};
 use crate::kube::ApplyTarget;
-use crate::sandbox::{ComponentCache, Facts, Hook, Policy, Sandbox};
+use crate::model::{AppName, Hook};
+use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
 use crate::store::{
-    AppName, AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId,
-    Outcome, OverrideLayer, SqliteStore, Store, TargetChange, VersionRecord,
+    AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId, Outcome,
+    OverrideLayer, SqliteStore, Store, TargetChange, VersionRecord,
 };
 use crate::trust::TrustStore;
 

@@ -1,7 +1,7 @@
 //! What can go wrong in an operation, and which kind of wrong it is (the
 //! API turns the kind into an HTTP status).
 
-use crate::sandbox::Hook;
+use crate::model::Hook;
 use crate::store;
 
 /// Everything that can stop an operation, one variant per failing step.

@@ -3,9 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::AppName;
+use crate::model::Layer;
 use crate::render;
-use crate::store::{AppName, OverrideLayer, OverrideRecord, Store};
-use crate::values::{self, Layer, Map};
+use crate::store::{OverrideLayer, OverrideRecord, Store};
+use crate::values::{self, Map};
 
 use super::Error;
 use super::pipeline::{StoredVersion, from_json, to_json};

@@ -13,11 +13,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::bundle::{self, GroupMode, Metadata};
 use crate::kube::{self, ApplyTarget, Release, Resource};
+use crate::model::AppName;
+use crate::model::Layer;
+use crate::model::{ComponentSpec, Hook, HookOutcome, WorkloadKind};
 use crate::render::{self, Capabilities, ReleaseInfo};
-use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Hook, HookOutcome, Plugin};
-use crate::store::{AppName, DecisionRecord, OperationId, OverrideLayer, Store};
-use crate::values::{self, Layer, Map};
-use crate::volumes::{LocalVolume, Size};
+use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Plugin};
+use crate::store::{DecisionRecord, OperationId, OverrideLayer, Store};
+use crate::values::{self, Map};
+use crate::volumes::LocalVolume;
 use crate::workload::{self, DecidedBy, Decision};
 
 use super::Error;
@@ -584,12 +587,12 @@ impl Job<'_> {
         record: bool,
     ) -> Result<Vec<serde_json::Value>, Error> {
         let metadata = &prepared.request.version.metadata;
-        let components: Vec<workload::Component> = metadata
+        let components: Vec<ComponentSpec> = metadata
             .components
             .iter()
             .filter(|c| c.chart.as_str() == chart)
-            .map(|c| workload_component(c, chart))
-            .collect::<Result<_, _>>()?;
+            .cloned()
+            .collect();
         if components.is_empty() {
             return Ok(objects);
         }
@@ -600,7 +603,7 @@ impl Job<'_> {
         let mut decisions = BTreeMap::new();
         for component in &components {
             let decision = self.decision(prepared, component, record)?;
-            decisions.insert(component.name.clone(), decision);
+            decisions.insert(component.name.to_string(), decision);
         }
         let applied =
             workload::apply_decisions(objects, &components, &decisions).map_err(workload_err)?;
@@ -627,7 +630,7 @@ impl Job<'_> {
     /// have their claims in the chart's namespace.
     fn local_volumes(
         &self,
-        components: &[workload::Component],
+        components: &[ComponentSpec],
         namespace: &str,
     ) -> Result<BTreeMap<String, LocalVolume>, Error> {
         let mut out = BTreeMap::new();
@@ -657,12 +660,16 @@ impl Job<'_> {
     fn decision(
         &self,
         prepared: &Prepared<'_>,
-        component: &workload::Component,
+        component: &ComponentSpec,
         record: bool,
     ) -> Result<Decision, Error> {
-        let stored = self.store().decision(&self.app, &component.name)?;
+        let stored = self.store().decision(&self.app, component.name.as_str())?;
         let previous = stored.as_ref().map(decision_of);
-        let rekind = prepared.request.rekind.contains(&component.name);
+        let rekind = prepared
+            .request
+            .rekind
+            .iter()
+            .any(|c| c == component.name.as_str());
         let (plugin_choice, plugin_name) = if previous.is_none() || rekind {
             self.ask_workload_kind(prepared, component)?
         } else {
@@ -681,8 +688,8 @@ impl Job<'_> {
             };
             self.store().record_decision(&DecisionRecord {
                 app: self.app.clone(),
-                component: component.name.clone(),
-                kind: decision.kind.as_str().to_owned(),
+                component: component.name.to_string(),
+                kind: decision.kind,
                 decided_by,
                 traits_digest: decision.traits_digest.clone(),
                 decided_at: 0,
@@ -696,11 +703,11 @@ impl Job<'_> {
     fn ask_workload_kind(
         &self,
         prepared: &Prepared<'_>,
-        component: &workload::Component,
-    ) -> Result<(Option<workload::WorkloadKind>, Option<String>), Error> {
+        component: &ComponentSpec,
+    ) -> Result<(Option<WorkloadKind>, Option<String>), Error> {
         let facts = ComponentFacts {
-            name: component.name.clone(),
-            chart: component.chart.clone(),
+            name: component.name.to_string(),
+            chart: component.chart.to_string(),
             workload: format!("{}/{}", component.workload.kind, component.workload.name),
             volumes: component
                 .traits
@@ -724,17 +731,13 @@ impl Job<'_> {
         for p in prepared
             .plugins
             .iter()
-            .filter(|p| p.charts.contains(&component.chart))
+            .filter(|p| p.charts.contains(component.chart.as_str()))
         {
             let ctx = self.call_context("workload-kind");
             let started = Instant::now();
             let answer = p.plugin.workload_kind(&ctx, &app, &prepared.facts, &facts);
             let answer = self.observe(p, "workload-kind", started, answer)?;
             if let Some(kind) = answer {
-                let kind = match kind {
-                    sandbox::WorkloadKind::Deployment => workload::WorkloadKind::Deployment,
-                    sandbox::WorkloadKind::StatefulSet => workload::WorkloadKind::StatefulSet,
-                };
                 return Ok((Some(kind), Some(p.plugin.name().to_owned())));
             }
         }
@@ -924,11 +927,7 @@ fn is_cluster_scoped(kind: &str) -> bool {
 }
 
 fn decision_of(record: &DecisionRecord) -> Decision {
-    let kind = if record.kind == workload::WorkloadKind::StatefulSet.as_str() {
-        workload::WorkloadKind::StatefulSet
-    } else {
-        workload::WorkloadKind::Deployment
-    };
+    let kind = record.kind;
     let decided_by = match record.decided_by.as_str() {
         "default-rule" => DecidedBy::DefaultRule,
         "rekind" | "operator" => DecidedBy::Rekind,
@@ -939,59 +938,6 @@ fn decision_of(record: &DecisionRecord) -> Decision {
         decided_by,
         traits_digest: record.traits_digest.clone(),
     }
-}
-
-/// The bundle's component as the workload transforms take it.
-fn workload_component(
-    component: &bundle::Component,
-    chart: &str,
-) -> Result<workload::Component, Error> {
-    let invalid = |source: crate::volumes::Error| Error::Workload {
-        chart: chart.to_owned(),
-        source: Box::new(workload::Error::InvalidTrait {
-            component: component.name.to_string(),
-            source,
-        }),
-    };
-    let volumes = component
-        .traits
-        .volumes
-        .iter()
-        .map(|v| {
-            Ok(workload::VolumeTrait {
-                container: v.container as usize,
-                storage_class_name: v.storage_class_name.clone(),
-                size: Size::parse(&v.size).map_err(invalid)?,
-                path: v.path.clone(),
-                name: None,
-            })
-        })
-        .collect::<Result<_, Error>>()?;
-    let local_volumes = component
-        .traits
-        .local_volumes
-        .iter()
-        .map(|v| workload::LocalVolumeRef {
-            volume: v.volume.clone(),
-            container: v.container as usize,
-            path: v.path.clone(),
-        })
-        .collect();
-    Ok(workload::Component {
-        name: component.name.to_string(),
-        chart: chart.to_owned(),
-        workload: workload::WorkloadRef {
-            kind: match component.workload.kind {
-                bundle::WorkloadKind::Deployment => workload::WorkloadKind::Deployment,
-                bundle::WorkloadKind::StatefulSet => workload::WorkloadKind::StatefulSet,
-            },
-            name: component.workload.name.clone(),
-        },
-        traits: workload::Traits {
-            volumes,
-            local_volumes,
-        },
-    })
 }
 
 /// Store JSON -> Helm values.

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use super::*;
 use crate::bundle;
 use crate::kube::DirTarget;
-use crate::store::{AppName, AppState, Operation, Store};
+use crate::model::AppName;
+use crate::store::{AppState, Operation, Store};
 use crate::trust::{SigningKey, TrustStore};
 
 struct Fixture {

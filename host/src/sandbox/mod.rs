@@ -31,7 +31,7 @@ pub use policy::{
     DEFAULT_DEADLINE, DEFAULT_LOG_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES, EPOCH_TICK,
     Policy,
 };
-pub use runtime::{Hook, HookOutcome, Plugin, PluginInfo, Sandbox, WorkloadKind};
+pub use runtime::{Plugin, PluginInfo, Sandbox};
 
 use std::fmt;
 use std::path::PathBuf;

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use super::name::AppName;
 use super::records::OperationId;
 use super::state::{AppState, Operation};
+use crate::model::AppName;
 
 /// What can go wrong reading or writing the durable state. Operator
 /// mistakes (unknown app, app exists, illegal transition, busy) are their own

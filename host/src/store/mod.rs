@@ -16,7 +16,7 @@
 //! it does not delete bundle directories (it returns them to the caller).
 
 mod error;
-mod name;
+
 mod records;
 mod schema;
 mod sqlite;
@@ -26,8 +26,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::model::AppName;
 pub use error::Error;
-pub use name::{AppName, InvalidAppName, MAX_APP_NAME_LEN};
 pub use records::{
     AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
     TargetChange, UnixMillis, VersionRecord, VolumeRecord,

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::name::AppName;
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
+use crate::model::{AppName, WorkloadKind};
 
 /// Milliseconds since the unix epoch, UTC.
 pub type UnixMillis = i64;
@@ -93,8 +93,9 @@ pub struct DecisionRecord {
     pub app: AppName,
     /// The component named in the bundle's metadata.
     pub component: String,
-    /// The chosen kind, e.g. `StatefulSet`.
-    pub kind: String,
+    /// The chosen kind. A stored kind this daemon does not know fails the
+    /// read: a decision is never silently defaulted.
+    pub kind: WorkloadKind,
     /// Who decided: a plugin's name, `default-rule`, or `operator`.
     pub decided_by: String,
     /// Hex digest of the component's traits when decided, to warn when they

@@ -7,6 +7,7 @@ use std::thread;
 use serde_json::json;
 
 use super::*;
+use crate::model::WorkloadKind;
 
 fn new_store() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
@@ -905,7 +906,7 @@ fn decision(app: &str, component: &str) -> DecisionRecord {
     DecisionRecord {
         app: name(app),
         component: component.to_owned(),
-        kind: "StatefulSet".to_owned(),
+        kind: WorkloadKind::StatefulSet,
         decided_by: "default-rule".to_owned(),
         traits_digest: "abc".to_owned(),
         decided_at: 0,
@@ -921,7 +922,7 @@ fn decisions_are_recorded_replaced_and_forgotten() {
     assert!(stored.decided_at > 0, "stamped by the store");
     assert_eq!(store.decision(&app, "broker").unwrap(), Some(stored));
     let rekind = DecisionRecord {
-        kind: "Deployment".to_owned(),
+        kind: WorkloadKind::Deployment,
         decided_by: "operator".to_owned(),
         ..decision("kafka", "broker")
     };
@@ -938,8 +939,8 @@ fn decisions_are_recorded_replaced_and_forgotten() {
     assert_eq!(
         kinds,
         [
-            ("broker".to_owned(), "Deployment".to_owned()),
-            ("zookeeper".to_owned(), "StatefulSet".to_owned())
+            ("broker".to_owned(), WorkloadKind::Deployment),
+            ("zookeeper".to_owned(), WorkloadKind::StatefulSet)
         ]
     );
     assert!(store.delete_decision(&app, "broker").unwrap());

@@ -9,49 +9,8 @@
 //! defaults are then coalesced under them with Helm's rules, where that
 //! `null` deletes the key.
 
-use std::fmt;
-
 use super::{ChartValues, Map, Value, coalesce_chart_values, merge_maps};
-
-/// One override layer. The derived order is the precedence order: a
-/// greater layer wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Layer {
-    /// The chart's own `values.yaml`.
-    ChartDefaults,
-    /// Static overrides shipped in the bundle.
-    Static,
-    /// Overrides computed by the app's plugins.
-    System,
-    /// Overrides set by the operator.
-    User,
-}
-
-impl Layer {
-    /// Every layer, lowest precedence first.
-    pub const ALL: [Layer; 4] = [
-        Layer::ChartDefaults,
-        Layer::Static,
-        Layer::System,
-        Layer::User,
-    ];
-
-    /// The layer's name as the CLI and API show it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Layer::ChartDefaults => "chart-defaults",
-            Layer::Static => "static",
-            Layer::System => "system",
-            Layer::User => "user",
-        }
-    }
-}
-
-impl fmt::Display for Layer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::model::Layer;
 
 /// The override layers (everything but [`Layer::ChartDefaults`]) merged
 /// in precedence order as Helm merges `-f` files, nulls kept. This is

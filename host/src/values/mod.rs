@@ -49,7 +49,7 @@ pub use coalesce::{
 };
 pub use emit::{MAX_EMIT_DEPTH, to_yaml, to_yaml_trimmed, try_to_yaml};
 pub use json::{parse_json, to_json, to_pretty_json, to_raw_json, try_to_json};
-pub use layers::{Layer, merge_layers, merge_override_layers};
+pub use layers::{merge_layers, merge_override_layers};
 pub use resolve::{PlainScalar, plain_key_kind, plain_value_kind};
 pub use strvals::{
     MAX_LIST_INDEX, MAX_NAME_LEVELS, ValueFlags, merge_value_flags, parse_set, parse_set_file,

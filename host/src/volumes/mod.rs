@@ -16,14 +16,13 @@
 mod local;
 mod names;
 mod placement;
-mod size;
 
+pub use crate::model::Size;
 pub use local::{
     DEFAULT_STORAGE_CLASS, LocalVolume, VOLUME_LABEL, persistent_volume, persistent_volume_claim,
 };
 pub use names::{validate_host_path, validate_label, validate_mount_path, validate_subdomain};
 pub use placement::{describe_workload, pin_to_node, pinned_node, place};
-pub use size::Size;
 
 /// The well-known node label that holds a node's name.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -58,13 +57,8 @@ pub enum Error {
         reason: &'static str,
     },
     /// A size is not a positive Kubernetes quantity.
-    #[error("size {size:?} {reason}")]
-    InvalidSize {
-        /// The size as given.
-        size: String,
-        /// Why it was refused.
-        reason: &'static str,
-    },
+    #[error(transparent)]
+    InvalidSize(#[from] crate::model::InvalidSize),
     /// One workload asks for volumes that live on different nodes.
     #[error(
         "volume {first:?} is on node {first_node:?} but volume {second:?} is on node {second_node:?}"

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{
-    Component, Decision, Error, Warning, WorkloadKind, to_stateful_set, with_local_volumes,
+    ComponentSpec, Decision, Error, Warning, WorkloadKind, to_stateful_set, with_local_volumes,
     with_standalone_claims,
 };
 use crate::volumes::LocalVolume;
@@ -37,7 +37,7 @@ pub struct ComponentReport {
 /// Applies each component's decision to the rendered manifests.
 ///
 /// For each component, finds its rendered workload (kind and
-/// `metadata.name` from [`Component::workload`]), then replaces it with
+/// `metadata.name` from [`ComponentSpec::workload`]), then replaces it with
 /// [`to_stateful_set`] or [`with_standalone_claims`] by the decided kind,
 /// and inserts the companions (Service, claims) just before it. Manifests
 /// that belong to no component pass through untouched and in order.
@@ -55,21 +55,22 @@ pub struct ComponentReport {
 /// namespace and name of a rendered one; any error of the transforms.
 pub fn apply_decisions(
     manifests: Vec<Value>,
-    components: &[Component],
+    components: &[ComponentSpec],
     decisions: &BTreeMap<String, Decision>,
 ) -> Result<Applied, Error> {
     let existing: BTreeSet<ObjectKey> = manifests.iter().map(ObjectKey::of).collect();
     let mut replacements: BTreeMap<usize, (&str, Vec<Value>)> = BTreeMap::new();
     let mut reports = Vec::new();
     for component in components {
-        let decision = decisions
-            .get(&component.name)
-            .ok_or_else(|| Error::MissingDecision {
-                component: component.name.clone(),
-            })?;
+        let decision =
+            decisions
+                .get(component.name.as_str())
+                .ok_or_else(|| Error::MissingDecision {
+                    component: component.name.to_string(),
+                })?;
         if component.workload.kind != WorkloadKind::Deployment {
             return Err(Error::UnsupportedSource {
-                component: component.name.clone(),
+                component: component.name.to_string(),
                 kind: component.workload.kind,
             });
         }
@@ -78,7 +79,7 @@ pub fn apply_decisions(
             return Err(Error::SharedWorkload {
                 workload: component.workload.name.clone(),
                 first: (*other).to_owned(),
-                second: component.name.clone(),
+                second: component.name.to_string(),
             });
         }
         let source = &manifests[index];
@@ -93,15 +94,15 @@ pub fn apply_decisions(
             .find(|key| existing.contains(key))
         {
             return Err(Error::GeneratedClash {
-                component: component.name.clone(),
+                component: component.name.to_string(),
                 object: clash.to_string(),
             });
         }
         let mut replacement = transformed.companions;
         replacement.push(transformed.workload);
-        replacements.insert(index, (&component.name, replacement));
+        replacements.insert(index, (component.name.as_str(), replacement));
         reports.push(ComponentReport {
-            component: component.name.clone(),
+            component: component.name.to_string(),
             kind: decision.kind,
             dropped: transformed.dropped,
             warnings: transformed.warnings,
@@ -119,7 +120,7 @@ pub fn apply_decisions(
 }
 
 /// The index of the one rendered manifest that is the component's workload.
-fn find_workload(manifests: &[Value], component: &Component) -> Result<usize, Error> {
+fn find_workload(manifests: &[Value], component: &ComponentSpec) -> Result<usize, Error> {
     find_named(manifests, component, &[component.workload.kind])
 }
 
@@ -127,7 +128,7 @@ fn find_workload(manifests: &[Value], component: &Component) -> Result<usize, Er
 /// component's workload.
 fn find_named(
     manifests: &[Value],
-    component: &Component,
+    component: &ComponentSpec,
     kinds: &[WorkloadKind],
 ) -> Result<usize, Error> {
     let wanted = &component.workload;
@@ -145,12 +146,12 @@ fn find_named(
     match matches[..] {
         [index] => Ok(index),
         [] => Err(Error::MissingWorkload {
-            component: component.name.clone(),
+            component: component.name.to_string(),
             kind: wanted.kind,
             name: wanted.name.clone(),
         }),
         _ => Err(Error::AmbiguousWorkload {
-            component: component.name.clone(),
+            component: component.name.to_string(),
             kind: wanted.kind,
             name: wanted.name.clone(),
             count: matches.len(),
@@ -174,7 +175,7 @@ fn find_named(
 /// [`Error::Placement`] naming both nodes of a conflict.
 pub fn apply_local_volumes(
     manifests: &mut [Value],
-    components: &[Component],
+    components: &[ComponentSpec],
     volumes: &BTreeMap<String, LocalVolume>,
 ) -> Result<BTreeMap<String, String>, Error> {
     let kinds = [WorkloadKind::Deployment, WorkloadKind::StatefulSet];
@@ -187,7 +188,7 @@ pub fn apply_local_volumes(
         let index = find_named(manifests, component, &kinds)?;
         let mut workload = manifests[index].clone();
         if let Some(node) = with_local_volumes(&mut workload, component, volumes)? {
-            nodes.insert(component.name.clone(), node);
+            nodes.insert(component.name.to_string(), node);
         }
         updates.push((index, workload));
     }
@@ -375,7 +376,7 @@ mod tests {
     #[test]
     fn two_components_cannot_share_a_workload() {
         let mut second = broker();
-        second.name = "broker-again".to_owned();
+        second.name = crate::model::ComponentName::parse("broker-again").unwrap();
         let decisions = BTreeMap::from([
             ("broker".to_owned(), decided(WorkloadKind::StatefulSet)),
             ("broker-again".to_owned(), decided(WorkloadKind::Deployment)),
@@ -408,8 +409,8 @@ mod tests {
         BTreeMap::from([("zk-data".to_owned(), volume)])
     }
 
-    fn with_local(mut component: Component) -> Component {
-        component.traits.local_volumes = vec![super::super::LocalVolumeRef {
+    fn with_local(mut component: ComponentSpec) -> ComponentSpec {
+        component.traits.local_volumes = vec![super::super::LocalVolumeMount {
             volume: "zk-data".to_owned(),
             container: 0,
             path: "/zk".to_owned(),

@@ -8,7 +8,7 @@ use super::pod::{
     add_mount, add_pod_volume, companion_metadata, describe, malformed, pod_spec_mut, set_label,
 };
 use super::{
-    CHILD_RESOURCE_LABEL, Component, Error, Transformed, VolumeTrait, Warning, WorkloadKind,
+    CHILD_RESOURCE_LABEL, ComponentSpec, Error, Transformed, VolumeTrait, Warning, WorkloadKind,
     check_source,
 };
 use crate::volumes::{self, LocalVolume};
@@ -47,14 +47,14 @@ pub fn standalone_claim_name(workload: &str, volume: &str) -> String {
 /// # Errors
 ///
 /// [`Error::NotADeployment`] when `deployment` is another kind;
-/// [`Error::InvalidTrait`] and the clash errors of [`Component::validate`];
+/// [`Error::InvalidTrait`] and the clash errors of [`ComponentSpec::validate`];
 /// [`Error::InvalidTrait`] when a claim name is too long;
 /// [`Error::ContainerOutOfRange`], [`Error::VolumeNameTaken`] and
 /// [`Error::MountTaken`] when the trait does not fit the pod template;
 /// [`Error::Malformed`] for a missing or mistyped field.
 pub fn with_standalone_claims(
     deployment: &Value,
-    component: &Component,
+    component: &ComponentSpec,
 ) -> Result<Transformed, Error> {
     check_source(deployment, component)?;
     let mut workload = deployment.clone();
@@ -66,11 +66,11 @@ pub fn with_standalone_claims(
         .to_owned();
     let mut claims = Vec::new();
     for volume in &component.traits.volumes {
-        let volume_name = volume.volume_name(&component.name)?;
+        let volume_name = volume.volume_name(component.name.as_str())?;
         let claim_name = standalone_claim_name(&name, &volume_name);
         volumes::validate_subdomain("claim name", &claim_name).map_err(|source| {
             Error::InvalidTrait {
-                component: component.name.clone(),
+                component: component.name.to_string(),
                 source,
             }
         })?;
@@ -131,7 +131,7 @@ fn standalone_claim(deployment: &Value, name: &str, volume: &VolumeTrait) -> Val
 ///
 /// # Errors
 ///
-/// The errors of [`Component::validate`];
+/// The errors of [`ComponentSpec::validate`];
 /// [`Error::UnknownLocalVolume`] for a reference to a volume not in
 /// `volumes`; [`Error::Placement`] naming the component when the volumes
 /// live on two nodes or the workload is pinned elsewhere (the source names
@@ -139,7 +139,7 @@ fn standalone_claim(deployment: &Value, name: &str, volume: &VolumeTrait) -> Val
 /// [`Error::MountTaken`] and [`Error::Malformed`] as for the volume trait.
 pub fn with_local_volumes(
     workload: &mut Value,
-    component: &Component,
+    component: &ComponentSpec,
     volumes: &BTreeMap<String, LocalVolume>,
 ) -> Result<Option<String>, Error> {
     component.validate()?;
@@ -148,7 +148,7 @@ pub fn with_local_volumes(
         let volume = volumes
             .get(&reference.volume)
             .ok_or_else(|| Error::UnknownLocalVolume {
-                component: component.name.clone(),
+                component: component.name.to_string(),
                 volume: reference.volume.clone(),
             })?;
         if !used.iter().any(|v| v.name() == volume.name()) {
@@ -156,7 +156,7 @@ pub fn with_local_volumes(
         }
     }
     let placement = |source| Error::Placement {
-        component: component.name.clone(),
+        component: component.name.to_string(),
         source,
     };
     let pinned = volumes::pinned_node(workload).map_err(placement)?;
@@ -329,7 +329,7 @@ mod tests {
         (name.to_owned(), volume)
     }
 
-    fn zk_with_locals(refs: &str) -> Component {
+    fn zk_with_locals(refs: &str) -> ComponentSpec {
         component(&format!(
             "
 name: zookeeper

@@ -1,107 +1,12 @@
-//! Components and their traits, as declared in `capstan.yaml`.
+//! Checks on components and their traits (the types are
+//! [`crate::model::ComponentSpec`] and its parts): what can be checked
+//! before the rendered workload is seen.
 
 use std::collections::BTreeSet;
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
 
 use super::Error;
-use crate::volumes::{self, Size};
-
-/// The two workload kinds a component can run as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum WorkloadKind {
-    /// An `apps/v1` Deployment: interchangeable pods.
-    Deployment,
-    /// An `apps/v1` StatefulSet: pods with stable names and their own claims.
-    StatefulSet,
-}
-
-impl WorkloadKind {
-    /// The Kubernetes `kind` string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Deployment => "Deployment",
-            Self::StatefulSet => "StatefulSet",
-        }
-    }
-}
-
-impl fmt::Display for WorkloadKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One component of an app: a workload rendered by one of its charts, and
-/// the traits that shape it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Component {
-    /// The component's name, unique in the app (a DNS-1123 label).
-    pub name: String,
-    /// The chart that renders the workload.
-    pub chart: String,
-    /// The rendered workload this component is about.
-    pub workload: WorkloadRef,
-    /// What the component asks of the platform.
-    #[serde(default)]
-    pub traits: Traits,
-}
-
-/// A rendered workload, by kind and `metadata.name`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadRef {
-    /// The kind the chart renders; only `Deployment` is transformed today.
-    pub kind: WorkloadKind,
-    /// The workload's `metadata.name` as rendered.
-    pub name: String,
-}
-
-/// A component's traits. Unknown trait names are refused, so a misspelt
-/// trait fails at load instead of being silently ignored.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Traits {
-    /// Per-container persistent volumes provisioned by a storage class.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub volumes: Vec<VolumeTrait>,
-    /// Named local volumes (made with `capstan volume create`) to mount.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub local_volumes: Vec<LocalVolumeRef>,
-}
-
-/// A persistent volume mounted into one container.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct VolumeTrait {
-    /// Index into the pod template's `containers` (init containers are not
-    /// counted).
-    pub container: usize,
-    /// The storage class that provisions the claim.
-    pub storage_class_name: String,
-    /// The size requested.
-    pub size: Size,
-    /// Where the volume is mounted in the container.
-    pub path: String,
-    /// The pod volume (and claim template) name; derived from `path` when
-    /// absent, see [`VolumeTrait::volume_name`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-/// A named local volume mounted into one container.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LocalVolumeRef {
-    /// The local volume's name.
-    pub volume: String,
-    /// Index into the pod template's `containers`.
-    pub container: usize,
-    /// Where the volume is mounted in the container.
-    pub path: String,
-}
+use crate::model::{ComponentSpec, VolumeTrait};
+use crate::volumes;
 
 impl VolumeTrait {
     /// The volume's name: `name` when given, else `path` turned into a
@@ -137,9 +42,9 @@ fn name_from_path(path: &str) -> String {
     name.trim_end_matches('-').to_owned()
 }
 
-impl Component {
+impl ComponentSpec {
     /// Checks what can be checked without the rendered workload: the
-    /// component and workload names, every trait's mount path, volume name
+    /// workload name, every trait's mount path, volume name
     /// and storage class, and that no two volumes share a name and no two
     /// mounts share a container path.
     ///
@@ -149,8 +54,8 @@ impl Component {
     /// [`Error::DuplicateVolume`] and [`Error::DuplicateMountPath`] for clashes
     /// among the traits themselves.
     pub fn validate(&self) -> Result<(), Error> {
-        let check = |result: Result<(), volumes::Error>| result.map_err(|e| invalid(&self.name, e));
-        check(volumes::validate_label("component name", &self.name))?;
+        let check =
+            |result: Result<(), volumes::Error>| result.map_err(|e| invalid(self.name.as_str(), e));
         check(volumes::validate_subdomain(
             "workload name",
             &self.workload.name,
@@ -163,7 +68,7 @@ impl Component {
                 "storage class",
                 &volume.storage_class_name,
             ))?;
-            let name = volume.volume_name(&self.name)?;
+            let name = volume.volume_name(self.name.as_str())?;
             self.claim_name_once(&mut names, name)?;
             self.mount_once(&mut mounts, volume.container, &volume.path)?;
         }
@@ -184,7 +89,7 @@ impl Component {
             return Ok(());
         }
         Err(Error::DuplicateVolume {
-            component: self.name.clone(),
+            component: self.name.to_string(),
             volume: name,
         })
     }
@@ -199,7 +104,7 @@ impl Component {
             return Ok(());
         }
         Err(Error::DuplicateMountPath {
-            component: self.name.clone(),
+            component: self.name.to_string(),
             container,
             path: path.to_owned(),
         })
@@ -216,8 +121,9 @@ fn invalid(component: &str, source: volumes::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::WorkloadKind;
 
-    fn component(yaml: &str) -> Component {
+    fn component(yaml: &str) -> ComponentSpec {
         match serde_yaml_ng::from_str(yaml) {
             Ok(component) => component,
             Err(err) => panic!("{err}"),
@@ -249,11 +155,11 @@ traits:
     #[test]
     fn refuses_misspelt_traits_and_bad_sizes() {
         let misspelt = BROKER.replace("storageClassName", "storageClass");
-        assert!(serde_yaml_ng::from_str::<Component>(&misspelt).is_err());
+        assert!(serde_yaml_ng::from_str::<ComponentSpec>(&misspelt).is_err());
         let bad_size = BROKER.replace("10Gi", "10GB");
-        assert!(serde_yaml_ng::from_str::<Component>(&bad_size).is_err());
+        assert!(serde_yaml_ng::from_str::<ComponentSpec>(&bad_size).is_err());
         let bad_kind = BROKER.replace("kind: Deployment", "kind: DaemonSet");
-        assert!(serde_yaml_ng::from_str::<Component>(&bad_kind).is_err());
+        assert!(serde_yaml_ng::from_str::<ComponentSpec>(&bad_kind).is_err());
     }
 
     #[test]

@@ -197,7 +197,7 @@ pub fn decide(
 mod tests {
     use super::super::VolumeTrait;
     use super::*;
-    use crate::volumes::Size;
+    use crate::model::Size;
 
     fn with_volume() -> Traits {
         let size = Size::parse("1Gi").unwrap();

@@ -5,7 +5,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Component, Transformed};
+use super::{ComponentSpec, Transformed};
 
 pub const ROLLING: &str = include_str!("../../../tests/fixtures/workload/rolling.yaml");
 pub const RECREATE: &str = include_str!("../../../tests/fixtures/workload/recreate.yaml");
@@ -26,13 +26,13 @@ pub fn manifest(yaml: &str) -> Value {
 }
 
 /// A component from YAML, as `capstan.yaml` would hold it.
-pub fn component(yaml: &str) -> Component {
+pub fn component(yaml: &str) -> ComponentSpec {
     serde_yaml_ng::from_str(yaml).unwrap_or_else(|e| panic!("component: {e}"))
 }
 
 /// The broker with a data volume on its first container and a log volume
 /// on its sidecar.
-pub fn broker() -> Component {
+pub fn broker() -> ComponentSpec {
     component(
         "
 name: broker
@@ -47,7 +47,7 @@ traits:
 }
 
 /// ZooKeeper with one data volume.
-pub fn zookeeper() -> Component {
+pub fn zookeeper() -> ComponentSpec {
     component(
         "
 name: zookeeper

@@ -26,7 +26,6 @@ mod stateful;
 
 pub use apply::{Applied, ComponentReport, apply_decisions, apply_local_volumes};
 pub use claims::{standalone_claim_name, with_local_volumes, with_standalone_claims};
-pub use component::{Component, LocalVolumeRef, Traits, VolumeTrait, WorkloadKind, WorkloadRef};
 pub use decision::{DecidedBy, Decision, Warning, decide, default_kind, traits_digest};
 pub use plan::{Step, kind_change_plan};
 pub use stateful::to_stateful_set;
@@ -34,6 +33,10 @@ pub use stateful::to_stateful_set;
 use claims::claim_spec;
 use serde_json::Value;
 
+#[allow(unused_imports)]
+use crate::model::{
+    ComponentSpec, LocalVolumeMount, Traits, VolumeTrait, WorkloadKind, WorkloadRef,
+};
 use crate::volumes;
 
 /// The label on a transformed workload that records the kind chosen.
@@ -54,7 +57,7 @@ pub struct Transformed {
 }
 
 /// Checks the component and that `source` is a rendered Deployment.
-fn check_source(source: &Value, component: &Component) -> Result<(), Error> {
+fn check_source(source: &Value, component: &ComponentSpec) -> Result<(), Error> {
     component.validate()?;
     let kind = source
         .get("kind")
@@ -64,7 +67,7 @@ fn check_source(source: &Value, component: &Component) -> Result<(), Error> {
         return Ok(());
     }
     Err(Error::NotADeployment {
-        component: component.name.clone(),
+        component: component.name.to_string(),
         kind: kind.to_owned(),
     })
 }

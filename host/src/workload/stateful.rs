@@ -8,7 +8,7 @@ use super::pod::{
     add_mount, companion_metadata, describe, has_pod_volume, malformed, object_at, pod_spec_mut,
     set_label, volume_name_taken,
 };
-use super::{CHILD_RESOURCE_LABEL, Component, Error, Transformed, WorkloadKind, check_source};
+use super::{CHILD_RESOURCE_LABEL, ComponentSpec, Error, Transformed, WorkloadKind, check_source};
 
 /// Deployment spec fields copied to the StatefulSet as they are.
 const CARRIED_SPEC_FIELDS: [&str; 5] = [
@@ -67,7 +67,7 @@ const MAX_SERVICE_NAME_LEN: usize = 63;
 /// # Errors
 ///
 /// [`Error::NotADeployment`] when `deployment` is another kind;
-/// [`Error::InvalidTrait`] and the clash errors of [`Component::validate`];
+/// [`Error::InvalidTrait`] and the clash errors of [`ComponentSpec::validate`];
 /// [`Error::Malformed`] for a missing or mistyped field the transform needs
 /// (`metadata`, `spec`, `spec.template.metadata.labels`, pod spec lists);
 /// [`Error::UnknownStrategy`] for a strategy type other than
@@ -75,7 +75,10 @@ const MAX_SERVICE_NAME_LEN: usize = 63;
 /// [`Error::VolumeNameTaken`] and [`Error::MountTaken`] when the volume
 /// trait does not fit the pod template; [`Error::ServiceName`] when no
 /// valid Service name can be made from the workload's name.
-pub fn to_stateful_set(deployment: &Value, component: &Component) -> Result<Transformed, Error> {
+pub fn to_stateful_set(
+    deployment: &Value,
+    component: &ComponentSpec,
+) -> Result<Transformed, Error> {
     check_source(deployment, component)?;
     let mut dropped = Vec::new();
     for key in deployment.as_object().into_iter().flat_map(Map::keys) {
@@ -209,12 +212,12 @@ fn int_or_percent(value: &Value) -> Option<u64> {
 /// name the workload as `who` (the source Deployment, as the operator knows it).
 fn add_claim_templates(
     stateful_set: &mut Value,
-    component: &Component,
+    component: &ComponentSpec,
     who: &str,
 ) -> Result<(), Error> {
     let mut templates = Vec::new();
     for volume in &component.traits.volumes {
-        let name = volume.volume_name(&component.name)?;
+        let name = volume.volume_name(component.name.as_str())?;
         let pod = pod_spec_mut(stateful_set)?;
         if has_pod_volume(pod, &name) {
             return Err(volume_name_taken(who, &name));

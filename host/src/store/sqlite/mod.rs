@@ -26,13 +26,13 @@ use steps::{
 
 use super::Store;
 use super::error::{Context, Error};
-use super::name::AppName;
 use super::records::{
     AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
     TargetChange, VersionRecord, VolumeRecord,
 };
 use super::schema;
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
+use crate::model::AppName;
 
 /// The database file's name inside the state directory.
 pub const DATABASE_FILE: &str = "state.db";

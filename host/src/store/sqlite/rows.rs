@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use rusqlite::Row;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, Type, ValueRef};
 
-use crate::store::name::AppName;
+use crate::model::{AppName, WorkloadKind};
 use crate::store::records::{
     AppRecord, DecisionRecord, HistoryEntry, OperationId, OverrideRecord, VersionRecord,
     VolumeRecord,
@@ -38,6 +38,7 @@ text_column!(AppState);
 text_column!(Operation);
 text_column!(Outcome);
 text_column!(AppName);
+text_column!(WorkloadKind);
 
 impl ToSql for OperationId {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {

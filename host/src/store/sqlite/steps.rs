@@ -11,8 +11,8 @@ use super::rows::{
     APP_COLUMNS, HISTORY_COLUMNS, OVERRIDE_COLUMNS, VERSION_COLUMNS, VOLUME_COLUMNS, app_from_row,
     history_from_row, version_from_row, volume_from_row,
 };
+use crate::model::AppName;
 use crate::store::error::{Context, Error};
-use crate::store::name::AppName;
 use crate::store::records::{
     AppRecord, HistoryEntry, OperationId, Reconciled, UnixMillis, VersionRecord, VolumeRecord,
 };

@@ -4,12 +4,20 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::Error;
-
 /// The most digits a size's number may have; keeps the arithmetic in range.
 const MAX_DIGITS: usize = 24;
 /// The largest decimal exponent accepted in `1e9` notation.
 const MAX_EXPONENT: u32 = 18;
+
+/// A size that is not a positive Kubernetes quantity.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("size {size:?} {reason}")]
+pub struct InvalidSize {
+    /// The size as given.
+    pub size: String,
+    /// Why it was refused.
+    pub reason: &'static str,
+}
 
 /// A positive storage size, kept as the operator wrote it and as a byte count.
 ///
@@ -32,9 +40,9 @@ impl Size {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidSize`] naming the input and what is wrong with it.
-    pub fn parse(text: &str) -> Result<Self, Error> {
-        let bytes = parse_bytes(text).map_err(|reason| Error::InvalidSize {
+    /// [`InvalidSize`] naming the input and what is wrong with it.
+    pub fn parse(text: &str) -> Result<Self, InvalidSize> {
+        let bytes = parse_bytes(text).map_err(|reason| InvalidSize {
             size: text.to_owned(),
             reason,
         })?;
@@ -62,9 +70,9 @@ impl fmt::Display for Size {
 }
 
 impl TryFrom<String> for Size {
-    type Error = Error;
+    type Error = InvalidSize;
 
-    fn try_from(text: String) -> Result<Self, Error> {
+    fn try_from(text: String) -> Result<Self, InvalidSize> {
         Self::parse(&text)
     }
 }

@@ -1,0 +1,38 @@
+//! The shared vocabulary of capstan: types only, no I/O.
+//!
+//! Owns every type that more than one module speaks: the validated names
+//! (app, chart, component, volume, plugin, namespace, release), the
+//! lifecycle [`Hook`] and its [`HookOutcome`], the [`WorkloadKind`] a
+//! component runs as, the component spec with its volume traits as
+//! `capstan.yaml` declares them ([`ComponentSpec`]), storage [`Size`]s,
+//! the override [`Layer`]s, and the identity of a Kubernetes object
+//! ([`ObjectRef`], [`ObjectKey`]).
+//!
+//! Why it exists: each layer used to declare its own copy of these and the
+//! lifecycle converted between them by hand; the copies drifted (the bundle
+//! module accepted app names the store refused). Here each rule is written
+//! once, as kube-core is to kube-client.
+//!
+//! Must not touch: files, the store, plugins, templates or the cluster.
+//! Everything here is a value with its validation; every other module uses
+//! these types and none redefines them.
+
+mod hook;
+mod layer;
+mod names;
+mod object;
+mod size;
+mod workload;
+
+pub use hook::{Hook, HookOutcome, UnknownHook};
+pub use layer::Layer;
+pub use names::{
+    AppName, ChartName, ComponentName, InvalidName, MAX_APP_NAME_LEN, Name, NameKind, Namespace,
+    PluginName, RESERVED_APP_NAMES, ReleaseName, VolumeName, kinds,
+};
+pub use object::{ObjectKey, ObjectRef};
+pub use size::{InvalidSize, Size};
+pub use workload::{
+    ComponentSpec, InvalidWorkloadRef, LocalVolumeMount, Traits, UnknownWorkloadKind, VolumeTrait,
+    WorkloadKind, WorkloadRef,
+};
