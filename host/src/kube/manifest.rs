@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::Error;
 use crate::model::ObjectRef;
+use crate::values;
 
 /// One rendered Kubernetes object, with the identity read from it and a
 /// label saying where it came from (for error messages).
@@ -51,17 +52,20 @@ impl Resource {
         self.object
     }
 
-    /// The object as a YAML document (no `---`), keys in the order the
-    /// object holds them (sorted, with `serde_json`'s default map), so the
-    /// same object always gives the same text.
+    /// The object as a YAML document (no `---`) as Go's `yaml.Marshal`
+    /// prints it (keys sorted, strings that go-yaml v2 would read as
+    /// something else quoted), so the same object always gives the same
+    /// text and [`parse_manifests`] reads it back unchanged.
     ///
     /// # Errors
     /// [`Error::Serialize`] if the serializer refuses the value (not
     /// expected for a value that came from YAML or JSON).
     pub fn to_yaml(&self) -> Result<String, Error> {
-        serde_yaml_ng::to_string(&self.object).map_err(|source| Error::Serialize {
-            object: Box::new(self.id.clone()),
-            source,
+        values::try_to_yaml(&values::Value::from_manifest_json(&self.object)).map_err(|source| {
+            Error::Serialize {
+                object: Box::new(self.id.clone()),
+                source,
+            }
         })
     }
 }
@@ -122,15 +126,15 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Resource>, Error> {
             Some(path) => format!("document {} ({path})", index + 1),
             None => format!("document {}", index + 1),
         };
-        let value: Value =
-            serde_yaml_ng::from_str(document).map_err(|source| Error::ManifestYaml {
+        let parsed =
+            values::parse_manifest_documents(document).map_err(|source| Error::ManifestYaml {
                 document: label.clone(),
                 source,
             })?;
-        if value.is_null() {
+        let Some(value) = parsed.first().filter(|v| !matches!(v, values::Value::Null)) else {
             continue;
-        }
-        resources.push(Resource::from_value(value, label)?);
+        };
+        resources.push(Resource::from_value(Value::from(value), label)?);
     }
     Ok(resources)
 }

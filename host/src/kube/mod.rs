@@ -64,7 +64,7 @@ pub enum Error {
         document: String,
         /// The parser's complaint.
         #[source]
-        source: serde_yaml_ng::Error,
+        source: crate::values::Error,
     },
     /// A manifest document is YAML but not a mapping (a list, a scalar).
     #[error("manifest {document} is not a mapping")]
@@ -106,7 +106,7 @@ pub enum Error {
         object: Box<ObjectRef>,
         /// The serializer's complaint.
         #[source]
-        source: serde_yaml_ng::Error,
+        source: crate::values::Error,
     },
     /// A folder of the directory target exists but is not a plain folder
     /// (a symbolic link, a file).

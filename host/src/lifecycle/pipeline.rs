@@ -530,19 +530,15 @@ impl Job<'_> {
         let kube_version = format!("v{}", prepared.facts.kubernetes_version);
         let caps = Capabilities::new(Some(&kube_version), &[]).map_err(render_err)?;
         let rendered = render::render(&loaded, &overrides, &release, &caps).map_err(render_err)?;
-        let text: String = rendered
-            .manifests
-            .iter()
-            .map(|m| format!("---\n# Source: {}\n{}\n", m.source, m.content))
-            .collect();
         let kube_err = |source| Error::Kube {
             chart: name.clone(),
             source: Box::new(source),
         };
-        let objects: Vec<serde_json::Value> = kube::parse_manifests(&text)
-            .map_err(kube_err)?
+        let objects: Vec<serde_json::Value> = rendered
+            .objects()
+            .map_err(render_err)?
             .into_iter()
-            .map(|r| with_namespace(r.into_object(), &release.namespace))
+            .map(|r| with_namespace(r.object, &release.namespace))
             .collect();
         let objects =
             self.transform_workloads(prepared, &name, &release.namespace, objects, record)?;

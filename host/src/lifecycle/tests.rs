@@ -53,6 +53,18 @@ impl Fixture {
         charts: &[&str],
         extra: &str,
     ) -> std::fs::File {
+        self.bundle_with_template(name, version, charts, extra, CONFIG_MAP)
+    }
+
+    /// [`Fixture::bundle_with`] with each chart's one template given.
+    fn bundle_with_template(
+        &self,
+        name: &str,
+        version: &str,
+        charts: &[&str],
+        extra: &str,
+        template: &str,
+    ) -> std::fs::File {
         let app = self.path(&format!("src-{name}-{version}"));
         let _ = std::fs::remove_dir_all(&app);
         let mut meta = format!("name: {name}\nversion: {version}\ncharts:\n");
@@ -70,11 +82,7 @@ impl Fixture {
             )
             .unwrap();
             std::fs::write(dir.join("values.yaml"), "greeting: hi\n").unwrap();
-            std::fs::write(
-                dir.join("templates/cm.yaml"),
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
-            )
-            .unwrap();
+            std::fs::write(dir.join("templates/cm.yaml"), template).unwrap();
             meta.push_str(&format!(
                 "  - {{name: {chart}, path: charts/{chart}, namespace: {name}, release: {chart}, enabled: {enabled}}}\n"
             ));
@@ -91,6 +99,8 @@ impl Fixture {
         std::fs::File::open(out).unwrap()
     }
 }
+
+const CONFIG_MAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n";
 
 fn name(text: &str) -> AppName {
     AppName::new(text).unwrap()
@@ -270,4 +280,51 @@ fn a_platform_outside_the_bundles_kubernetes_range_is_refused_before_anything_is
         "{message}"
     );
     assert!(!f.path("applied/demo").exists());
+}
+
+/// Issue 10: the rendered text is read once, the way Helm reads it before
+/// sending it (go-yaml v2 rules), so `0644` reaches the target as 420 and
+/// an unquoted `yes` as true, exactly as `helm install` sends them.
+#[test]
+fn rendered_manifests_reach_the_target_with_helms_yaml_meaning() {
+    let template = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations:\n    on-call: on\n    quoted: \"yes\"\nspec:\n  template:\n    spec:\n      enableServiceLinks: yes\n      containers:\n        - name: web\n          image: web:1\n      volumes:\n        - name: config\n          configMap:\n            name: web\n            defaultMode: 0644\n";
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc
+        .upload(f.bundle_with_template("yaml", "1.0.0", &["web"], "", template))
+        .unwrap();
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let shown = lc.show(&app.name).unwrap();
+    assert_eq!(
+        shown.app.state,
+        AppState::Applied,
+        "{:?}",
+        shown.app.message
+    );
+    let target = DirTarget::new(f.path("applied"));
+    let release = crate::kube::Release {
+        app: "yaml".into(),
+        chart: "web".into(),
+        namespace: "yaml".into(),
+        release_name: "web".into(),
+    };
+    let applied = crate::kube::ApplyTarget::applied(&target, &release).unwrap();
+    let object = applied[0].object();
+    let pod = &object["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["volumes"][0]["configMap"]["defaultMode"],
+        serde_json::json!(420)
+    );
+    assert_eq!(pod["enableServiceLinks"], serde_json::json!(true));
+    assert_eq!(
+        object["metadata"]["annotations"]["on-call"],
+        serde_json::json!(true)
+    );
+    assert_eq!(
+        object["metadata"]["annotations"]["quoted"],
+        serde_json::json!("yes")
+    );
+    let text = std::fs::read_to_string(f.path("applied/yaml/web.yaml")).unwrap();
+    assert!(text.contains("defaultMode: 420"), "{text}");
+    assert!(text.contains("quoted: \"yes\""), "{text}");
 }

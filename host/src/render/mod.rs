@@ -22,7 +22,7 @@ pub mod template;
 use std::path::PathBuf;
 
 pub use chart::Chart;
-pub use output::Manifest;
+pub use output::{Manifest, RenderedObject, read_objects};
 
 use crate::values::{self, Map, Value};
 
@@ -482,6 +482,46 @@ pub struct Rendered {
     pub crds: Vec<(String, String)>,
     /// The rendered `NOTES.txt` of the top chart, if any.
     pub notes: String,
+}
+
+impl Rendered {
+    /// The non-hook manifests read as objects (see
+    /// [`Manifest::to_object`]), in Helm's install order.
+    ///
+    /// # Errors
+    /// [`Error::ManifestYaml`] naming the template of a document that is
+    /// not YAML.
+    pub fn objects(&self) -> Result<Vec<RenderedObject>, Error> {
+        objects_of(&self.manifests)
+    }
+
+    /// The hook manifests read as objects, sorted by kind.
+    ///
+    /// # Errors
+    /// As [`Rendered::objects`].
+    pub fn hook_objects(&self) -> Result<Vec<RenderedObject>, Error> {
+        objects_of(&self.hooks)
+    }
+
+    /// The documents of the charts' `crds/` files read as objects.
+    ///
+    /// # Errors
+    /// As [`Rendered::objects`], naming the CRD file.
+    pub fn crd_objects(&self) -> Result<Vec<RenderedObject>, Error> {
+        let mut out = Vec::new();
+        for (path, text) in &self.crds {
+            out.extend(read_objects(path, text)?);
+        }
+        Ok(out)
+    }
+}
+
+fn objects_of(manifests: &[Manifest]) -> Result<Vec<RenderedObject>, Error> {
+    let mut out = Vec::with_capacity(manifests.len());
+    for manifest in manifests {
+        out.extend(manifest.to_object()?);
+    }
+    Ok(out)
 }
 
 /// Renders `chart` with user-supplied `values` (everything above the

@@ -4,6 +4,7 @@
 //! sorted in Helm's install order, `# Source:` headers.
 
 use super::Error;
+use crate::values::{self, Value};
 
 /// Helm's install order by kind; unknown kinds go last, alphabetically.
 /// Kept with the applier, which orders by it too.
@@ -54,6 +55,84 @@ impl Manifest {
             .iter()
             .any(|e| e == "test" || e == "test-success")
     }
+}
+
+/// One rendered document read the way Helm reads it before sending it to
+/// the API server (`sigs.k8s.io/yaml`, go-yaml v2 rules, integers kept):
+/// the seam between rendering and the workload transforms and the apply
+/// targets, so that `capstan template` and an apply never disagree on what
+/// `yes`, `on` or `0644` mean.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedObject {
+    /// The template it came from (`chart/templates/x.yaml`), or the CRD
+    /// file (`chart/crds/x.yaml`).
+    pub source: String,
+    /// The object as JSON, as the API server receives it.
+    pub object: serde_json::Value,
+    /// The hook events of a hook document (`helm.sh/hook`); empty
+    /// otherwise.
+    pub hook_events: Vec<String>,
+    /// `helm.sh/hook-weight` (0 when absent or not a number).
+    pub hook_weight: i64,
+}
+
+impl RenderedObject {
+    /// Whether this object is a Helm hook.
+    pub fn is_hook(&self) -> bool {
+        !self.hook_events.is_empty()
+    }
+}
+
+impl Manifest {
+    /// Reads the document once with the Helm manifest reader; `None` for a
+    /// document that is only comments or `null`.
+    ///
+    /// # Errors
+    /// [`Error::ManifestYaml`] naming the template when it is not YAML.
+    pub fn to_object(&self) -> Result<Option<RenderedObject>, Error> {
+        let object = read_object(&self.source, &self.content)?;
+        Ok(object.map(|object| RenderedObject {
+            source: self.source.clone(),
+            object,
+            hook_events: self.hook_events.clone(),
+            hook_weight: self.hook_weight,
+        }))
+    }
+}
+
+/// Every document of `text` (one file: a CRD file of `crds/`) read as
+/// [`Manifest::to_object`] reads one, skipping empty documents.
+///
+/// # Errors
+/// [`Error::ManifestYaml`] naming `source` when a document is not YAML.
+pub fn read_objects(source: &str, text: &str) -> Result<Vec<RenderedObject>, Error> {
+    let documents =
+        values::parse_manifest_documents(text).map_err(|error| Error::ManifestYaml {
+            source_path: source.to_string(),
+            source: error,
+        })?;
+    Ok(documents
+        .iter()
+        .filter(|document| !matches!(document, Value::Null))
+        .map(|document| RenderedObject {
+            source: source.to_string(),
+            object: serde_json::Value::from(document),
+            hook_events: Vec::new(),
+            hook_weight: 0,
+        })
+        .collect())
+}
+
+fn read_object(source: &str, text: &str) -> Result<Option<serde_json::Value>, Error> {
+    let documents =
+        values::parse_manifest_documents(text).map_err(|error| Error::ManifestYaml {
+            source_path: source.to_string(),
+            source: error,
+        })?;
+    Ok(documents
+        .into_iter()
+        .find(|document| !matches!(document, Value::Null))
+        .map(|document| serde_json::Value::from(&document)))
 }
 
 /// Helm's `SplitManifests`: the documents of one rendered file, in order,

@@ -7,7 +7,9 @@
 //! - YAML as Helm reads it through `sigs.k8s.io/yaml` (go-yaml v2, then
 //!   JSON): [`parse_yaml`] (one document, every number a float, YAML 1.1
 //!   booleans), [`parse_yaml_documents`], [`parse_values`] (a values file:
-//!   its documents merged, empty is `{}`).
+//!   its documents merged, empty is `{}`), and [`parse_manifest_documents`]
+//!   for rendered manifests on their way to the API server (integers kept,
+//!   as `sigs.k8s.io/yaml.YAMLToJSON` keeps them).
 //! - YAML as Helm prints it: [`to_yaml`] is Go's `yaml.Marshal` output
 //!   with its final newline; Helm's `toYaml` trims that newline, which
 //!   [`to_yaml_trimmed`] does; [`try_to_yaml`] reports why a value cannot
@@ -56,7 +58,10 @@ pub use strvals::{
     parse_set_json, parse_set_literal, parse_set_string,
 };
 pub use value::{Map, Value, format_go_float};
-pub use yaml::{MAX_ALIAS_NODES, MAX_DEPTH, parse_values, parse_yaml, parse_yaml_documents};
+pub use yaml::{
+    MAX_ALIAS_NODES, MAX_DEPTH, parse_manifest_documents, parse_values, parse_yaml,
+    parse_yaml_documents,
+};
 
 /// What can go wrong reading or merging values.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]

@@ -120,6 +120,33 @@ impl From<Vec<Value>> for Value {
     }
 }
 
+impl Value {
+    /// A manifest's JSON as a value, integers kept as [`Value::Int`] (where
+    /// [`From<serde_json::Value>`] makes every number a float, as Go's
+    /// `encoding/json` does for values). The inverse of the JSON that
+    /// [`crate::values::parse_manifest_documents`] documents become, so a
+    /// manifest printed with [`crate::values::to_yaml`] reads back the same.
+    pub fn from_manifest_json(json: &serde_json::Value) -> Value {
+        match json {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(0.0)),
+            },
+            serde_json::Value::String(s) => Value::String(s.clone()),
+            serde_json::Value::Array(a) => {
+                Value::List(a.iter().map(Value::from_manifest_json).collect())
+            }
+            serde_json::Value::Object(o) => Value::Map(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), Value::from_manifest_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
 impl From<serde_json::Value> for Value {
     /// JSON numbers become floats, as Go's `encoding/json` decodes them.
     fn from(json: serde_json::Value) -> Self {

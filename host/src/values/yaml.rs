@@ -103,6 +103,27 @@ pub fn parse_yaml_documents(text: &str) -> Result<Vec<Value>, Error> {
     })
 }
 
+/// Parses every document of a rendered manifest stream as Helm's kube
+/// client reads them before sending them to the API server
+/// (`sigs.k8s.io/yaml.YAMLToJSON`, go-yaml v2 rules): like
+/// [`parse_yaml_documents`], except that integers stay [`Value::Int`]
+/// (so `defaultMode: 0644` is the integer 420 and a large integer keeps
+/// every digit); `yes`/`on` are still booleans and `1e3` a float.
+///
+/// # Errors
+///
+/// Those of [`parse_yaml`], for any document.
+pub fn parse_manifest_documents(text: &str) -> Result<Vec<Value>, Error> {
+    with_tab_separators_accepted(text, |text| {
+        let mut loader = Loader::with_numbers(text, Numbers::Integers);
+        let mut documents = Vec::new();
+        while let Some(document) = loader.next_document()? {
+            documents.push(document);
+        }
+        Ok(documents)
+    })
+}
+
 /// The parser's complaint about a tab after a mapping's `:`, which go-yaml
 /// (libyaml) accepts as ordinary separation.
 const TAB_AFTER_COLON: &str = "':' must be followed by a valid YAML whitespace";
@@ -237,7 +258,19 @@ enum Scalar {
     Merge,
 }
 
+/// How a loader turns numbers into values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Numbers {
+    /// Every number a float, as after Helm's YAML -> JSON -> Go trip for
+    /// values (`sigs.k8s.io/yaml.Unmarshal` into `interface{}`).
+    Floats,
+    /// Integers stay integers, as `sigs.k8s.io/yaml.YAMLToJSON` keeps them
+    /// when Helm sends a rendered manifest to the API server.
+    Integers,
+}
+
 struct Loader<'a> {
+    numbers: Numbers,
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     anchors: HashMap<usize, Anchored>,
     stack: Vec<Frame>,
@@ -247,7 +280,12 @@ struct Loader<'a> {
 
 impl<'a> Loader<'a> {
     fn new(text: &'a str) -> Self {
+        Self::with_numbers(text, Numbers::Floats)
+    }
+
+    fn with_numbers(text: &'a str, numbers: Numbers) -> Self {
         Loader {
+            numbers,
             parser: Parser::new_from_str(text),
             anchors: HashMap::new(),
             stack: Vec::new(),
@@ -387,7 +425,7 @@ impl<'a> Loader<'a> {
         };
         let key = scalar_key(&scalar);
         if anchor != 0 {
-            let value = scalar_value(&scalar, text, span.start);
+            let value = scalar_value(&scalar, text, span.start, self.numbers);
             self.anchors.insert(
                 anchor,
                 Anchored {
@@ -404,7 +442,10 @@ impl<'a> Loader<'a> {
             self.set_key(key, span.start)?;
             return Ok(None);
         }
-        Ok(Some((scalar_value(&scalar, text, span.start)?, shape)))
+        Ok(Some((
+            scalar_value(&scalar, text, span.start, self.numbers)?,
+            shape,
+        )))
     }
 
     fn alias(&mut self, id: usize, span: Span) -> Result<Option<(Value, Shape)>, Error> {
@@ -593,8 +634,9 @@ fn from_resolved(resolved: Resolved, text: &str) -> Scalar {
 }
 
 /// The value a scalar becomes after the trip through JSON: numbers are
-/// floats, and JSON refuses non-finite ones.
-fn scalar_value(scalar: &Scalar, text: &str, at: Marker) -> Result<Value, Error> {
+/// floats (or integers that fit an `int64`, with [`Numbers::Integers`]),
+/// and JSON refuses non-finite ones.
+fn scalar_value(scalar: &Scalar, text: &str, at: Marker, numbers: Numbers) -> Result<Value, Error> {
     let not_finite = || Error::YamlNotFinite {
         text: text.to_string(),
         line: at.line(),
@@ -603,6 +645,10 @@ fn scalar_value(scalar: &Scalar, text: &str, at: Marker) -> Result<Value, Error>
     Ok(match scalar {
         Scalar::Null => Value::Null,
         Scalar::Bool(b) => Value::Bool(*b),
+        Scalar::Int(i) if numbers == Numbers::Integers => Value::Int(*i),
+        Scalar::Uint(u) if numbers == Numbers::Integers => {
+            i64::try_from(*u).map_or(Value::Float(*u as f64), Value::Int)
+        }
         Scalar::Int(i) => Value::Float(*i as f64),
         Scalar::Uint(u) => Value::Float(*u as f64),
         Scalar::Big(f) if f.is_finite() => Value::Float(*f),
@@ -677,6 +723,27 @@ fn decode_base64(text: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::values::test_support::{map, s};
+
+    #[test]
+    fn manifests_keep_integers_and_read_yaml_1_1() {
+        let docs = parse_manifest_documents(
+            "a: 0644\nb: yes\nc: on\nd: 1e3\ne: 9007199254740993\nf: '0644'\ng: 0x1F\n---\nh: 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            docs[0],
+            map(&[
+                ("a", Value::Int(420)),
+                ("b", Value::Bool(true)),
+                ("c", Value::Bool(true)),
+                ("d", Value::Float(1000.0)),
+                ("e", Value::Int(9_007_199_254_740_993)),
+                ("f", Value::String("0644".into())),
+                ("g", Value::Int(31)),
+            ])
+        );
+        assert_eq!(docs[1], map(&[("h", Value::Int(1))]));
+    }
 
     #[test]
     fn every_number_is_a_float() {
