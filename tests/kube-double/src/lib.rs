@@ -20,8 +20,9 @@
 //! - controllers that make workloads ready after a delay (see [`Options`]),
 //!   and injected faults ([`Fault`]).
 //!
-//! What it does not: TLS, protobuf, aggregated discovery, OpenAPI documents,
-//! admission webhooks, schema validation beyond unknown top-level and
+//! What it does not: TLS, protobuf, aggregated discovery,
+//! admission webhooks, OpenAPI schemas (only the v3 index kubectl
+//! reads to learn that the server validates fields), schema validation beyond unknown top-level and
 //! `metadata` fields of built-in kinds, defaulting (except a Service's
 //! clusterIP and a Secret's `stringData`), RBAC, real Pods or scheduling,
 //! JSON patch, field ownership of `status`, and the structured-merge-diff
@@ -39,6 +40,7 @@ pub mod apply;
 pub mod controllers;
 pub mod discovery;
 pub mod faults;
+pub mod openapi;
 pub mod selectors;
 pub mod server;
 pub mod status;

@@ -17,6 +17,7 @@
 use crate::apply::{self, path_string};
 use crate::discovery::{self, ResourceInfo};
 use crate::faults::{self, Fault, FaultKind};
+use crate::openapi;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{self, ApiError};
 use crate::store::{ObjKey, Propagation, Store};
@@ -329,6 +330,11 @@ fn route(shared: &Arc<Shared>, path: &str, ctx: &Ctx) -> Resp {
         ["api", "v1"] => discovery_only(discovery::api_resource_list(&served(), "", "v1")),
         ["apis", group, version] => {
             discovery_only(discovery::api_resource_list(&served(), group, version))
+        }
+        ["openapi", "v3"] => discovery_only(Some(openapi::index(&served()))),
+        ["openapi", "v3", "api", "v1"] => discovery_only(openapi::document(&served(), "", "v1")),
+        ["openapi", "v3", "apis", group, version] => {
+            discovery_only(openapi::document(&served(), group, version))
         }
         ["api", "v1", rest @ ..] => resource(shared, "", "v1", rest, ctx),
         ["apis", group, version, rest @ ..] => resource(shared, group, version, rest, ctx),
