@@ -52,8 +52,18 @@ const VERBS: &[&str] = &[
     "watch",
 ];
 
-/// The built-in kinds: (group, version, plural, kind, namespaced, short names).
-const BUILTIN: &[(&str, &str, &str, &str, bool, &[&str])] = &[
+/// One built-in kind: (group, version, plural, kind, namespaced, short names).
+type Builtin = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    &'static [&'static str],
+);
+
+/// The built-in kinds.
+const BUILTIN: &[Builtin] = &[
     ("", "v1", "namespaces", "Namespace", false, &["ns"]),
     ("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
     ("", "v1", "secrets", "Secret", true, &[]),

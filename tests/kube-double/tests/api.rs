@@ -559,7 +559,8 @@ fn writes_need_the_namespace_and_apply_needs_a_manager() {
 fn bad_requests_are_status_objects() {
     let d = quiet_double();
     let url = d.url();
-    let cases: Vec<(&str, String, Vec<(&str, &str)>, String, u16)> = vec![
+    type Case<'a> = (&'a str, String, Vec<(&'a str, &'a str)>, String, u16);
+    let cases: Vec<Case> = vec![
         (
             "PATCH",
             format!("{CM}/x?fieldManager=m"),
