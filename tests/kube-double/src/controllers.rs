@@ -11,6 +11,9 @@ use crate::util;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+/// The most claims made per volumeClaimTemplate.
+const MAX_CLAIM_ORDINALS: i64 = 1000;
+
 /// One pass over the store.
 pub fn tick(store: &mut Store, ready_after: Duration) {
     let now = Instant::now();
@@ -120,7 +123,8 @@ fn statefulset_claims(key: &ObjKey, o: &Value) -> Vec<(ObjKey, Value)> {
         let Some(tname) = template["metadata"]["name"].as_str() else {
             continue;
         };
-        for ordinal in 0..replicas(o).max(0) {
+        // Bounded, so a silly replica count cannot stall the tick.
+        for ordinal in 0..replicas(o).clamp(0, MAX_CLAIM_ORDINALS) {
             let name = format!("{tname}-{sts}-{ordinal}");
             let claim = json!({
                 "apiVersion": "v1", "kind": "PersistentVolumeClaim",

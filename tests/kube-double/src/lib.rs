@@ -326,8 +326,10 @@ impl KubeDouble {
         }
         let mut managers = stored.managers.clone();
         for e in &mut managers {
-            e.fields
-                .retain(|p| p.get(1).is_none_or(|f| f != "f:finalizers") || p[0] != "f:metadata");
+            e.fields.retain(|p| {
+                !(p.first().is_some_and(|f| f == "f:metadata")
+                    && p.get(1).is_some_and(|f| f == "f:finalizers"))
+            });
         }
         managers.retain(|e| !e.fields.is_empty());
         store.commit(key, object, managers, false);

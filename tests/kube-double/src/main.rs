@@ -7,6 +7,7 @@ use kube_double::{KubeDouble, Options};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tokio::signal::unix::{SignalKind, signal};
 
 /// A test double of the Kubernetes API server (not a real one) on loopback HTTP.
 #[derive(Parser)]
@@ -46,7 +47,6 @@ fn main() -> ExitCode {
         eprintln!("error: writing kubeconfig {}: {e}", path.display());
         return ExitCode::from(2);
     }
-    println!("{}", double.url());
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -57,20 +57,26 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let waited = runtime.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // Handlers go in before the URL is printed, so a caller that signals as
+    // soon as it reads the URL still gets a clean exit.
+    let signals = {
+        let _context = runtime.enter();
+        signal(SignalKind::terminate()).and_then(|t| Ok((t, signal(SignalKind::interrupt())?)))
+    };
+    let (mut term, mut int) = match signals {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: installing signal handlers: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("{}", double.url());
+    runtime.block_on(async {
         tokio::select! {
             _ = term.recv() => {},
-            r = tokio::signal::ctrl_c() => r?,
+            _ = int.recv() => {},
         }
-        Ok::<(), std::io::Error>(())
     });
     drop(double);
-    match waited {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: waiting for a signal: {e}");
-            ExitCode::from(1)
-        }
-    }
+    ExitCode::SUCCESS
 }

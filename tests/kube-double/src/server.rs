@@ -513,7 +513,7 @@ fn list(shared: &Shared, t: &Target, ctx: &Ctx) -> Result<Resp, ApiError> {
         .collect();
     drop(store);
     let total = matching.len();
-    let end = limit.map_or(total, |l| (offset + l).min(total));
+    let end = limit.map_or(total, |l| offset.saturating_add(l).min(total));
     let items: Vec<Value> = matching
         .into_iter()
         .skip(offset)

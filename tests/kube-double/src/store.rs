@@ -336,6 +336,23 @@ impl Store {
                 self.delete(&k, Propagation::Background);
             }
         }
+        if key.group == "apiextensions.k8s.io" && key.plural == "customresourcedefinitions" {
+            // The custom resources go with their definition.
+            let spec = &stored.object["spec"];
+            let (group, plural) = (
+                spec["group"].as_str().unwrap_or_default(),
+                spec["names"]["plural"].as_str().unwrap_or_default(),
+            );
+            let instances: Vec<ObjKey> = self
+                .objects
+                .keys()
+                .filter(|k| k.group == group && k.plural == plural)
+                .cloned()
+                .collect();
+            for k in instances {
+                self.objects.remove(&k);
+            }
+        }
         if !finalizers(&stored.object).is_empty() {
             if stored.object["metadata"].get("deletionTimestamp").is_some() {
                 return Some(Self::render(&stored));
