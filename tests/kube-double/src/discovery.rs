@@ -2,7 +2,8 @@
 //! clients so: `/api`, `/api/v1`, `/apis`, `/apis/{group}` and
 //! `/apis/{group}/{version}`. Owns the table of built-in kinds; the kinds of
 //! custom resources come from the stored CustomResourceDefinitions (see
-//! [`crd_resources`]). Serves plain (not aggregated) discovery only.
+//! [`crd_resources`]). Serves plain discovery, and aggregated discovery
+//! (`apidiscovery.k8s.io/v2`) to clients that ask for it in `Accept`.
 
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -397,6 +398,84 @@ pub fn api_resource_list(all: &[ResourceInfo], group: &str, version: &str) -> Op
         "groupVersion": group_version,
         "resources": resources,
     }))
+}
+
+/// The media type of aggregated discovery v2, as the response `Content-Type`.
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an `Accept` header asks for aggregated discovery v2.
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|part| {
+        let params: Vec<&str> = part.split(';').map(str::trim).collect();
+        params.contains(&"g=apidiscovery.k8s.io")
+            && params.contains(&"v=v2")
+            && params.contains(&"as=APIGroupDiscoveryList")
+    })
+}
+
+/// `GET /api` (`core` true) or `/apis` as an aggregated `APIGroupDiscoveryList`.
+pub fn aggregated(all: &[ResourceInfo], core: bool) -> Value {
+    let mut order: Vec<(String, Vec<String>)> = Vec::new();
+    for r in all.iter().filter(|r| r.group.is_empty() == core) {
+        match order.iter_mut().find(|(g, _)| *g == r.group) {
+            Some((_, vs)) => {
+                if !vs.contains(&r.version) {
+                    vs.push(r.version.clone());
+                }
+            }
+            None => order.push((r.group.clone(), vec![r.version.clone()])),
+        }
+    }
+    let items: Vec<Value> = order
+        .iter()
+        .map(|(group, versions)| {
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|version| {
+                    let resources: Vec<Value> = all
+                        .iter()
+                        .filter(|r| r.group == *group && r.version == *version)
+                        .map(|r| {
+                            let kind =
+                                json!({"group": r.group, "version": r.version, "kind": r.kind});
+                            let mut entry = json!({
+                                "resource": r.plural,
+                                "responseKind": kind,
+                                "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+                                "singularResource": r.singular,
+                                "verbs": VERBS,
+                            });
+                            if let Some(m) = entry.as_object_mut() {
+                                if !r.short_names.is_empty() {
+                                    m.insert("shortNames".into(), json!(r.short_names));
+                                }
+                                if r.status_subresource {
+                                    m.insert(
+                                        "subresources".into(),
+                                        json!([{
+                                            "subresource": "status",
+                                            "responseKind": kind,
+                                            "verbs": ["get", "patch", "update"],
+                                        }]),
+                                    );
+                                }
+                            }
+                            entry
+                        })
+                        .collect();
+                    json!({"version": version, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": group}, "versions": versions})
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
 }
 
 /// `GET /version`.

@@ -4,7 +4,8 @@
 //! talk to it as they would to a cluster.
 //!
 //! What it simulates:
-//! - discovery (`/api`, `/apis`, per group-version resource lists, `/version`),
+//! - discovery (`/api`, `/apis`, per group-version resource lists, `/version`;
+//!   aggregated discovery v2 when asked for),
 //!   with the built-in kinds capstan applies and the kinds of applied
 //!   CustomResourceDefinitions;
 //! - get, list (label and field selectors, `limit`/`continue`, a minimal
@@ -20,7 +21,7 @@
 //! - controllers that make workloads ready after a delay (see [`Options`]),
 //!   and injected faults ([`Fault`]).
 //!
-//! What it does not: TLS, protobuf, aggregated discovery,
+//! What it does not: TLS, protobuf, aggregated discovery v2beta1,
 //! admission webhooks, OpenAPI schemas (only the v3 index kubectl
 //! reads to learn that the server validates fields), schema validation beyond unknown top-level and
 //! `metadata` fields of built-in kinds, defaulting (except a Service's

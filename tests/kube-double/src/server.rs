@@ -324,6 +324,14 @@ fn route(shared: &Arc<Shared>, path: &str, ctx: &Ctx) -> Resp {
     match segs.as_slice() {
         ["healthz" | "livez" | "readyz"] => respond(200, "text/plain", b"ok".to_vec()),
         ["version"] => discovery_only(Some(discovery::version())),
+        ["api" | "apis"] if ctx.method == "GET" && discovery::wants_aggregated(&ctx.accept) => {
+            let doc = discovery::aggregated(&served(), segs[0] == "api");
+            respond(
+                200,
+                discovery::AGGREGATED_V2,
+                serde_json::to_vec(&doc).unwrap_or_default(),
+            )
+        }
         ["api"] => discovery_only(Some(discovery::api_versions())),
         ["apis"] => discovery_only(Some(discovery::api_group_list(&served()))),
         ["apis", group] => discovery_only(discovery::api_group(&served(), group)),

@@ -1142,3 +1142,43 @@ fn put_object_and_objects_for_tests() {
     );
     assert!(!d.set_status("v1", "ConfigMap", Some("default"), "nope", json!({})));
 }
+
+#[test]
+fn aggregated_discovery_when_asked_for() {
+    let d = quiet_double();
+    let url = d.url();
+    let accept =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let apis =
+        send(&url, "GET", "/apis", &[("Accept", accept)], "").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(apis.status, 200);
+    assert_eq!(
+        apis.header("Content-Type"),
+        Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+    );
+    let doc = apis.json();
+    assert_eq!(doc["kind"], "APIGroupDiscoveryList");
+    let apps = doc["items"]
+        .as_array()
+        .and_then(|a| a.iter().find(|g| g["metadata"]["name"] == "apps"))
+        .cloned()
+        .unwrap_or_default();
+    let deploy = apps["versions"][0]["resources"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["resource"] == "deployments"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        deploy["responseKind"],
+        json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+    );
+    assert_eq!(deploy["scope"], "Namespaced");
+    assert_eq!(deploy["subresources"][0]["subresource"], "status");
+    let core = send(&url, "GET", "/api", &[("Accept", accept)], "")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json();
+    assert_eq!(core["items"][0]["metadata"]["name"], "");
+    assert_eq!(core["items"][0]["versions"][0]["version"], "v1");
+    // Plain JSON for everyone else.
+    assert_eq!(get(&url, "/apis").json()["kind"], "APIGroupList");
+}
