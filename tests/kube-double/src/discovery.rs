@@ -228,6 +228,39 @@ const WITHOUT_STATUS: &[&str] = &[
     "MutatingWebhookConfiguration",
 ];
 
+/// Built-in kinds in the `all` category (`kubectl get all`).
+const IN_ALL: &[&str] = &[
+    "Pod",
+    "Service",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+    "HorizontalPodAutoscaler",
+];
+
+impl ResourceInfo {
+    /// Whether the resource has a `/scale` subresource.
+    pub fn has_scale(&self) -> bool {
+        !self.custom
+            && self.group == "apps"
+            && matches!(
+                self.kind.as_str(),
+                "Deployment" | "StatefulSet" | "ReplicaSet"
+            )
+    }
+
+    fn categories(&self) -> Vec<&'static str> {
+        if !self.custom && IN_ALL.contains(&self.kind.as_str()) {
+            vec!["all"]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
 /// The built-in resources, built once.
 pub fn builtins() -> &'static [ResourceInfo] {
     static TABLE: OnceLock<Vec<ResourceInfo>> = OnceLock::new();
@@ -368,12 +401,26 @@ pub fn api_resource_list(all: &[ResourceInfo], group: &str, version: &str) -> Op
             "kind": r.kind,
             "verbs": VERBS,
         });
-        if !r.short_names.is_empty()
-            && let Some(map) = entry.as_object_mut()
-        {
-            map.insert("shortNames".into(), json!(r.short_names));
+        if let Some(map) = entry.as_object_mut() {
+            if !r.short_names.is_empty() {
+                map.insert("shortNames".into(), json!(r.short_names));
+            }
+            if !r.categories().is_empty() {
+                map.insert("categories".into(), json!(r.categories()));
+            }
         }
         resources.push(entry);
+        if r.has_scale() {
+            resources.push(json!({
+                "name": format!("{}/scale", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
         if r.status_subresource {
             resources.push(json!({
                 "name": format!("{}/status", r.plural),

@@ -10,7 +10,8 @@
 //!   CustomResourceDefinitions;
 //! - get, list (label and field selectors, `limit`/`continue`, a minimal
 //!   Table for `kubectl get`), watch (newline-delimited events), create,
-//!   replace, merge and strategic-merge patch (strategic treated as merge),
+//!   replace, JSON patch, merge and strategic-merge patch (strategic treated
+//!   as merge),
 //!   delete (finalizers, propagation, garbage collection by owner uid);
 //! - server-side apply with `managedFields` per manager, conflicts between
 //!   managers worded as the real server words them, `force`, `dryRun=All`
@@ -25,8 +26,7 @@
 //! admission webhooks, OpenAPI schemas (only the v3 index kubectl
 //! reads to learn that the server validates fields), schema validation beyond unknown top-level and
 //! `metadata` fields of built-in kinds, defaulting (except a Service's
-//! clusterIP and a Secret's `stringData`), RBAC, real Pods or scheduling,
-//! JSON patch, field ownership of `status`, and the structured-merge-diff
+//! clusterIP and a Secret's `stringData`), RBAC, real Pods or scheduling, field ownership of `status`, and the structured-merge-diff
 //! rules for lists beyond keying maps by `name` (see [`apply`]).
 //!
 //! ```no_run
@@ -42,6 +42,7 @@ pub mod controllers;
 pub mod discovery;
 pub mod faults;
 pub mod openapi;
+pub mod patch;
 pub mod selectors;
 pub mod server;
 pub mod status;

@@ -18,6 +18,7 @@ use crate::apply::{self, path_string};
 use crate::discovery::{self, ResourceInfo};
 use crate::faults::{self, Fault, FaultKind};
 use crate::openapi;
+use crate::patch;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{self, ApiError};
 use crate::store::{ObjKey, Propagation, Store};
@@ -356,6 +357,7 @@ struct Target {
     namespace: Option<String>,
     name: Option<String>,
     status: bool,
+    scale: bool,
 }
 
 fn resolve(shared: &Shared, group: &str, version: &str, segs: &[&str]) -> Result<Target, ApiError> {
@@ -383,10 +385,11 @@ fn resolve(shared: &Shared, group: &str, version: &str, segs: &[&str]) -> Result
     if name.is_some() && namespace.is_none() && r.namespaced {
         return Err(ApiError::no_route());
     }
-    let status = match sub {
-        None => false,
-        Some("status") if r.status_subresource => true,
-        Some("finalize") if r.plural == "namespaces" => true,
+    let (status, scale) = match sub {
+        None => (false, false),
+        Some("status") if r.status_subresource => (true, false),
+        Some("finalize") if r.plural == "namespaces" => (true, false),
+        Some("scale") if r.has_scale() => (false, true),
         Some(_) => return Err(ApiError::no_route()),
     };
     Ok(Target {
@@ -394,6 +397,7 @@ fn resolve(shared: &Shared, group: &str, version: &str, segs: &[&str]) -> Result
         namespace: namespace.map(str::to_string),
         name: name.map(str::to_string),
         status,
+        scale,
     })
 }
 
@@ -402,6 +406,12 @@ fn resource(shared: &Arc<Shared>, group: &str, version: &str, segs: &[&str], ctx
         Ok(t) => t,
         Err(e) => return error_response(&e),
     };
+    if t.scale {
+        return match scale(shared, &t, ctx) {
+            Ok(r) => r,
+            Err(e) => error_response(&e),
+        };
+    }
     let result = match (ctx.method.as_str(), &t.name) {
         ("GET", None) if ctx.flag("watch") => return watch(shared, &t, ctx),
         ("GET", None) => list(shared, &t, ctx),
@@ -841,38 +851,29 @@ fn replace(shared: &Shared, t: &Target, name: &str, ctx: &Ctx) -> Result<Resp, A
     Ok(with_warnings(json_response(200, &out), &warnings))
 }
 
-/// RFC 7386 JSON merge patch.
-fn merge_patch(target: &mut Value, patch: &Value) {
-    match (target.as_object_mut(), patch.as_object()) {
-        (Some(t), Some(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        (None, Some(p)) => {
-            *target = json!({});
-            merge_patch(target, &Value::Object(p.clone()));
-        }
-        _ => *target = patch.clone(),
-    }
-}
-
 fn patch(shared: &Shared, t: &Target, name: &str, ctx: &Ctx) -> Result<Resp, ApiError> {
     let ct = ctx.content_type.as_deref().unwrap_or_default();
     let mime = ct.split(';').next().unwrap_or_default().trim();
     match mime {
         "application/apply-patch+yaml" => server_side_apply(shared, t, name, ctx),
-        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+        "application/merge-patch+json"
+        | "application/strategic-merge-patch+json"
+        | "application/json-patch+json" => {
             if ctx.q("force").is_some() {
                 return Err(ApiError::bad_request(
                     "force: Forbidden: may not be specified for non-apply patch",
                 ));
             }
-            let patch = parse_body(ctx, false)?;
+            let patch: Value = serde_json::from_slice(&ctx.body)
+                .map_err(|e| ApiError::bad_request(format!("invalid patch body: {e}")))?;
+            if mime == "application/json-patch+json" && !patch.is_array() {
+                return Err(ApiError::bad_request(
+                    "a JSON patch must be an array of operations",
+                ));
+            }
+            if mime != "application/json-patch+json" && !patch.is_object() {
+                return Err(ApiError::bad_request("a merge patch must be an object"));
+            }
             let mode = FieldValidation::parse(ctx.q("fieldValidation"))?;
             let dry_run = ctx.dry_run()?;
             let mut store = shared.store();
@@ -880,8 +881,18 @@ fn patch(shared: &Shared, t: &Target, name: &str, ctx: &Ctx) -> Result<Resp, Api
             let Some(old) = store.objects.get(&key) else {
                 return Err(ApiError::not_found(&t.r.group, &t.r.plural, name));
             };
-            let mut new = old.object.clone();
-            merge_patch(&mut new, &patch);
+            let mut new = Store::render(old);
+            if mime == "application/json-patch+json" {
+                patch::json_patch(&mut new, &patch).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!("the JSON patch could not be applied: {e}"),
+                    )
+                })?;
+            } else {
+                patch::merge(&mut new, &patch);
+            }
             let warnings = unknown_fields(t, &mut new, mode, decoding_error)?;
             if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert("name".into(), json!(name));
@@ -1147,6 +1158,105 @@ fn delete_collection(shared: &Shared, t: &Target, ctx: &Ctx) -> Result<Resp, Api
             "metadata": {"resourceVersion": rv.to_string()}, "items": items,
         }),
     ))
+}
+
+/// The `autoscaling/v1` Scale of a workload.
+fn scale_of(object: &Value) -> Value {
+    let selector: Vec<String> = object["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let meta = &object["metadata"];
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],
+                     "resourceVersion": meta["resourceVersion"], "creationTimestamp": meta["creationTimestamp"]},
+        "spec": {"replicas": object["spec"]["replicas"].as_i64().unwrap_or(1)},
+        "status": {"replicas": object["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector.join(",")},
+    })
+}
+
+/// `GET`, `PUT` and `PATCH` on `/scale`: reads or sets `spec.replicas`.
+fn scale(shared: &Shared, t: &Target, ctx: &Ctx) -> Result<Resp, ApiError> {
+    let Some(name) = t.name.clone() else {
+        return Err(ApiError::no_route());
+    };
+    let mut store = shared.store();
+    let key = key_of(t, &name);
+    let current = store
+        .get(&key)
+        .ok_or_else(|| ApiError::not_found(&t.r.group, &t.r.plural, &name))?;
+    let mut wanted = scale_of(&current);
+    match ctx.method.as_str() {
+        "GET" => return Ok(json_response(200, &wanted)),
+        "PUT" => wanted = parse_body(ctx, body_is_yaml(ctx)?)?,
+        "PATCH" => {
+            let mime = ctx
+                .content_type
+                .as_deref()
+                .unwrap_or_default()
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            let body: Value = serde_json::from_slice(&ctx.body)
+                .map_err(|e| ApiError::bad_request(format!("invalid patch body: {e}")))?;
+            match mime.as_str() {
+                "application/json-patch+json" => {
+                    patch::json_patch(&mut wanted, &body).map_err(|e| {
+                        ApiError::new(
+                            422,
+                            "Invalid",
+                            format!("the JSON patch could not be applied: {e}"),
+                        )
+                    })?
+                }
+                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                    patch::merge(&mut wanted, &body)
+                }
+                _ => {
+                    return Err(ApiError::new(
+                        415,
+                        "UnsupportedMediaType",
+                        format!("unsupported patch type {mime:?} for /scale"),
+                    ));
+                }
+            }
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    }
+    let replicas = wanted["spec"]["replicas"]
+        .as_i64()
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                &name,
+                "spec.replicas",
+                "FieldValueInvalid",
+                "Invalid value: must be a non-negative integer",
+            )
+        })?;
+    let mut new = current;
+    if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("replicas".into(), json!(replicas));
+    }
+    let parent = Target {
+        r: t.r.clone(),
+        namespace: t.namespace.clone(),
+        name: t.name.clone(),
+        status: false,
+        scale: false,
+    };
+    let out = write_update(&mut store, &parent, key, new, ctx, ctx.dry_run()?)?;
+    Ok(json_response(200, &scale_of(&out)))
 }
 
 fn event_line(kind: &str, object: &Value) -> Bytes {

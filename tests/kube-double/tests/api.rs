@@ -1182,3 +1182,88 @@ fn aggregated_discovery_when_asked_for() {
     // Plain JSON for everyone else.
     assert_eq!(get(&url, "/apis").json()["kind"], "APIGroupList");
 }
+
+#[test]
+fn patches_and_scale() {
+    let d = quiet_double();
+    let url = d.url();
+    post(
+        &url,
+        CM,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}, "data": {"a": "1", "b": "2"}}),
+    );
+    let patch = |ct: &str, body: &str| {
+        send(
+            &url,
+            "PATCH",
+            &format!("{CM}/p?fieldManager=patcher"),
+            &[("Content-Type", ct)],
+            body,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let r = patch(
+        "application/json-patch+json",
+        r#"[{"op":"replace","path":"/data/a","value":"9"},{"op":"remove","path":"/data/b"}]"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"], json!({"a": "9"}));
+    let managers: Vec<String> = r.json()["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m["manager"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(managers.contains(&"patcher".to_string()), "{managers:?}");
+    assert_eq!(
+        patch(
+            "application/json-patch+json",
+            r#"[{"op":"remove","path":"/data/nope"}]"#
+        )
+        .status,
+        422
+    );
+    assert_eq!(
+        patch("application/json-patch+json", r#"{"op":"add"}"#).status,
+        400
+    );
+    let r = patch(
+        "application/strategic-merge-patch+json",
+        r#"{"data":{"c":"3","a":null}}"#,
+    );
+    assert_eq!(r.json()["data"], json!({"c": "3"}));
+
+    apply(
+        &url,
+        &format!("{DEPLOY}/web"),
+        "fieldManager=m",
+        &deployment(2, "nginx:1"),
+    );
+    let s = get(&url, &format!("{DEPLOY}/web/scale")).json();
+    assert_eq!(
+        (
+            s["kind"].as_str(),
+            s["spec"]["replicas"].as_i64(),
+            s["status"]["selector"].as_str()
+        ),
+        (Some("Scale"), Some(2), Some("app=web"))
+    );
+    let r = send(
+        &url,
+        "PATCH",
+        &format!("{DEPLOY}/web/scale"),
+        &[("Content-Type", "application/merge-patch+json")],
+        r#"{"spec":{"replicas":5}}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let dep = get(&url, &format!("{DEPLOY}/web")).json();
+    assert_eq!(dep["spec"]["replicas"], 5);
+    assert_eq!(dep["metadata"]["generation"], 2);
+    assert_eq!(
+        get(&url, "/api/v1/namespaces/default/configmaps/p/scale").status,
+        404
+    );
+}
