@@ -752,16 +752,23 @@ fn create(shared: &Shared, t: &Target, ctx: &Ctx) -> Result<Resp, ApiError> {
         &util::now_rfc3339(),
     );
     let out = if dry_run {
-        Store::render(&crate::store::Stored {
-            object,
-            managers,
-            spec_changed: std::time::Instant::now(),
-            status_pinned: false,
-        })
+        dry_view(object, managers, None)
     } else {
         store.commit(key, object, managers, spec_changed)
     };
     Ok(with_warnings(json_response(201, &out), &warnings))
+}
+
+/// What a dry run answers: the object as it would be stored, with the
+/// stored resourceVersion (none for a create), since nothing was written.
+fn dry_view(object: Value, managers: Vec<apply::ManagedEntry>, old: Option<&Value>) -> Value {
+    let view = Store::render(&crate::store::Stored {
+        object,
+        managers,
+        spec_changed: std::time::Instant::now(),
+        status_pinned: false,
+    });
+    crate::store::dry_run_view(view, old)
 }
 
 fn conflict_modified(t: &Target, name: &str) -> ApiError {
@@ -814,12 +821,7 @@ fn write_update(
         &util::now_rfc3339(),
     );
     if dry_run {
-        return Ok(Store::render(&crate::store::Stored {
-            object: new,
-            managers,
-            spec_changed: old.spec_changed,
-            status_pinned: false,
-        }));
+        return Ok(dry_view(new, managers, Some(&old.object)));
     }
     Ok(store.commit(key, new, managers, spec_changed))
 }
@@ -1010,12 +1012,7 @@ fn server_side_apply(shared: &Shared, t: &Target, name: &str, ctx: &Ctx) -> Resu
     let spec_changed = store.prepare(&key, &mut merged, old_object);
     let code = if existing.is_some() { 200 } else { 201 };
     let out = if dry_run {
-        Store::render(&crate::store::Stored {
-            object: merged,
-            managers,
-            spec_changed: std::time::Instant::now(),
-            status_pinned: false,
-        })
+        dry_view(merged, managers, existing.as_ref().map(|s| &s.object))
     } else {
         store.commit(key, merged, managers, spec_changed)
     };

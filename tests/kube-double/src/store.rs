@@ -235,6 +235,10 @@ impl Store {
     /// Stores an object prepared by [`Store::prepare`]; an object marked for
     /// deletion with no finalizers left goes instead. Returns the object as
     /// clients see it.
+    ///
+    /// A write that changes nothing (same object, same managed fields but
+    /// for their times) is skipped, as on the real server: no new
+    /// resourceVersion, no event.
     pub fn commit(
         &mut self,
         key: ObjKey,
@@ -243,6 +247,12 @@ impl Store {
         spec_changed: bool,
     ) -> Value {
         let existing = self.objects.get(&key);
+        if let Some(old) = existing
+            && without_rv(&old.object) == without_rv(&object)
+            && same_ownership(&old.managers, &managers)
+        {
+            return Self::render(old);
+        }
         let created = existing.is_none();
         let since = match existing {
             Some(s) if !spec_changed => s.spec_changed,
@@ -416,6 +426,36 @@ impl Store {
             }
         }
     }
+}
+
+fn without_rv(object: &Value) -> Value {
+    let mut v = object.clone();
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+    v
+}
+
+fn same_ownership(a: &[ManagedEntry], b: &[ManagedEntry]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.manager == y.manager
+                && x.operation == y.operation
+                && x.api_version == y.api_version
+                && x.fields == y.fields
+        })
+}
+
+/// Shows a dry-run result as the real server does: the stored
+/// resourceVersion (none for a create), since nothing was written.
+pub fn dry_run_view(mut object: Value, old: Option<&Value>) -> Value {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        match old.and_then(|o| o["metadata"].get("resourceVersion")) {
+            Some(rv) => meta.insert("resourceVersion".into(), rv.clone()),
+            None => meta.remove("resourceVersion"),
+        };
+    }
+    object
 }
 
 /// `metadata.finalizers` as strings.

@@ -229,6 +229,11 @@ fn server_side_apply_creates_then_updates_and_tracks_generation() {
         1,
         "an unchanged apply keeps the generation"
     );
+    assert_eq!(
+        same.json()["metadata"]["resourceVersion"],
+        c["metadata"]["resourceVersion"],
+        "and writes nothing"
+    );
 
     let updated = apply(
         &url,
@@ -354,12 +359,14 @@ fn dry_run_stores_nothing() {
         "fieldManager=capstan",
         &deployment(2, "nginx:1"),
     );
+    let live_rv = get(&url, &path).json()["metadata"]["resourceVersion"].clone();
     let dry = apply(
         &url,
         &path,
         "fieldManager=capstan&dryRun=All",
         &deployment(5, "nginx:1"),
     );
+    assert_eq!(dry.json()["metadata"]["resourceVersion"], live_rv);
     assert_eq!(dry.status, 200);
     assert_eq!(dry.json()["spec"]["replicas"], 5);
     assert_eq!(get(&url, &path).json()["spec"]["replicas"], 2);

@@ -38,6 +38,9 @@ impl Kubectl {
             .arg("--kubeconfig")
             .arg(self.dir.join("kubeconfig"))
             .args(["--request-timeout", "20s"])
+            // A discovery cache of its own: another double may have had this port.
+            .arg("--cache-dir")
+            .arg(self.dir.join("cache"))
             .args(args)
             .current_dir(&self.dir)
             .output()
