@@ -497,15 +497,26 @@ pub fn aggregated(all: &[ResourceInfo], core: bool) -> Value {
                                 if !r.short_names.is_empty() {
                                     m.insert("shortNames".into(), json!(r.short_names));
                                 }
+                                if !r.categories().is_empty() {
+                                    m.insert("categories".into(), json!(r.categories()));
+                                }
+                                let mut subs = Vec::new();
                                 if r.status_subresource {
-                                    m.insert(
-                                        "subresources".into(),
-                                        json!([{
-                                            "subresource": "status",
-                                            "responseKind": kind,
-                                            "verbs": ["get", "patch", "update"],
-                                        }]),
-                                    );
+                                    subs.push(json!({
+                                        "subresource": "status",
+                                        "responseKind": kind,
+                                        "verbs": ["get", "patch", "update"],
+                                    }));
+                                }
+                                if r.has_scale() {
+                                    subs.push(json!({
+                                        "subresource": "scale",
+                                        "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                                        "verbs": ["get", "patch", "update"],
+                                    }));
+                                }
+                                if !subs.is_empty() {
+                                    m.insert("subresources".into(), json!(subs));
                                 }
                             }
                             entry

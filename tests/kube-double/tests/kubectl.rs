@@ -198,6 +198,21 @@ fn kubectl_apply_get_list_and_delete() {
         vec!["configmap/settings", "configmap/unrelated"]
     );
 
+    let all = k.ok(&["-n", "shop", "get", "all"]);
+    assert!(all.contains("deployment.apps/web"), "{all}");
+    let scaled = k.ok(&["-n", "shop", "scale", "deploy/web", "--replicas=4"]);
+    assert!(scaled.contains("deployment.apps/web scaled"), "{scaled}");
+    let replicas = k.ok(&[
+        "-n",
+        "shop",
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.spec.replicas}",
+    ]);
+    assert_eq!(replicas, "4");
+
     let out = k.ok(&["-n", "shop", "delete", "cm", "settings"]);
     assert!(out.contains("configmap \"settings\" deleted"), "{out}");
     assert!(
