@@ -198,7 +198,8 @@ impl KubeDouble {
         std::fs::write(path, text)
     }
 
-    /// Every request received, in order (including faulted and refused ones).
+    /// Every request received, in order (including faulted and refused
+    /// ones); the oldest go past [`server::MAX_RECORDED_REQUESTS`].
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
     }

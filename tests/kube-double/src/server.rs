@@ -41,6 +41,10 @@ use tokio::sync::mpsc;
 /// The largest request body accepted; larger ones get 413 (the real server allows 3 MiB).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// How many requests the record keeps; older ones are forgotten (a
+/// standalone double may run for a long demo).
+pub const MAX_RECORDED_REQUESTS: usize = 50_000;
+
 /// One request as the double received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedRequest {
@@ -254,16 +258,22 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, std
     let authorization = header("authorization");
     let content_length = header("content-length").and_then(|v| v.parse::<usize>().ok());
     let body = read_body(req.into_body(), content_length).await;
-    lock(&shared.requests).push(RecordedRequest {
-        method: method.clone(),
-        path: path.clone(),
-        query: raw_query.clone(),
-        content_type: content_type.clone(),
-        body: body
-            .as_ref()
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-            .unwrap_or_default(),
-    });
+    {
+        let mut requests = lock(&shared.requests);
+        if requests.len() >= MAX_RECORDED_REQUESTS {
+            requests.remove(0);
+        }
+        requests.push(RecordedRequest {
+            method: method.clone(),
+            path: path.clone(),
+            query: raw_query.clone(),
+            content_type: content_type.clone(),
+            body: body
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default(),
+        });
+    }
     let fault = faults::take(&mut lock(&shared.faults), &method, &path);
     match fault {
         Some(FaultKind::Status(code)) => return Ok(error_response(&ApiError::from_code(code))),
@@ -588,6 +598,7 @@ fn parse_body(ctx: &Ctx, yaml: bool) -> Result<Value, ApiError> {
             "the body of the request must be an object",
         ));
     }
+    validation::check_metadata(&value)?;
     Ok(value)
 }
 
@@ -803,7 +814,11 @@ fn write_update(
                 None => map.remove("status"),
             };
         }
-    } else if let (Some(map), Some(status)) = (new.as_object_mut(), old.object.get("status")) {
+    } else if let (Some(map), Some(status), true) = (
+        new.as_object_mut(),
+        old.object.get("status"),
+        t.r.status_subresource,
+    ) {
         map.insert("status".into(), status.clone());
     }
     let mut new = label(&t.r, new);
@@ -895,6 +910,7 @@ fn patch(shared: &Shared, t: &Target, name: &str, ctx: &Ctx) -> Result<Resp, Api
             } else {
                 patch::merge(&mut new, &patch);
             }
+            validation::check_metadata(&new)?;
             let warnings = unknown_fields(t, &mut new, mode, decoding_error)?;
             if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert("name".into(), json!(name));
@@ -978,7 +994,8 @@ fn server_side_apply(shared: &Shared, t: &Target, name: &str, ctx: &Ctx) -> Resu
         let out = write_update(&mut store, t, key, new, ctx, dry_run)?;
         return Ok(json_response(200, &out));
     }
-    if let Some(map) = applied.as_object_mut() {
+    // With a status subresource, the main resource ignores status.
+    if let Some(map) = applied.as_object_mut().filter(|_| t.r.status_subresource) {
         map.remove("status");
     }
     let mut store = shared.store();

@@ -138,6 +138,47 @@ pub fn take_unknown_fields(r: &ResourceInfo, object: &mut Value) -> Vec<String> 
     unknown
 }
 
+/// Refuses `metadata` fields of the wrong type (any kind, custom or not):
+/// the real server cannot decode them either.
+///
+/// # Errors
+/// A 400 naming the field.
+pub fn check_metadata(object: &Value) -> Result<(), ApiError> {
+    let meta = match object.get("metadata") {
+        None => return Ok(()),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(ApiError::bad_request(".metadata: expected map")),
+    };
+    for field in ["name", "namespace", "generateName"] {
+        if meta
+            .get(field)
+            .is_some_and(|v| !v.is_string() && !v.is_null())
+        {
+            return Err(ApiError::bad_request(format!(
+                ".metadata.{field}: expected string"
+            )));
+        }
+    }
+    for field in ["labels", "annotations"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) if m.values().all(|v| v.is_string()) => {}
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    ".metadata.{field}: expected map of strings"
+                )));
+            }
+        }
+    }
+    match meta.get("finalizers") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Array(a)) if a.iter().all(|v| v.is_string()) => Ok(()),
+        Some(_) => Err(ApiError::bad_request(
+            ".metadata.finalizers: expected list of strings",
+        )),
+    }
+}
+
 fn forbid(r: &ResourceInfo, name: &str, field: &str, detail: &str) -> ApiError {
     ApiError::invalid(
         &r.group,

@@ -620,6 +620,21 @@ fn bad_requests_are_status_objects() {
             413,
         ),
         (
+            "PATCH",
+            format!("{CM}/x?fieldManager=m"),
+            vec![("Content-Type", "application/apply-patch+yaml")],
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: [a]\n".into(),
+            400,
+        ),
+        (
+            "POST",
+            CM.to_string(),
+            vec![("Content-Type", "application/json")],
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y","finalizers":"f"}}"#
+                .into(),
+            400,
+        ),
+        (
             "DELETE",
             format!("{CM}/x"),
             vec![],
