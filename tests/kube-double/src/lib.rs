@@ -252,7 +252,8 @@ impl KubeDouble {
 
     /// Creates or replaces an object directly, as `manager` (an object
     /// someone else made). Needs `apiVersion`, `kind` and `metadata.name`;
-    /// a namespaced object without a namespace goes to `default`. An object
+    /// a namespaced object without a namespace goes to `default`. The namespace
+    /// need not exist (unlike through the API). An object
     /// of an unknown kind is refused with a line on stderr.
     pub fn put_object(&self, object: Value, manager: &str) {
         let mut store = lock(&self.shared.store);

@@ -709,7 +709,8 @@ fn decoding_error(unknown: &[String]) -> String {
 }
 
 fn create(shared: &Shared, t: &Target, ctx: &Ctx) -> Result<Resp, ApiError> {
-    if t.status {
+    // A namespaced kind is created under its namespace, never across them.
+    if t.status || (t.r.namespaced && t.namespace.is_none()) {
         return Err(ApiError::method_not_allowed());
     }
     let mut object = parse_body(ctx, body_is_yaml(ctx)?)?;

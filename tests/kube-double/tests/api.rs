@@ -605,6 +605,13 @@ fn bad_requests_are_status_objects() {
         ),
         ("PUT", CM.to_string(), vec![], "{}".into(), 405),
         (
+            "POST",
+            "/api/v1/configmaps".into(),
+            vec![("Content-Type", "application/json")],
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"z"}}"#.into(),
+            405,
+        ),
+        (
             "GET",
             "/api/v1/namespaces/default/widgets".into(),
             vec![],
