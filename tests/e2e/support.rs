@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 /// The workspace members that do not build for the wasm target; every other
 /// member (the example and test plugins, the SDK) is built in one cargo
 /// invocation, as `cargo xtask plugins` does.
-const NATIVE_ONLY_PACKAGES: &[&str] = &["capstan", "xtask"];
+const NATIVE_ONLY_PACKAGES: &[&str] = &["capstan", "xtask", "kube-double"];
 
 /// The workspace's root folder.
 pub fn workspace_root() -> PathBuf {

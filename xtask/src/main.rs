@@ -11,7 +11,7 @@ const WASM_TARGET: &str = "wasm32-wasip2";
 
 /// The workspace members that do not build for the wasm target; every other
 /// member is a plugin (the examples and the test fixtures) or the SDK.
-const NATIVE_ONLY_PACKAGES: &[&str] = &["capstan", "xtask"];
+const NATIVE_ONLY_PACKAGES: &[&str] = &["capstan", "xtask", "kube-double"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
