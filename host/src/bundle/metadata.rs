@@ -112,9 +112,6 @@ pub struct ChartGroup {
     pub charts: Vec<ChartName>,
 }
 
-/// A lifecycle hook: the sandbox's (the WIT `hook` enum), spelt in
-/// `capstan.yaml` as the WIT spells it (`semantic-check`).
-
 /// One plugin component of the app.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -5,7 +5,6 @@
 //! run on a thread of their own ([`Started`]).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::bundle::{self, Limits, VerifiedBundle};
 use crate::kube::ApplyTarget;
@@ -26,11 +24,15 @@ use crate::store::{
 use crate::trust::TrustStore;
 
 use super::checkpoint::Checkpoints;
+use super::context::Inner;
 use super::facts::default_facts;
 use super::metrics::Metrics;
 use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
-use super::paths::StatePaths;
-use super::pipeline::{ApplyRequest, ChartDiff, Job, StoredVersion, UserLayer};
+use super::run::{ApplyRequest, ChartDiff, Job, UserLayer};
+use super::state_dir::{
+    StatePaths, create_private_dir, load_secret, lock_state, read_dir, remove_dir,
+};
+use super::stored::StoredVersion;
 use super::volumes::{self, VolumeRequest, VolumeView};
 use super::{Error, rules};
 
@@ -42,7 +44,7 @@ pub struct Options {
     pub trust: TrustStore,
     /// Where charts are applied.
     pub target: Arc<dyn ApplyTarget>,
-    /// Facts about the platform; [`default_facts`] when `None`.
+    /// Facts about the platform; one all-in-one node when `None`.
     pub facts: Option<Facts>,
     /// Limits of every plugin call.
     pub policy: Policy,
@@ -64,33 +66,6 @@ impl Options {
             limits: Limits::default(),
             checkpoints_from_env: false,
         }
-    }
-}
-
-/// What every operation shares.
-pub(crate) struct Inner {
-    pub store: Arc<dyn Store>,
-    pub target: Arc<dyn ApplyTarget>,
-    pub sandbox: Sandbox,
-    pub facts: Facts,
-    pub metrics: Metrics,
-    pub checkpoints: Checkpoints,
-    paths: StatePaths,
-    trust: TrustStore,
-    limits: Limits,
-    secret: [u8; 32],
-    running: Mutex<HashMap<String, (OperationId, Arc<AtomicBool>)>>,
-    _lock: File,
-}
-
-impl Inner {
-    /// The seed of an app's plugin randomness: the daemon's secret and the
-    /// app's name, so apps cannot predict each other's values.
-    pub fn app_secret(&self, app: &AppName) -> [u8; 32] {
-        let mut hasher = Sha256::new();
-        hasher.update(self.secret);
-        hasher.update(app.as_str().as_bytes());
-        hasher.finalize().into()
     }
 }
 
@@ -300,7 +275,7 @@ impl Lifecycle {
     ///
     /// # Errors
     /// [`Error::Bundle`] for a rejected bundle (nothing is stored);
-    /// [`store::Error::AppExists`] when the name is taken; an app whose
+    /// [`crate::store::Error::AppExists`] when the name is taken; an app whose
     /// files could not be stored ends in `upload-failed` with the reason.
     pub fn upload(&self, archive: impl Read) -> Result<AppRecord, Error> {
         let (bundle, digest) = self.verify(archive)?;
@@ -330,7 +305,7 @@ impl Lifecycle {
     /// Deletes an uploaded (never applied, or removed) app and its files.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`]; a busy or illegal-transition error when
+    /// [`crate::store::Error::UnknownApp`]; a busy or illegal-transition error when
     /// it is not `uploaded` or `upload-failed`.
     pub fn delete(&self, app: &AppName) -> Result<(), Error> {
         let versions = self.store().delete_app(app, rules::DELETE_FROM)?;
@@ -384,7 +359,7 @@ impl Lifecycle {
     /// One app with its versions, charts and decisions.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`].
+    /// [`crate::store::Error::UnknownApp`].
     pub fn show(&self, app: &AppName) -> Result<AppDetails, Error> {
         let record = self.store().app(app)?;
         let versions = self
@@ -414,7 +389,7 @@ impl Lifecycle {
     /// The app's operations, oldest first.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`].
+    /// [`crate::store::Error::UnknownApp`].
     pub fn history(&self, app: &AppName) -> Result<Vec<HistoryEntry>, Error> {
         Ok(self.store().history(app)?)
     }
@@ -443,7 +418,7 @@ impl Lifecycle {
     /// Which layers each chart of the active version has.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`].
+    /// [`crate::store::Error::UnknownApp`].
     pub fn override_list(&self, app: &AppName) -> Result<Vec<OverrideSummary>, Error> {
         let version = self.active_version(app)?;
         overrides::summary(self.store(), app, &version)
@@ -452,7 +427,7 @@ impl Lifecycle {
     /// Every layer of a chart and the merged values.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`], [`Error::UnknownChart`].
+    /// [`crate::store::Error::UnknownApp`], [`Error::UnknownChart`].
     pub fn override_show(&self, app: &AppName, chart: &str) -> Result<ChartOverrides, Error> {
         let version = self.active_version(app)?;
         overrides::show(self.store(), app, &version, chart)
@@ -938,7 +913,7 @@ impl Lifecycle {
                     })?;
                 merged = crate::values::merge_maps(&merged, &map);
             }
-            let json = super::pipeline::to_json(&crate::values::Value::Map(merged))?;
+            let json = super::stored::to_json(&crate::values::Value::Map(merged))?;
             charts.push((chart.name.to_string(), json));
         }
         self.store().replace_layer(&record.app, &layer, &charts)?;
@@ -1115,101 +1090,4 @@ fn poisoned() -> Error {
         what: "the table of running operations".into(),
         source: std::io::Error::other("a thread panicked while holding its lock"),
     }
-}
-
-fn create_private_dir(path: &Path) -> Result<(), Error> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(|source| Error::Io {
-            what: format!("creating {}", path.display()),
-            source,
-        })
-}
-
-fn remove_dir(path: &Path) -> Result<(), Error> {
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(Error::Io {
-            what: format!("removing {}", path.display()),
-            source,
-        }),
-    }
-}
-
-fn read_dir(path: &Path) -> Result<Vec<std::fs::DirEntry>, Error> {
-    let io = |source| Error::Io {
-        what: format!("listing {}", path.display()),
-        source,
-    };
-    match std::fs::read_dir(path) {
-        Ok(entries) => entries.collect::<Result<Vec<_>, _>>().map_err(io),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(io(e)),
-    }
-}
-
-fn lock_state(paths: &StatePaths) -> Result<File, Error> {
-    let path = paths.lock_file();
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|source| Error::Io {
-            what: format!("opening {}", path.display()),
-            source,
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::StateLocked {
-            path: paths.root().display().to_string(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(Error::Io {
-            what: format!("locking {}", path.display()),
-            source,
-        }),
-    }
-}
-
-/// The daemon's 32-byte secret, made on first start (mode 0600).
-fn load_secret(path: &Path) -> Result<[u8; 32], Error> {
-    let io = |what: &str, source| Error::Io {
-        what: format!("{what} {}", path.display()),
-        source,
-    };
-    match std::fs::read(path) {
-        Ok(bytes) if bytes.len() == 32 => {
-            let mut secret = [0; 32];
-            secret.copy_from_slice(&bytes);
-            return Ok(secret);
-        }
-        Ok(_) => {
-            tracing::warn!(path = %path.display(), "daemon secret has the wrong length; making a new one")
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io("reading", e)),
-    }
-    let mut secret = [0u8; 32];
-    getrandom::fill(&mut secret).map_err(|e| io("making", std::io::Error::other(e.to_string())))?;
-    write_private(path, &secret).map_err(|e| io("writing", e))?;
-    Ok(secret)
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut file = File::options()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
 }

@@ -11,24 +11,36 @@
 //! A crash anywhere leaves the app in a transitional state, which
 //! [`Lifecycle::open`] moves to its failed state before anything is served.
 //!
-//! The pipeline of an apply ([`pipeline`]): facts -> `semantic-check` hook
-//! -> system overrides from the app's own plugins -> `pre-apply` -> per
-//! chart group, per chart: merge the override layers, render, apply the
-//! sticky workload decisions, plan against what is applied and apply
-//! through the target -> prune charts the version dropped -> `post-apply`.
+//! An apply is a pure *plan* and an effectful *run*. `run` loads the
+//! version's plugins and the facts, runs `semantic-check`, computes the
+//! system overrides, and for every enabled chart reads what planning needs
+//! (its files, its layers, the stored decisions, the plugins' answers);
+//! `plan` turns that into the desired objects and the new decisions and
+//! writes nothing (`app diff` is planning alone). Then `pre-apply`, then
+//! the commit (decisions and system overrides stored), then per chart
+//! group, per chart: plan against what is applied and apply through the
+//! target -> prune charts the version dropped -> `post-apply`.
+//!
+//! Module map: `engine` (the operations and their state rules), `run`
+//! (the steps), `plan` (pure), `context` (what operations share),
+//! `stored` (a stored version), `state_dir` (the state folder),
+//! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
 //! verified, or the cluster except through [`crate::kube::ApplyTarget`].
 
 mod checkpoint;
+mod context;
 mod engine;
 mod error;
 mod facts;
 mod metrics;
 mod overrides;
-mod paths;
-mod pipeline;
+mod plan;
 pub mod rules;
+mod run;
+mod state_dir;
+mod stored;
 #[cfg(test)]
 mod tests;
 mod volumes;
@@ -38,6 +50,6 @@ pub use engine::{AppDetails, Lifecycle, Options, Started};
 pub use error::{Error, ErrorClass};
 pub use metrics::Metrics;
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
-pub use paths::StatePaths;
-pub use pipeline::ChartDiff;
+pub use run::ChartDiff;
+pub use state_dir::StatePaths;
 pub use volumes::{VOLUMES_APP, VolumeRequest, VolumeView};

@@ -10,7 +10,7 @@ use crate::store::{OverrideLayer, OverrideRecord, Store};
 use crate::values::{self, Map};
 
 use super::Error;
-use super::pipeline::{StoredVersion, from_json, to_json};
+use super::stored::{StoredVersion, from_json, to_json};
 
 /// A request to set a chart's user overrides, as `override set` sends it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use crate::store::{AppState, Store, VolumeRecord};
 use crate::volumes::{self, LocalVolume};
 
 use super::Error;
-use super::pipeline::StoredVersion;
+use super::stored::StoredVersion;
 
 /// The pseudo-app whose releases hold the volumes' objects on the target.
 pub const VOLUMES_APP: &str = "capstan-volumes";

@@ -23,7 +23,7 @@
 //! - The `--set` family: [`parse_set`], [`parse_set_string`],
 //!   [`parse_set_json`], [`parse_set_file`], [`parse_set_literal`], and
 //!   [`merge_value_flags`] for a whole command line in Helm's order.
-//! - Override layers: [`Layer`], [`merge_override_layers`],
+//! - Override layers ([`crate::model::Layer`]): [`merge_override_layers`],
 //!   [`merge_layers`].
 //!
 //! Hostile input is bounded: nesting past [`MAX_DEPTH`], alias expansion

@@ -1,10 +1,14 @@
-//! The steps of applying one version of an app: hooks, system overrides,
-//! per-chart rendering, workload decisions and the apply through the
+//! The effectful run of an operation: loading plugins and facts, hooks,
+//! reading what planning needs, planning each chart ([`super::plan`]),
+//! committing decisions and system overrides, and applying through the
 //! target, with a progress line and a checkpoint before each step and an
 //! abort check between steps.
+//!
+//! Apply is: plan every chart (nothing written), `pre-apply`, commit
+//! (decisions and system overrides stored), then the target.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -13,67 +17,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::bundle::{self, GroupMode, Metadata};
 use crate::kube::{self, ApplyTarget, Release, Resource};
-use crate::model::AppName;
-use crate::model::Layer;
-use crate::model::{ComponentSpec, Hook, HookOutcome, WorkloadKind};
+use crate::model::{AppName, ComponentSpec, Hook, HookOutcome, Layer};
 use crate::render::{self, Capabilities, ReleaseInfo};
 use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Plugin};
 use crate::store::{DecisionRecord, OperationId, OverrideLayer, Store};
 use crate::values::{self, Map};
 use crate::volumes::LocalVolume;
-use crate::workload::{self, DecidedBy, Decision};
+use crate::workload::{DecidedBy, Decision};
 
 use super::Error;
-use super::engine::Inner;
+use super::context::Inner;
 use super::facts::current_facts;
-
-/// One stored version of an app, read back from its bundle folder.
-#[derive(Debug, Clone)]
-pub(crate) struct StoredVersion {
-    pub version: String,
-    pub dir: PathBuf,
-    pub metadata: Metadata,
-}
-
-impl StoredVersion {
-    /// Reads `capstan.yaml` of the version stored for `app`.
-    pub fn load(store: &dyn Store, app: &AppName, version: &str) -> Result<Self, Error> {
-        let record = store.version(app, version)?;
-        let unreadable = |source: Box<dyn std::error::Error + Send + Sync>| Error::StoredBundle {
-            app: app.to_string(),
-            version: version.to_owned(),
-            source,
-        };
-        let text = std::fs::read_to_string(record.bundle_dir.join(bundle::METADATA_PATH))
-            .map_err(|e| unreadable(Box::new(e)))?;
-        let metadata = Metadata::parse(&text).map_err(|e| unreadable(Box::new(e)))?;
-        Ok(StoredVersion {
-            version: version.to_owned(),
-            dir: record.bundle_dir,
-            metadata,
-        })
-    }
-
-    /// The charts that are enabled, by name.
-    pub fn enabled_charts(&self) -> BTreeSet<String> {
-        self.metadata
-            .charts
-            .iter()
-            .filter(|c| c.enabled)
-            .map(|c| c.name.to_string())
-            .collect()
-    }
-
-    /// The release a chart is applied as.
-    pub fn release(&self, app: &AppName, chart: &bundle::Chart) -> Release {
-        Release {
-            app: app.to_string(),
-            chart: chart.name.to_string(),
-            namespace: chart.namespace.to_string(),
-            release_name: chart.release.to_string(),
-        }
-    }
-}
+use super::plan::{self, ChartInput, NewDecision, PluginChoice};
+use super::stored::{StoredVersion, from_json, to_json};
 
 /// Which user overrides an apply uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,12 +74,13 @@ pub struct ChartDiff {
     pub text: String,
 }
 
-/// One chart rendered and transformed, ready to apply.
+/// One chart planned, ready to apply.
 struct RenderedChart {
     name: String,
     release: Release,
     live: Vec<Resource>,
     desired: Vec<Resource>,
+    new_decisions: Vec<NewDecision>,
 }
 
 /// A chart group's rendered charts, in order.
@@ -203,6 +160,8 @@ impl Job<'_> {
         }
         self.step(phase, "pre-apply", "pre-apply hook")?;
         self.run_hook(&prepared, Hook::PreApply)?;
+        self.step(phase, "commit", "storing decisions and system overrides")?;
+        self.commit(&prepared, &groups)?;
         let mut applied = BTreeSet::new();
         for group in &groups {
             self.step(
@@ -230,9 +189,9 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// Renders and transforms every enabled chart before anything is
-    /// applied, so a template error, a workload error or a volume conflict
-    /// in any chart stops the apply with the target untouched.
+    /// Plans every enabled chart before anything is applied or stored, so a
+    /// template error, a workload error or a volume conflict in any chart
+    /// stops the apply with the store and the target untouched.
     fn render_all(&self, prepared: &Prepared<'_>) -> Result<Vec<RenderedGroup>, Error> {
         let version = prepared.request.version;
         let mut groups = Vec::new();
@@ -258,12 +217,16 @@ impl Job<'_> {
                         chart: name.clone(),
                         source: Box::new(source),
                     })?;
-                let desired = self.desired(prepared, chart, !live.is_empty(), true)?;
+                let planned = self.plan_chart(prepared, chart, !live.is_empty())?;
+                for warning in planned.warnings {
+                    self.warn(warning);
+                }
                 charts.push(RenderedChart {
                     name,
                     release,
                     live,
-                    desired,
+                    desired: planned.desired,
+                    new_decisions: planned.new_decisions,
                 });
             }
             groups.push(RenderedGroup {
@@ -340,7 +303,7 @@ impl Job<'_> {
     }
 
     /// Loads plugins, builds the facts, runs `semantic-check` and computes
-    /// and stores the system overrides.
+    /// the system overrides (stored only by [`Job::commit`]).
     fn prepare<'r>(&self, request: &'r ApplyRequest<'r>) -> Result<Prepared<'r>, Error> {
         let mut prepared = self.load(request)?;
         check_kubernetes(&self.app, &request.version.metadata, &prepared.facts)?;
@@ -352,8 +315,15 @@ impl Job<'_> {
             "computing system overrides",
         )?;
         prepared.system = self.system_overrides(&prepared)?;
+        Ok(prepared)
+    }
+
+    /// Stores what planning decided: the version's system overrides and
+    /// the workload decisions made now. Runs only after `pre-apply` has
+    /// not vetoed.
+    fn commit(&self, prepared: &Prepared<'_>, groups: &[RenderedGroup]) -> Result<(), Error> {
         let layer = OverrideLayer::System {
-            version: request.version.version.clone(),
+            version: prepared.request.version.version.clone(),
         };
         let charts: Vec<(String, serde_json::Value)> = prepared
             .system
@@ -361,7 +331,21 @@ impl Job<'_> {
             .map(|(c, v)| (c.clone(), v.clone()))
             .collect();
         self.store().replace_layer(&self.app, &layer, &charts)?;
-        Ok(prepared)
+        for made in groups
+            .iter()
+            .flat_map(|g| &g.charts)
+            .flat_map(|c| &c.new_decisions)
+        {
+            self.store().record_decision(&DecisionRecord {
+                app: self.app.clone(),
+                component: made.component.to_string(),
+                kind: made.decision.kind,
+                decided_by: made.decided_by.clone(),
+                traits_digest: made.decision.traits_digest.clone(),
+                decided_at: 0,
+            })?;
+        }
+        Ok(())
     }
 
     /// The version's plugins and the current facts; no system overrides yet.
@@ -487,7 +471,7 @@ impl Job<'_> {
             };
             let live = self.target().applied(&release).map_err(kube_err)?;
             let desired = if chart.enabled {
-                self.desired(&prepared, chart, !live.is_empty(), false)?
+                self.plan_chart(&prepared, chart, !live.is_empty())?.desired
             } else {
                 Vec::new()
             };
@@ -503,16 +487,15 @@ impl Job<'_> {
         Ok(diffs)
     }
 
-    /// Renders a chart with its merged layers and applies the workload
-    /// decisions: the objects the target should hold. `record` stores new
-    /// decisions (an apply) or only computes them (a diff).
-    fn desired(
+    /// Reads what planning a chart needs (its files, its layers, the
+    /// stored decisions, the plugins' answers for components decided now,
+    /// the local volumes) and plans it. Writes nothing.
+    fn plan_chart(
         &self,
         prepared: &Prepared<'_>,
         chart: &bundle::Chart,
         is_upgrade: bool,
-        record: bool,
-    ) -> Result<Vec<Resource>, Error> {
+    ) -> Result<plan::ChartPlan, Error> {
         let name = chart.name.to_string();
         let version = prepared.request.version;
         let overrides = self.merged_overrides(prepared, &name)?;
@@ -528,26 +511,51 @@ impl Job<'_> {
             is_upgrade,
         };
         let kube_version = format!("v{}", prepared.facts.kubernetes_version);
-        let caps = Capabilities::new(Some(&kube_version), &[]).map_err(render_err)?;
-        let rendered = render::render(&loaded, &overrides, &release, &caps).map_err(render_err)?;
-        let kube_err = |source| Error::Kube {
-            chart: name.clone(),
-            source: Box::new(source),
-        };
-        let objects: Vec<serde_json::Value> = rendered
-            .objects()
-            .map_err(render_err)?
-            .into_iter()
-            .map(|r| with_namespace(r.object, &release.namespace))
+        let capabilities = Capabilities::new(Some(&kube_version), &[]).map_err(render_err)?;
+        let components: Vec<ComponentSpec> = version
+            .metadata
+            .components
+            .iter()
+            .filter(|c| c.chart == chart.name)
+            .cloned()
             .collect();
-        let objects =
-            self.transform_workloads(prepared, &name, &release.namespace, objects, record)?;
-        objects
-            .into_iter()
-            .enumerate()
-            .map(|(i, o)| Resource::from_value(o, format!("{name} object {}", i + 1)))
-            .collect::<Result<_, _>>()
-            .map_err(kube_err)
+        let stored = self.stored_decisions(&components)?;
+        let rekind: BTreeSet<String> = prepared.request.rekind.iter().cloned().collect();
+        let mut plugin_choices = BTreeMap::new();
+        for component in &components {
+            if plan::needs_decision(component, &stored, &rekind)
+                && let Some(choice) = self.ask_workload_kind(prepared, component)?
+            {
+                plugin_choices.insert(component.name.to_string(), choice);
+            }
+        }
+        let local_volumes = self.local_volumes(&components, &release.namespace)?;
+        plan::plan_chart(&ChartInput {
+            name: &name,
+            chart: &loaded,
+            overrides: &overrides,
+            release: &release,
+            capabilities: &capabilities,
+            components: &components,
+            stored: &stored,
+            plugin_choices: &plugin_choices,
+            rekind: &rekind,
+            local_volumes: &local_volumes,
+        })
+    }
+
+    /// The stored decisions of `components`, by component name.
+    fn stored_decisions(
+        &self,
+        components: &[ComponentSpec],
+    ) -> Result<BTreeMap<String, Decision>, Error> {
+        let mut out = BTreeMap::new();
+        for component in components {
+            if let Some(record) = self.store().decision(&self.app, component.name.as_str())? {
+                out.insert(component.name.to_string(), decision_of(&record));
+            }
+        }
+        Ok(out)
     }
 
     /// static < system < user for one chart, merged as Helm merges `-f`
@@ -572,54 +580,6 @@ impl Job<'_> {
             layers.push((Layer::User, from_json(&record.values)?));
         }
         Ok(values::merge_override_layers(&layers))
-    }
-
-    fn transform_workloads(
-        &self,
-        prepared: &Prepared<'_>,
-        chart: &str,
-        namespace: &str,
-        objects: Vec<serde_json::Value>,
-        record: bool,
-    ) -> Result<Vec<serde_json::Value>, Error> {
-        let metadata = &prepared.request.version.metadata;
-        let components: Vec<ComponentSpec> = metadata
-            .components
-            .iter()
-            .filter(|c| c.chart.as_str() == chart)
-            .cloned()
-            .collect();
-        if components.is_empty() {
-            return Ok(objects);
-        }
-        let workload_err = |source| Error::Workload {
-            chart: chart.to_owned(),
-            source: Box::new(source),
-        };
-        let mut decisions = BTreeMap::new();
-        for component in &components {
-            let decision = self.decision(prepared, component, record)?;
-            decisions.insert(component.name.to_string(), decision);
-        }
-        let applied =
-            workload::apply_decisions(objects, &components, &decisions).map_err(workload_err)?;
-        for report in &applied.reports {
-            for w in &report.warnings {
-                self.warn(format!("component {}: {w}", report.component));
-            }
-            if !report.dropped.is_empty() {
-                self.warn(format!(
-                    "component {}: fields with no StatefulSet counterpart dropped: {}",
-                    report.component,
-                    report.dropped.join(", ")
-                ));
-            }
-        }
-        let mut manifests = applied.manifests;
-        let volumes = self.local_volumes(&components, namespace)?;
-        workload::apply_local_volumes(&mut manifests, &components, &volumes)
-            .map_err(workload_err)?;
-        Ok(manifests)
     }
 
     /// The local volumes the components mount, checked to exist and to
@@ -651,56 +611,13 @@ impl Job<'_> {
         Ok(out)
     }
 
-    /// The sticky decision for a component: the stored one unless it is
-    /// being re-decided, else the plugin's answer or the default rule.
-    fn decision(
-        &self,
-        prepared: &Prepared<'_>,
-        component: &ComponentSpec,
-        record: bool,
-    ) -> Result<Decision, Error> {
-        let stored = self.store().decision(&self.app, component.name.as_str())?;
-        let previous = stored.as_ref().map(decision_of);
-        let rekind = prepared
-            .request
-            .rekind
-            .iter()
-            .any(|c| c == component.name.as_str());
-        let (plugin_choice, plugin_name) = if previous.is_none() || rekind {
-            self.ask_workload_kind(prepared, component)?
-        } else {
-            (None, None)
-        };
-        let (decision, warnings) =
-            workload::decide(previous.as_ref(), plugin_choice, &component.traits, rekind);
-        for w in warnings {
-            self.warn(format!("component {}: {w}", component.name));
-        }
-        if record && (previous.is_none() || rekind) {
-            let decided_by = match decision.decided_by {
-                DecidedBy::Plugin => plugin_name.unwrap_or_else(|| "plugin".into()),
-                DecidedBy::DefaultRule => "default-rule".into(),
-                DecidedBy::Rekind => "rekind".into(),
-            };
-            self.store().record_decision(&DecisionRecord {
-                app: self.app.clone(),
-                component: component.name.to_string(),
-                kind: decision.kind,
-                decided_by,
-                traits_digest: decision.traits_digest.clone(),
-                decided_at: 0,
-            })?;
-        }
-        Ok(decision)
-    }
-
     /// Asks the plugins serving the component's chart, in bundle order; the
     /// first that decides wins.
     fn ask_workload_kind(
         &self,
         prepared: &Prepared<'_>,
         component: &ComponentSpec,
-    ) -> Result<(Option<WorkloadKind>, Option<String>), Error> {
+    ) -> Result<Option<PluginChoice>, Error> {
         let facts = ComponentFacts {
             name: component.name.to_string(),
             chart: component.chart.to_string(),
@@ -734,10 +651,13 @@ impl Job<'_> {
             let answer = p.plugin.workload_kind(&ctx, &app, &prepared.facts, &facts);
             let answer = self.observe(p, "workload-kind", started, answer)?;
             if let Some(kind) = answer {
-                return Ok((Some(kind), Some(p.plugin.name().to_owned())));
+                return Ok(Some(PluginChoice {
+                    kind,
+                    plugin: p.plugin.name().to_owned(),
+                }));
             }
         }
-        Ok((None, None))
+        Ok(None)
     }
 
     /// Each enabled chart served by a plugin: the plugins' overrides merged
@@ -886,42 +806,6 @@ fn plugin_name(path: &str) -> String {
         .unwrap_or_else(|| path.to_owned())
 }
 
-/// Objects that name no namespace go to the release's, as on a cluster.
-fn with_namespace(mut object: serde_json::Value, namespace: &str) -> serde_json::Value {
-    let kind = object
-        .get("kind")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    if is_cluster_scoped(&kind) {
-        return object;
-    }
-    if let Some(meta) = object
-        .get_mut("metadata")
-        .and_then(serde_json::Value::as_object_mut)
-        && !meta.contains_key("namespace")
-    {
-        meta.insert("namespace".into(), namespace.into());
-    }
-    object
-}
-
-fn is_cluster_scoped(kind: &str) -> bool {
-    matches!(
-        kind,
-        "Namespace"
-            | "ClusterRole"
-            | "ClusterRoleBinding"
-            | "CustomResourceDefinition"
-            | "PersistentVolume"
-            | "StorageClass"
-            | "PriorityClass"
-            | "MutatingWebhookConfiguration"
-            | "ValidatingWebhookConfiguration"
-            | "APIService"
-    )
-}
-
 fn decision_of(record: &DecisionRecord) -> Decision {
     let kind = record.kind;
     let decided_by = match record.decided_by.as_str() {
@@ -934,18 +818,4 @@ fn decision_of(record: &DecisionRecord) -> Decision {
         decided_by,
         traits_digest: record.traits_digest.clone(),
     }
-}
-
-/// Store JSON -> Helm values.
-pub(crate) fn from_json(value: &serde_json::Value) -> Result<values::Value, Error> {
-    values::parse_json(&value.to_string()).map_err(|e| Error::InvalidOverrides {
-        reason: e.to_string(),
-    })
-}
-
-/// Helm values -> store JSON.
-pub(crate) fn to_json(value: &values::Value) -> Result<serde_json::Value, Error> {
-    serde_json::from_str(&values::to_json(value)).map_err(|e| Error::InvalidOverrides {
-        reason: e.to_string(),
-    })
 }

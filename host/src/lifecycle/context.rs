@@ -1,0 +1,49 @@
+//! What every operation of the daemon shares: the store, the target, the
+//! sandbox, the facts, metrics, checkpoints and the state folder. Both the
+//! operations ([`super::engine`]) and the steps they run ([`super::run`])
+//! use it; neither imports the other's internals through it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::bundle::Limits;
+use crate::kube::ApplyTarget;
+use crate::model::AppName;
+use crate::sandbox::{Facts, Sandbox};
+use crate::store::{OperationId, Store};
+use crate::trust::TrustStore;
+
+use super::checkpoint::Checkpoints;
+use super::metrics::Metrics;
+use super::state_dir::StatePaths;
+
+/// What every operation shares.
+pub(crate) struct Inner {
+    pub store: Arc<dyn Store>,
+    pub target: Arc<dyn ApplyTarget>,
+    pub sandbox: Sandbox,
+    pub facts: Facts,
+    pub metrics: Metrics,
+    pub checkpoints: Checkpoints,
+    pub paths: StatePaths,
+    pub trust: TrustStore,
+    pub limits: Limits,
+    pub secret: [u8; 32],
+    pub running: Mutex<HashMap<String, (OperationId, Arc<AtomicBool>)>>,
+    pub _lock: File,
+}
+
+impl Inner {
+    /// The seed of an app's plugin randomness: the daemon's secret and the
+    /// app's name, so apps cannot predict each other's values.
+    pub fn app_secret(&self, app: &AppName) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(self.secret);
+        hasher.update(app.as_str().as_bytes());
+        hasher.finalize().into()
+    }
+}

@@ -1,0 +1,75 @@
+//! A stored version of an app read back from its bundle folder, and the
+//! conversion between the store's JSON and Helm values.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use crate::bundle::{self, Metadata};
+use crate::kube::Release;
+use crate::model::AppName;
+use crate::store::Store;
+use crate::values;
+
+use super::Error;
+
+/// One stored version of an app, read back from its bundle folder.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredVersion {
+    pub version: String,
+    pub dir: PathBuf,
+    pub metadata: Metadata,
+}
+
+impl StoredVersion {
+    /// Reads `capstan.yaml` of the version stored for `app`.
+    pub fn load(store: &dyn Store, app: &AppName, version: &str) -> Result<Self, Error> {
+        let record = store.version(app, version)?;
+        let unreadable = |source: Box<dyn std::error::Error + Send + Sync>| Error::StoredBundle {
+            app: app.to_string(),
+            version: version.to_owned(),
+            source,
+        };
+        let text = std::fs::read_to_string(record.bundle_dir.join(bundle::METADATA_PATH))
+            .map_err(|e| unreadable(Box::new(e)))?;
+        let metadata = Metadata::parse(&text).map_err(|e| unreadable(Box::new(e)))?;
+        Ok(StoredVersion {
+            version: version.to_owned(),
+            dir: record.bundle_dir,
+            metadata,
+        })
+    }
+
+    /// The charts that are enabled, by name.
+    pub fn enabled_charts(&self) -> BTreeSet<String> {
+        self.metadata
+            .charts
+            .iter()
+            .filter(|c| c.enabled)
+            .map(|c| c.name.to_string())
+            .collect()
+    }
+
+    /// The release a chart is applied as.
+    pub fn release(&self, app: &AppName, chart: &bundle::Chart) -> Release {
+        Release {
+            app: app.to_string(),
+            chart: chart.name.to_string(),
+            namespace: chart.namespace.to_string(),
+            release_name: chart.release.to_string(),
+        }
+    }
+}
+
+/// Store JSON -> Helm values.
+pub(crate) fn from_json(value: &serde_json::Value) -> Result<values::Value, Error> {
+    values::parse_json(&value.to_string()).map_err(|e| Error::InvalidOverrides {
+        reason: e.to_string(),
+    })
+}
+
+/// Helm values -> store JSON.
+pub(crate) fn to_json(value: &values::Value) -> Result<serde_json::Value, Error> {
+    serde_json::from_str(&values::to_json(value)).map_err(|e| Error::InvalidOverrides {
+        reason: e.to_string(),
+    })
+}
