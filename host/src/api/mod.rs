@@ -44,6 +44,8 @@
 mod address;
 mod client;
 mod server;
+#[cfg(test)]
+mod tests;
 pub mod wire;
 
 pub use address::{Address, default_state_dir};

@@ -191,7 +191,7 @@ impl ApiError {
 
 /// The code of a lifecycle error: by its variant where the variant is a
 /// cause of its own, else by its class.
-fn code_of(error: &lifecycle::Error) -> ErrorCode {
+pub(super) fn code_of(error: &lifecycle::Error) -> ErrorCode {
     use crate::store::Error as S;
     use lifecycle::Error as L;
     match error {
