@@ -581,6 +581,11 @@ fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
             !line.is_empty() && !line.contains('\n'),
             "{method} {path}: {answer}"
         );
+        let code = error["code"].as_str().unwrap_or_default();
+        assert!(
+            !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+            "{method} {path}: every error has a stable code: {answer}"
+        );
     }
     assert_eq!(
         d.ok(&["app", "show", "shop", "-o", "json"]),
@@ -589,6 +594,35 @@ fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
     );
     let overrides = d.ok(&["override", "list", "shop", "-o", "json"]);
     assert!(!overrides.contains("\"user\": true"), "{overrides}");
+}
+
+/// No daemon at the address (no socket file, or a stale one nobody
+/// listens on): exit 2 and one line naming where the client looked.
+#[test]
+fn an_unreachable_daemon_exits_2_with_one_line_naming_the_address() {
+    let dir = fresh_dir("daemon_unreachable");
+    let stale = dir.join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    let cases = [
+        ("/nonexistent.sock".to_owned(), "no such file"),
+        (stale.display().to_string(), "connection refused"),
+    ];
+    for (socket, reason) in cases {
+        let out = capstan()
+            .args(["app", "list", "--server", &format!("unix:{socket}")])
+            .env_remove("CAPSTAN_SERVER")
+            .env_remove("CAPSTAN_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "error: cannot reach the capstan daemon at unix:{socket} ({reason}); start it with 'capstan serve' or pass --server\n"
+            )
+        );
+        assert!(out.stdout.is_empty());
+    }
 }
 
 #[test]

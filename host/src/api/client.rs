@@ -1,5 +1,8 @@
-//! A small blocking client for the API: one HTTP/1.1 connection a request,
-//! over the unix socket or TCP, with the bearer token when one is given.
+//! A small blocking, typed client for the API: one method per endpoint,
+//! which builds the request (path segments percent-encoded), sends it on
+//! one HTTP/1.1 connection over the unix socket or TCP (with the bearer
+//! token when one is given) and decodes the answer into the [`wire`]
+//! types. It does not retry and adds no timeout beyond the connect timeout.
 
 use std::time::Duration;
 
@@ -9,7 +12,8 @@ use hyper::{Method, Request, StatusCode, header};
 use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
 
-use super::{Address, ErrorBody};
+use super::Address;
+use super::wire::{self, ErrorBody, ErrorCode};
 
 /// How long to wait for the daemon to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -20,14 +24,18 @@ pub enum ClientError {
     /// The async runtime could not start.
     #[error("cannot start the client runtime")]
     Runtime(#[source] std::io::Error),
-    /// No daemon answers at the address.
-    #[error("cannot reach the capstan daemon at {address} (is `capstan serve` running?)")]
+    /// No daemon answers at the address (no socket file, connection
+    /// refused, timed out). One line on purpose: the CLI prints it alone
+    /// and exits 2.
+    #[error(
+        "cannot reach the capstan daemon at {address} ({}); start it with 'capstan serve' or pass --server",
+        reason_of(error)
+    )]
     Connect {
         /// The address.
         address: String,
         /// The error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The HTTP exchange failed.
     #[error("talking to the daemon at {address} failed")]
@@ -43,12 +51,71 @@ pub enum ClientError {
     Status {
         /// The HTTP status.
         status: u16,
+        /// The daemon's stable code ([`ErrorCode::Unknown`] when its
+        /// answer had none).
+        code: ErrorCode,
         /// The daemon's one-line error.
         message: String,
     },
     /// The daemon's answer was not the JSON expected.
     #[error("the daemon's answer is not the expected JSON")]
     Decode(#[source] serde_json::Error),
+}
+
+impl ClientError {
+    /// The daemon's code, for an error answer.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Status { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether no daemon answered at all (as opposed to one refusing).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, ClientError::Connect { .. })
+    }
+}
+
+/// A short lowercase reason for a failed connect, e.g. `no such file`.
+fn reason_of(error: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match error.kind() {
+        ErrorKind::NotFound => "no such file".into(),
+        ErrorKind::ConnectionRefused => "connection refused".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::TimedOut => "timed out".into(),
+        _ => error.to_string(),
+    }
+}
+
+/// Percent-encodes one path segment: everything but the unreserved
+/// characters of RFC 3986 (`A-Z a-z 0-9 - . _ ~`), so a name with `/`,
+/// `?`, `#`, `%` or spaces stays one segment; the segments `.` and `..`
+/// are encoded whole so no one normalizes them away.
+pub fn encode_segment(segment: &str) -> String {
+    if segment == "." || segment == ".." {
+        return segment.replace('.', "%2E");
+    }
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `/v1/apps/{app}` and what follows it, encoded.
+fn app_path(app: &str, rest: &[&str]) -> String {
+    let mut path = format!("/v1/apps/{}", encode_segment(app));
+    for segment in rest {
+        path.push('/');
+        path.push_str(&encode_segment(segment));
+    }
+    path
 }
 
 /// A raw answer.
@@ -90,6 +157,226 @@ impl Client {
         &self.address
     }
 
+    // ---- one method per endpoint ----
+
+    /// `GET /v1/health`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn health(&self) -> Result<wire::Health, ClientError> {
+        self.call(Method::GET, "/v1/health", None)
+    }
+
+    /// `GET /metrics`: the Prometheus text.
+    ///
+    /// # Errors
+    /// As [`Client::call`], [`ClientError::Decode`] when it is not UTF-8.
+    pub fn metrics(&self) -> Result<String, ClientError> {
+        let response = self.checked(Method::GET, "/metrics", None)?;
+        String::from_utf8(response.body.to_vec()).map_err(|e| {
+            ClientError::Decode(serde::de::Error::custom(format!(
+                "the metrics are not UTF-8: {e}"
+            )))
+        })
+    }
+
+    /// `GET /v1/apps`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn list_apps(&self) -> Result<Vec<wire::AppRecord>, ClientError> {
+        self.call(Method::GET, "/v1/apps", None)
+    }
+
+    /// `POST /v1/apps`: uploads a bundle (`.tgz` bytes).
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn upload(&self, bundle: Vec<u8>) -> Result<wire::AppRecord, ClientError> {
+        self.call(
+            Method::POST,
+            "/v1/apps",
+            Some((wire::BUNDLE_CONTENT_TYPE, bundle)),
+        )
+    }
+
+    /// `GET /v1/apps/{app}`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn show_app(&self, app: &str) -> Result<wire::AppDetails, ClientError> {
+        self.call(Method::GET, &app_path(app, &[]), None)
+    }
+
+    /// `DELETE /v1/apps/{app}`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn delete(&self, app: &str) -> Result<(), ClientError> {
+        self.checked(Method::DELETE, &app_path(app, &[]), None)
+            .map(drop)
+    }
+
+    /// `POST /v1/apps/{app}/apply`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn apply(
+        &self,
+        app: &str,
+        request: &wire::ApplyRequest,
+    ) -> Result<wire::Started, ClientError> {
+        self.call_json(Method::POST, &app_path(app, &["apply"]), request)
+    }
+
+    /// `POST /v1/apps/{app}/remove`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn remove(
+        &self,
+        app: &str,
+        request: &wire::RemoveRequest,
+    ) -> Result<wire::Started, ClientError> {
+        self.call_json(Method::POST, &app_path(app, &["remove"]), request)
+    }
+
+    /// `POST /v1/updates`: updates the app the bundle names.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn update(
+        &self,
+        bundle: Vec<u8>,
+        query: &wire::UpdateQuery,
+    ) -> Result<wire::Started, ClientError> {
+        self.call(
+            Method::POST,
+            &format!("/v1/updates{}", query.to_query()),
+            Some((wire::BUNDLE_CONTENT_TYPE, bundle)),
+        )
+    }
+
+    /// `POST /v1/apps/{app}/abort`: the app as the abort was asked.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn abort(&self, app: &str) -> Result<wire::AppRecord, ClientError> {
+        self.call(Method::POST, &app_path(app, &["abort"]), None)
+    }
+
+    /// `POST /v1/apps/{app}/recover`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn recover(&self, app: &str) -> Result<wire::Started, ClientError> {
+        self.call(Method::POST, &app_path(app, &["recover"]), None)
+    }
+
+    /// `GET /v1/apps/{app}/history`, oldest first.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn history(&self, app: &str) -> Result<Vec<wire::HistoryEntry>, ClientError> {
+        self.call(Method::GET, &app_path(app, &["history"]), None)
+    }
+
+    /// `GET /v1/apps/{app}/operations/{id}`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn operation(
+        &self,
+        app: &str,
+        id: wire::OperationId,
+    ) -> Result<wire::HistoryEntry, ClientError> {
+        let id = id.0.to_string();
+        self.call(Method::GET, &app_path(app, &["operations", &id]), None)
+    }
+
+    /// `GET /v1/apps/{app}/diff`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn diff(&self, app: &str) -> Result<Vec<wire::ChartDiff>, ClientError> {
+        self.call(Method::GET, &app_path(app, &["diff"]), None)
+    }
+
+    /// `GET /v1/apps/{app}/overrides`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn override_list(&self, app: &str) -> Result<Vec<wire::OverrideSummary>, ClientError> {
+        self.call(Method::GET, &app_path(app, &["overrides"]), None)
+    }
+
+    /// `GET /v1/apps/{app}/overrides/{chart}`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn override_show(
+        &self,
+        app: &str,
+        chart: &str,
+    ) -> Result<wire::ChartOverrides, ClientError> {
+        self.call(Method::GET, &app_path(app, &["overrides", chart]), None)
+    }
+
+    /// `PUT /v1/apps/{app}/overrides/{chart}`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn override_set(
+        &self,
+        app: &str,
+        chart: &str,
+        request: &wire::OverrideSet,
+    ) -> Result<wire::ChartOverrides, ClientError> {
+        self.call_json(Method::PUT, &app_path(app, &["overrides", chart]), request)
+    }
+
+    /// `DELETE /v1/apps/{app}/overrides/{chart}`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn override_delete(&self, app: &str, chart: &str) -> Result<wire::Deleted, ClientError> {
+        self.call(Method::DELETE, &app_path(app, &["overrides", chart]), None)
+    }
+
+    /// `POST /v1/volumes`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn volume_create(
+        &self,
+        request: &wire::VolumeRequest,
+    ) -> Result<wire::VolumeView, ClientError> {
+        self.call_json(Method::POST, "/v1/volumes", request)
+    }
+
+    /// `GET /v1/volumes`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn volume_list(&self) -> Result<Vec<wire::VolumeView>, ClientError> {
+        self.call(Method::GET, "/v1/volumes", None)
+    }
+
+    /// `DELETE /v1/volumes/{name}`: the volume as it was.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn volume_remove(
+        &self,
+        name: &str,
+        query: &wire::VolumeRemoveQuery,
+    ) -> Result<wire::VolumeView, ClientError> {
+        let path = format!("/v1/volumes/{}{}", encode_segment(name), query.to_query());
+        self.call(Method::DELETE, &path, None)
+    }
+
+    // ---- the generic exchange ----
+
     /// Sends one request and returns the answer whatever its status.
     ///
     /// # Errors
@@ -104,7 +391,9 @@ impl Client {
     }
 
     /// Sends a request and decodes a successful answer's JSON; an error
-    /// status becomes [`ClientError::Status`] with the daemon's message.
+    /// status becomes [`ClientError::Status`] with the daemon's code and
+    /// message. The typed methods above are built on this; it stays public
+    /// for callers that need an endpoint's raw JSON.
     ///
     /// # Errors
     /// As [`Client::send`], [`ClientError::Status`], [`ClientError::Decode`].
@@ -114,28 +403,43 @@ impl Client {
         path: &str,
         body: Option<(&str, Vec<u8>)>,
     ) -> Result<T, ClientError> {
-        let response = self.send(method, path, body)?;
-        if !response.status.is_success() {
-            let message = serde_json::from_slice::<ErrorBody>(&response.body)
-                .map(|e| e.error)
-                .unwrap_or_else(|_| {
-                    format!(
-                        "daemon answered {}: {}",
-                        response.status,
-                        String::from_utf8_lossy(&response.body).trim()
-                    )
-                });
-            return Err(ClientError::Status {
-                status: response.status.as_u16(),
-                message,
-            });
-        }
+        let response = self.checked(method, path, body)?;
         let body: &[u8] = if response.body.is_empty() {
             b"null"
         } else {
             &response.body
         };
         serde_json::from_slice(body).map_err(ClientError::Decode)
+    }
+
+    /// [`Client::send`], with an error status turned into
+    /// [`ClientError::Status`].
+    fn checked(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, Vec<u8>)>,
+    ) -> Result<Response, ClientError> {
+        let response = self.send(method, path, body)?;
+        if response.status.is_success() {
+            return Ok(response);
+        }
+        let (code, message) = match serde_json::from_slice::<ErrorBody>(&response.body) {
+            Ok(body) => (body.code, body.error),
+            Err(_) => (
+                ErrorCode::Unknown,
+                format!(
+                    "daemon answered {}: {}",
+                    response.status,
+                    String::from_utf8_lossy(&response.body).trim()
+                ),
+            ),
+        };
+        Err(ClientError::Status {
+            status: response.status.as_u16(),
+            code,
+            message,
+        })
     }
 
     /// [`Client::call`] with a JSON body.
@@ -149,7 +453,7 @@ impl Client {
         body: &impl serde::Serialize,
     ) -> Result<T, ClientError> {
         let bytes = serde_json::to_vec(body).map_err(ClientError::Decode)?;
-        self.call(method, path, Some(("application/json", bytes)))
+        self.call(method, path, Some((wire::JSON_CONTENT_TYPE, bytes)))
     }
 
     async fn exchange(
@@ -201,10 +505,10 @@ impl Client {
         response.map_err(http)
     }
 
-    fn connect_error(&self, source: std::io::Error) -> ClientError {
+    fn connect_error(&self, error: std::io::Error) -> ClientError {
         ClientError::Connect {
             address: self.address.to_string(),
-            source,
+            error,
         }
     }
 }

@@ -1,13 +1,42 @@
-//! The daemon's HTTP JSON API (documented in `docs/api.md`) and the client
-//! the CLI reaches it with.
+//! The daemon's HTTP JSON API (documented in `docs/api.md`) and the typed
+//! client the CLI reaches it with.
 //!
 //! Owns: routes, authentication (a unix socket created 0600, or TCP with a
 //! bearer token on every request), turning lifecycle errors into HTTP
-//! statuses with a one-line JSON error, request size limits, the
-//! `/metrics` text, and where the daemon listens. Every request is handed
-//! to [`crate::lifecycle::Lifecycle`] on a blocking thread: the lifecycle
-//! does file, database and plugin work, none of which may stall the async
-//! runtime.
+//! statuses with a one-line JSON error and a stable code, request size
+//! limits, the `/metrics` text, and where the daemon listens. Every
+//! request and answer body is a type in [`wire`], shared by the server and
+//! [`Client`]. Every request is handed to [`crate::lifecycle::Lifecycle`]
+//! on a blocking thread: the lifecycle does file, database and plugin
+//! work, none of which may stall the async runtime.
+//!
+//! Routes (bodies in [`wire`]):
+//!
+//! ```text
+//! GET    /v1/health                           Health
+//! GET    /metrics                             Prometheus text
+//! GET    /v1/apps                             [AppRecord]
+//! POST   /v1/apps                   bundle    AppRecord (201)
+//! GET    /v1/apps/{app}                       AppDetails
+//! DELETE /v1/apps/{app}                       (204)
+//! POST   /v1/apps/{app}/apply       ApplyRequest   Started (202)
+//! POST   /v1/apps/{app}/remove      RemoveRequest  Started (202)
+//! POST   /v1/updates?UpdateQuery    bundle    Started (202)
+//! POST   /v1/apps/{app}/abort                 AppRecord (202)
+//! POST   /v1/apps/{app}/recover               Started (202)
+//! GET    /v1/apps/{app}/history               [HistoryEntry]
+//! GET    /v1/apps/{app}/operations/{id}       HistoryEntry
+//! GET    /v1/apps/{app}/diff                  [ChartDiff]
+//! GET    /v1/apps/{app}/overrides             [OverrideSummary]
+//! GET    /v1/apps/{app}/overrides/{chart}     ChartOverrides
+//! PUT    /v1/apps/{app}/overrides/{chart}  OverrideSet  ChartOverrides
+//! DELETE /v1/apps/{app}/overrides/{chart}     Deleted
+//! GET    /v1/volumes                          [VolumeView]
+//! POST   /v1/volumes                VolumeRequest  VolumeView (201)
+//! DELETE /v1/volumes/{name}?VolumeRemoveQuery VolumeView
+//! ```
+//!
+//! Every error answer is a [`wire::ErrorBody`].
 //!
 //! Must not touch: the store, bundles or plugins directly; every rule about
 //! what an operation may do belongs to `lifecycle`.
@@ -15,23 +44,14 @@
 mod address;
 mod client;
 mod server;
+#[cfg(test)]
+mod tests;
+pub mod wire;
 
 pub use address::{Address, default_state_dir};
-pub use client::{Client, ClientError, Response};
+pub use client::{Client, ClientError, Response, encode_segment};
 pub use server::{MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, serve};
+pub use wire::{ErrorBody, ErrorCode};
 
-/// The error body of every failed request: `{"error": "one line"}`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ErrorBody {
-    /// What went wrong, for a person.
-    pub error: String,
-}
-
-/// The body of `202 Accepted` for a started operation.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StartedBody {
-    /// The app as the operation began.
-    pub app: crate::store::AppRecord,
-    /// The operation's id; poll `/v1/apps/{app}/operations/{id}`.
-    pub operation: crate::store::OperationId,
-}
+/// The body of `202 Accepted` for a started operation; see [`wire::Started`].
+pub type StartedBody = wire::Started;

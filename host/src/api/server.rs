@@ -6,17 +6,18 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use tracing::Instrument;
 
-use super::{Address, ErrorBody, StartedBody};
-use crate::lifecycle::{self, ErrorClass, Lifecycle, OverrideSet, Started, VolumeRequest};
+use super::Address;
+use super::wire::{self, ErrorBody, ErrorCode};
+use crate::lifecycle::{self, ErrorClass, Lifecycle, Started};
 use crate::model::AppName;
 use crate::store::OperationId;
 
@@ -93,6 +94,7 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES));
     bundles
         .merge(rest)
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(api.clone(), authenticate))
         .with_state(api)
@@ -168,85 +170,134 @@ fn set_private(path: &std::path::Path) -> std::io::Result<()> {
 
 // ---- errors ----
 
-/// A failed request: a status and one line.
+/// A failed request: a stable code (which decides the status) and one line.
 #[derive(Debug)]
 struct ApiError {
-    status: StatusCode,
+    code: ErrorCode,
     message: String,
 }
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
-            status,
+            code,
             message: message.into(),
         }
     }
 
     fn bad_request(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::BAD_REQUEST, message)
+        ApiError::new(ErrorCode::BadRequest, message)
+    }
+}
+
+/// The code of a lifecycle error: by its variant where the variant is a
+/// cause of its own, else by its class.
+pub(super) fn code_of(error: &lifecycle::Error) -> ErrorCode {
+    use crate::store::Error as S;
+    use lifecycle::Error as L;
+    match error {
+        L::Store(S::Busy { .. }) | L::Busy { .. } => ErrorCode::Busy,
+        L::Store(S::IllegalTransition { .. }) | L::NothingToAbort { .. } => {
+            ErrorCode::IllegalTransition
+        }
+        L::Store(S::AppExists { .. } | S::VersionExists { .. } | S::VolumeExists { .. }) => {
+            ErrorCode::AlreadyExists
+        }
+        L::Store(S::VersionInUse { .. }) | L::VolumeInUse { .. } => ErrorCode::InUse,
+        L::Upgrade { .. } => ErrorCode::UpgradeNotAllowed,
+        L::Bundle(_) | L::AppName { .. } | L::WrongApp { .. } => ErrorCode::InvalidBundle,
+        L::Vetoed { .. } => ErrorCode::Vetoed,
+        _ => match error.class() {
+            ErrorClass::BadRequest => ErrorCode::Invalid,
+            ErrorClass::NotFound => ErrorCode::NotFound,
+            ErrorClass::Conflict => ErrorCode::Conflict,
+            ErrorClass::Failed => ErrorCode::Failed,
+            ErrorClass::Internal => ErrorCode::Internal,
+        },
     }
 }
 
 impl From<lifecycle::Error> for ApiError {
     fn from(error: lifecycle::Error) -> Self {
-        let status = match error.class() {
-            ErrorClass::BadRequest => StatusCode::BAD_REQUEST,
-            ErrorClass::NotFound => StatusCode::NOT_FOUND,
-            ErrorClass::Conflict => StatusCode::CONFLICT,
-            ErrorClass::Failed => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError::new(status, error.one_line())
+        ApiError::new(code_of(&error), error.one_line())
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if self.status.is_server_error() {
-            tracing::error!(status = %self.status, error = %self.message, "request failed");
+        let status = self.code.status();
+        if status.is_server_error() {
+            tracing::error!(%status, code = %self.code, error = %self.message, "request failed");
         } else {
-            tracing::info!(status = %self.status, error = %self.message, "request refused");
+            tracing::info!(%status, code = %self.code, error = %self.message, "request refused");
         }
         let body = ErrorBody {
             error: self.message,
+            code: self.code,
         };
-        (self.status, axum::Json(body)).into_response()
+        (status, axum::Json(body)).into_response()
     }
 }
 
 type ApiResult = Result<Response, ApiError>;
 
 async fn not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "no such endpoint; see docs/api.md")
+    ApiError::new(
+        ErrorCode::UnknownEndpoint,
+        "no such endpoint; see docs/api.md",
+    )
+}
+
+async fn method_not_allowed(request: Request) -> ApiError {
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!(
+            "{} does not take {}; see docs/api.md",
+            request.uri().path(),
+            request.method()
+        ),
+    )
 }
 
 // ---- authentication ----
 
+/// Checks the bearer token (when the daemon has one) and runs the request
+/// inside a span naming its method and path, so what the handler logs
+/// (a refusal, an internal error) is tied to the request.
 async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> Response {
-    if let Some(token) = &api.token {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        let ok = given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()));
-        if !ok {
-            tracing::warn!(method = %request.method(), path = %request.uri().path(), "request without a valid bearer token refused");
-            let mut response =
-                ApiError::new(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
-                    .into_response();
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-            return response;
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path()
+    );
+    async move {
+        if let Some(token) = &api.token {
+            let given = request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            let ok =
+                given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()));
+            if !ok {
+                tracing::warn!("request without a valid bearer token refused");
+                let mut response =
+                    ApiError::new(ErrorCode::Unauthorized, "missing or wrong bearer token")
+                        .into_response();
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer"),
+                );
+                return response;
+            }
         }
+        if request.method() != axum::http::Method::GET {
+            tracing::info!("mutation");
+        }
+        next.run(request).await
     }
-    if request.method() != axum::http::Method::GET {
-        tracing::info!(method = %request.method(), path = %request.uri().path(), "mutation");
-    }
-    next.run(request).await
+    .instrument(span)
+    .await
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -260,7 +311,28 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// The body, or the reason it could not be read (413 when too large).
 fn body_of(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
-    body.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))
+    body.map_err(|rejection| {
+        let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ErrorCode::PayloadTooLarge
+        } else {
+            ErrorCode::BadRequest
+        };
+        ApiError::new(code, rejection.body_text())
+    })
+}
+
+/// The path's segments, or why they could not be read (bad percent-encoding,
+/// not UTF-8).
+fn path_of<T>(path: Result<Path<T>, PathRejection>) -> Result<T, ApiError> {
+    path.map(|Path(segments)| segments)
+        .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+}
+
+/// The query, or why it is not one this endpoint takes.
+fn query_of<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    query
+        .map(|Query(query)| query)
+        .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
 }
 
 fn app_name(text: &str) -> Result<AppName, ApiError> {
@@ -286,14 +358,14 @@ async fn blocking<T: Send + 'static>(
     match tokio::task::spawn_blocking(work).await {
         Ok(result) => result.map_err(ApiError::from),
         Err(e) => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Internal,
             format!("request handler failed: {e}"),
         )),
     }
 }
 
 fn started(started: Started) -> ApiResult {
-    let body = StartedBody {
+    let body = wire::Started {
         app: started.app.clone(),
         operation: started.operation,
     };
@@ -304,9 +376,9 @@ fn check_bundle_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/gzip");
+        .unwrap_or(wire::BUNDLE_CONTENT_TYPE);
     let ok = [
-        "application/gzip",
+        wire::BUNDLE_CONTENT_TYPE,
         "application/x-gzip",
         "application/octet-stream",
     ]
@@ -316,7 +388,7 @@ fn check_bundle_type(headers: &HeaderMap) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::UnsupportedMediaType,
             format!("a bundle is sent as application/gzip, not {content_type}"),
         ))
     }
@@ -324,8 +396,11 @@ fn check_bundle_type(headers: &HeaderMap) -> Result<(), ApiError> {
 
 // ---- handlers ----
 
+type AppPath = Result<Path<String>, PathRejection>;
+type AppAndPath = Result<Path<(String, String)>, PathRejection>;
+
 async fn health() -> ApiResult {
-    json(StatusCode::OK, &serde_json::json!({"status": "ok"}))
+    json(StatusCode::OK, &wire::Health::ok())
 }
 
 async fn metrics(State(api): State<Api>) -> Response {
@@ -338,7 +413,8 @@ async fn metrics(State(api): State<Api>) -> Response {
 
 async fn list(State(api): State<Api>) -> ApiResult {
     let lc = api.lifecycle.clone();
-    json(StatusCode::OK, &blocking(move || lc.list()).await?)
+    let apps: Vec<wire::AppRecord> = blocking(move || lc.list()).await?;
+    json(StatusCode::OK, &apps)
 }
 
 async fn upload(
@@ -349,108 +425,89 @@ async fn upload(
     let body = body_of(body)?;
     check_bundle_type(&headers)?;
     let lc = api.lifecycle.clone();
-    let app = blocking(move || lc.upload(Cursor::new(body))).await?;
+    let app: wire::AppRecord = blocking(move || lc.upload(Cursor::new(body))).await?;
     json(StatusCode::CREATED, &app)
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UpdateQuery {
-    reuse_user_overrides: Option<bool>,
 }
 
 async fn update(
     State(api): State<Api>,
     headers: HeaderMap,
-    query: Result<Query<UpdateQuery>, QueryRejection>,
+    query: Result<Query<wire::UpdateQuery>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let Query(query) = query.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    let query = query_of(query)?;
     let body = body_of(body)?;
     check_bundle_type(&headers)?;
     let lc = api.lifecycle.clone();
     started(blocking(move || lc.update(Cursor::new(body), query.reuse_user_overrides)).await?)
 }
 
-async fn show(State(api): State<Api>, Path(app): Path<String>) -> ApiResult {
-    let app = app_name(&app)?;
+async fn show(State(api): State<Api>, app: AppPath) -> ApiResult {
+    let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
-    json(StatusCode::OK, &blocking(move || lc.show(&app)).await?)
+    let details = wire::AppDetails::from(blocking(move || lc.show(&app)).await?);
+    json(StatusCode::OK, &details)
 }
 
-async fn delete(State(api): State<Api>, Path(app): Path<String>) -> ApiResult {
-    let app = app_name(&app)?;
+async fn delete(State(api): State<Api>, app: AppPath) -> ApiResult {
+    let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
     blocking(move || lc.delete(&app)).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ApplyBody {
-    #[serde(default)]
-    rekind: Vec<String>,
-}
-
 async fn apply(
     State(api): State<Api>,
-    Path(app): Path<String>,
+    app: AppPath,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body = body_of(body)?;
-    let app = app_name(&app)?;
-    let request: ApplyBody = parse_json(&body)?;
+    let app = app_name(&path_of(app)?)?;
+    let request: wire::ApplyRequest = parse_json(&body)?;
     let lc = api.lifecycle.clone();
     started(blocking(move || lc.apply(&app, request.rekind)).await?)
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RemoveBody {
-    #[serde(default)]
-    force: bool,
-}
-
 async fn remove(
     State(api): State<Api>,
-    Path(app): Path<String>,
+    app: AppPath,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body = body_of(body)?;
-    let app = app_name(&app)?;
-    let request: RemoveBody = parse_json(&body)?;
+    let app = app_name(&path_of(app)?)?;
+    let request: wire::RemoveRequest = parse_json(&body)?;
     let lc = api.lifecycle.clone();
     started(blocking(move || lc.remove(&app, request.force)).await?)
 }
 
-async fn abort(State(api): State<Api>, Path(app): Path<String>) -> ApiResult {
-    let app = app_name(&app)?;
+async fn abort(State(api): State<Api>, app: AppPath) -> ApiResult {
+    let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
-    json(
-        StatusCode::ACCEPTED,
-        &blocking(move || lc.abort(&app)).await?,
-    )
+    let record: wire::AppRecord = blocking(move || lc.abort(&app)).await?;
+    json(StatusCode::ACCEPTED, &record)
 }
 
-async fn recover(State(api): State<Api>, Path(app): Path<String>) -> ApiResult {
-    let app = app_name(&app)?;
+async fn recover(State(api): State<Api>, app: AppPath) -> ApiResult {
+    let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
     started(blocking(move || lc.recover(&app)).await?)
 }
 
-async fn history(State(api): State<Api>, Path(app): Path<String>) -> ApiResult {
-    let app = app_name(&app)?;
+async fn history(State(api): State<Api>, app: AppPath) -> ApiResult {
+    let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
-    json(StatusCode::OK, &blocking(move || lc.history(&app)).await?)
+    let entries: Vec<wire::HistoryEntry> = blocking(move || lc.history(&app)).await?;
+    json(StatusCode::OK, &entries)
 }
 
-async fn operation(State(api): State<Api>, Path((app, id)): Path<(String, String)>) -> ApiResult {
+async fn operation(State(api): State<Api>, path: AppAndPath) -> ApiResult {
+    let (app, id) = path_of(path)?;
     let app = app_name(&app)?;
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request(format!("operation id {id:?} is not a number")))?;
     let lc = api.lifecycle.clone();
-    let entry = blocking(move || {
+    let entry: Option<wire::HistoryEntry> = blocking(move || {
         lc.history(&app)
             .map(|h| h.into_iter().find(|e| e.id == OperationId(id)))
     })
@@ -458,101 +515,85 @@ async fn operation(State(api): State<Api>, Path((app, id)): Path<(String, String
     match entry {
         Some(entry) => json(StatusCode::OK, &entry),
         None => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
+            ErrorCode::NotFound,
             format!("no operation {id} on this app"),
         )),
     }
 }
 
-async fn diff(State(api): State<Api>, Path(app): Path<String>) -> ApiResult {
-    let app = app_name(&app)?;
+async fn diff(State(api): State<Api>, app: AppPath) -> ApiResult {
+    let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
-    json(StatusCode::OK, &blocking(move || lc.diff(&app)).await?)
+    let diffs: Vec<wire::ChartDiff> = blocking(move || lc.diff(&app)).await?;
+    json(StatusCode::OK, &diffs)
 }
 
-async fn override_list(State(api): State<Api>, Path(app): Path<String>) -> ApiResult {
-    let app = app_name(&app)?;
+async fn override_list(State(api): State<Api>, app: AppPath) -> ApiResult {
+    let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
-    json(
-        StatusCode::OK,
-        &blocking(move || lc.override_list(&app)).await?,
-    )
+    let list: Vec<wire::OverrideSummary> = blocking(move || lc.override_list(&app)).await?;
+    json(StatusCode::OK, &list)
 }
 
-async fn override_show(
-    State(api): State<Api>,
-    Path((app, chart)): Path<(String, String)>,
-) -> ApiResult {
+async fn override_show(State(api): State<Api>, path: AppAndPath) -> ApiResult {
+    let (app, chart) = path_of(path)?;
     let app = app_name(&app)?;
     let lc = api.lifecycle.clone();
-    json(
-        StatusCode::OK,
-        &blocking(move || lc.override_show(&app, &chart)).await?,
-    )
+    let shown: wire::ChartOverrides = blocking(move || lc.override_show(&app, &chart)).await?;
+    json(StatusCode::OK, &shown)
 }
 
 async fn override_set(
     State(api): State<Api>,
-    Path((app, chart)): Path<(String, String)>,
+    path: AppAndPath,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body = body_of(body)?;
+    let (app, chart) = path_of(path)?;
     let app = app_name(&app)?;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request(
             "request body is empty; send {\"values\": [...], \"set\": [...]}",
         ));
     }
-    let request: OverrideSet = parse_json(&body)?;
+    let request: wire::OverrideSet = parse_json(&body)?;
     let lc = api.lifecycle.clone();
-    json(
-        StatusCode::OK,
-        &blocking(move || lc.override_set(&app, &chart, &request)).await?,
-    )
+    let shown: wire::ChartOverrides =
+        blocking(move || lc.override_set(&app, &chart, &request)).await?;
+    json(StatusCode::OK, &shown)
 }
 
-async fn override_delete(
-    State(api): State<Api>,
-    Path((app, chart)): Path<(String, String)>,
-) -> ApiResult {
+async fn override_delete(State(api): State<Api>, path: AppAndPath) -> ApiResult {
+    let (app, chart) = path_of(path)?;
     let app = app_name(&app)?;
     let lc = api.lifecycle.clone();
-    let existed = blocking(move || lc.override_delete(&app, &chart)).await?;
-    json(StatusCode::OK, &serde_json::json!({"deleted": existed}))
+    let deleted = blocking(move || lc.override_delete(&app, &chart)).await?;
+    json(StatusCode::OK, &wire::Deleted { deleted })
 }
 
 async fn volume_list(State(api): State<Api>) -> ApiResult {
     let lc = api.lifecycle.clone();
-    json(StatusCode::OK, &blocking(move || lc.volume_list()).await?)
+    let views: Vec<wire::VolumeView> = blocking(move || lc.volume_list()).await?;
+    json(StatusCode::OK, &views)
 }
 
 async fn volume_create(State(api): State<Api>, body: Result<Bytes, BytesRejection>) -> ApiResult {
     let body = body_of(body)?;
-    let request: VolumeRequest = serde_json::from_slice(&body)
+    let request: wire::VolumeRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("request body is not a volume: {e}")))?;
     let lc = api.lifecycle.clone();
-    json(
-        StatusCode::CREATED,
-        &blocking(move || lc.volume_create(&request)).await?,
-    )
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ForceQuery {
-    #[serde(default)]
-    force: bool,
+    let view: wire::VolumeView = blocking(move || lc.volume_create(&request)).await?;
+    json(StatusCode::CREATED, &view)
 }
 
 async fn volume_remove(
     State(api): State<Api>,
-    Path(name): Path<String>,
-    query: Result<Query<ForceQuery>, QueryRejection>,
+    name: AppPath,
+    query: Result<Query<wire::VolumeRemoveQuery>, QueryRejection>,
 ) -> ApiResult {
-    let Query(query) = query.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    let query = query_of(query)?;
+    let name = path_of(name)?;
     let lc = api.lifecycle.clone();
-    json(
-        StatusCode::OK,
-        &blocking(move || lc.volume_remove(&name, query.force)).await?,
-    )
+    let view: wire::VolumeView = blocking(move || lc.volume_remove(&name, query.force)).await?;
+    json(StatusCode::OK, &view)
 }

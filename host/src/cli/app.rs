@@ -9,14 +9,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use hyper::Method;
 use serde::Serialize;
 
-use crate::api::{self, Address, Client, StartedBody};
-use crate::lifecycle::{
-    ChartDiff, ChartOverrides, OverrideSet, OverrideSummary, VolumeRequest, VolumeView,
+use crate::api::wire::{
+    AppDetails, AppRecord, ApplyRequest, ChartDiff, ChartOverrides, HistoryEntry, OverrideSet,
+    OverrideSummary, RemoveRequest, Started, UpdateQuery, VolumeRemoveQuery, VolumeRequest,
+    VolumeView,
 };
-use crate::store::{AppRecord, HistoryEntry, Outcome};
+use crate::api::{self, Address, Client};
+use crate::store::Outcome;
 
 /// How often a waiting client asks for progress.
 const POLL_EVERY: Duration = Duration::from_millis(100);
@@ -273,17 +274,15 @@ pub fn run_volume(args: VolumeArgs) -> anyhow::Result<ExitCode> {
                 storage_class,
                 namespace,
             };
-            let view: VolumeView = client.call_json(Method::POST, "/v1/volumes", &request)?;
+            let view = client.volume_create(&request)?;
             print_volumes(format, &[view])?;
         }
         VolumeCommand::List => {
-            let views: Vec<VolumeView> = client.call(Method::GET, "/v1/volumes", None)?;
+            let views = client.volume_list()?;
             print_volumes(format, &views)?;
         }
         VolumeCommand::Remove { name, force } => {
-            let query = if force { "?force=true" } else { "" };
-            let _: VolumeView =
-                client.call(Method::DELETE, &format!("/v1/volumes/{name}{query}"), None)?;
+            client.volume_remove(&name, &VolumeRemoveQuery { force })?;
             eprintln!("volume {name} removed; its data stays on the node");
         }
     }
@@ -326,8 +325,7 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         AppCommand::Upload { bundle } => {
             let bytes = read_bundle(&bundle)?;
-            let app: AppRecord =
-                client.call(Method::POST, "/v1/apps", Some(("application/gzip", bytes)))?;
+            let app = client.upload(bytes)?;
             print_apps(format, &[app])?;
             Ok(ExitCode::SUCCESS)
         }
@@ -336,9 +334,7 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             rekind,
             no_wait,
         } => {
-            let body = serde_json::json!({ "rekind": rekind });
-            let started: StartedBody =
-                client.call_json(Method::POST, &app_path(&name, "apply"), &body)?;
+            let started = client.apply(&name, &ApplyRequest { rekind })?;
             follow(&client, format, &name, &started, no_wait)
         }
         AppCommand::Remove {
@@ -346,13 +342,11 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             force,
             no_wait,
         } => {
-            let body = serde_json::json!({ "force": force });
-            let started: StartedBody =
-                client.call_json(Method::POST, &app_path(&name, "remove"), &body)?;
+            let started = client.remove(&name, &RemoveRequest { force })?;
             follow(&client, format, &name, &started, no_wait)
         }
         AppCommand::Delete { name } => {
-            client.call::<serde_json::Value>(Method::DELETE, &format!("/v1/apps/{name}"), None)?;
+            client.delete(&name)?;
             eprintln!("app {name} deleted");
             Ok(ExitCode::SUCCESS)
         }
@@ -363,48 +357,43 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             no_wait,
         } => {
             let bytes = read_bundle(&bundle)?;
-            let query = match (reuse_user_overrides, drop_user_overrides) {
-                (true, _) => "?reuse_user_overrides=true",
-                (_, true) => "?reuse_user_overrides=false",
-                _ => "",
+            let query = UpdateQuery {
+                reuse_user_overrides: match (reuse_user_overrides, drop_user_overrides) {
+                    (true, _) => Some(true),
+                    (_, true) => Some(false),
+                    _ => None,
+                },
             };
-            let started: StartedBody = client.call(
-                Method::POST,
-                &format!("/v1/updates{query}"),
-                Some(("application/gzip", bytes)),
-            )?;
+            let started = client.update(bytes, &query)?;
             let name = started.app.name.to_string();
             follow(&client, format, &name, &started, no_wait)
         }
         AppCommand::Abort { name } => {
-            client.call::<AppRecord>(Method::POST, &app_path(&name, "abort"), None)?;
+            client.abort(&name)?;
             eprintln!("abort requested; {name} stops at its next step");
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Recover { name, no_wait } => {
-            let started: StartedBody =
-                client.call(Method::POST, &app_path(&name, "recover"), None)?;
+            let started = client.recover(&name)?;
             follow(&client, format, &name, &started, no_wait)
         }
         AppCommand::List => {
-            let apps: Vec<AppRecord> = client.call(Method::GET, "/v1/apps", None)?;
+            let apps = client.list_apps()?;
             print_apps(format, &apps)?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Show { name } => {
-            let details: serde_json::Value =
-                client.call(Method::GET, &format!("/v1/apps/{name}"), None)?;
+            let details = client.show_app(&name)?;
             print_value(format, &details, show_table)?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::History { name } => {
-            let history: Vec<HistoryEntry> =
-                client.call(Method::GET, &app_path(&name, "history"), None)?;
+            let history = client.history(&name)?;
             print_value(format, &history, |h| history_table(h))?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Diff { name } => {
-            let diffs: Vec<ChartDiff> = client.call(Method::GET, &app_path(&name, "diff"), None)?;
+            let diffs = client.diff(&name)?;
             print_value(format, &diffs, |d| diff_text(d))?;
             Ok(ExitCode::SUCCESS)
         }
@@ -420,16 +409,11 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
     let format = args.connection.output;
     match args.command {
         OverrideCommand::List { app } => {
-            let list: Vec<OverrideSummary> =
-                client.call(Method::GET, &app_path(&app, "overrides"), None)?;
+            let list = client.override_list(&app)?;
             print_value(format, &list, |l| override_table(l))?;
         }
         OverrideCommand::Show { app, chart } => {
-            let shown: ChartOverrides = client.call(
-                Method::GET,
-                &format!("/v1/apps/{app}/overrides/{chart}"),
-                None,
-            )?;
+            let shown = client.override_show(&app, &chart)?;
             print_value(format, &shown, layers_text)?;
         }
         OverrideCommand::Set {
@@ -451,22 +435,12 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
                 set,
                 reuse_values,
             };
-            let shown: ChartOverrides = client.call_json(
-                Method::PUT,
-                &format!("/v1/apps/{app}/overrides/{chart}"),
-                &request,
-            )?;
+            let shown = client.override_set(&app, &chart, &request)?;
             eprintln!("user overrides of {app}/{chart} set; they take effect at the next apply");
             print_value(format, &shown, layers_text)?;
         }
         OverrideCommand::Delete { app, chart } => {
-            let answer: serde_json::Value = client.call(
-                Method::DELETE,
-                &format!("/v1/apps/{app}/overrides/{chart}"),
-                None,
-            )?;
-            let deleted = answer.get("deleted").and_then(serde_json::Value::as_bool) == Some(true);
-            if deleted {
+            if client.override_delete(&app, &chart)?.deleted {
                 eprintln!("user overrides of {app}/{chart} deleted");
             } else {
                 eprintln!("{app}/{chart} had no user overrides");
@@ -474,10 +448,6 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn app_path(name: &str, action: &str) -> String {
-    format!("/v1/apps/{name}/{action}")
 }
 
 fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
@@ -497,7 +467,7 @@ fn follow(
     client: &Client,
     format: Format,
     name: &str,
-    started: &StartedBody,
+    started: &Started,
     no_wait: bool,
 ) -> anyhow::Result<ExitCode> {
     eprintln!(
@@ -507,21 +477,20 @@ fn follow(
     if no_wait {
         return Ok(ExitCode::SUCCESS);
     }
-    let op_path = format!("/v1/apps/{name}/operations/{}", started.operation.0);
     let mut last_progress = None;
     let entry = loop {
-        let entry: HistoryEntry = client.call(Method::GET, &op_path, None)?;
+        let entry = client.operation(name, started.operation)?;
         if entry.outcome != Outcome::Running {
             break entry;
         }
-        let app: AppRecord = client.call(Method::GET, &format!("/v1/apps/{name}"), None)?;
+        let app = client.show_app(name)?.app;
         if app.progress.is_some() && app.progress != last_progress {
             eprintln!("  {}: {}", app.state, app.progress.as_deref().unwrap_or(""));
             last_progress = app.progress;
         }
         std::thread::sleep(POLL_EVERY);
     };
-    let app: AppRecord = client.call(Method::GET, &format!("/v1/apps/{name}"), None)?;
+    let app = client.show_app(name)?.app;
     print_apps(format, std::slice::from_ref(&app))?;
     if entry.outcome == Outcome::Succeeded {
         return Ok(ExitCode::SUCCESS);
@@ -571,54 +540,49 @@ fn print_apps(format: Format, apps: &[AppRecord]) -> anyhow::Result<()> {
     })
 }
 
-fn show_table(details: &serde_json::Value) -> String {
-    let field = |k: &str| match details.get(k) {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(serde_json::Value::Null) | None => "-".into(),
-        Some(other) => other.to_string(),
-    };
+fn show_table(details: &AppDetails) -> String {
+    let app = &details.app;
+    let or_dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     let mut out = String::new();
-    for key in [
-        "name",
-        "state",
-        "active_version",
-        "target_version",
-        "progress",
-        "message",
+    for (key, value) in [
+        ("name", app.name.to_string()),
+        ("state", app.state.to_string()),
+        ("active_version", app.active_version.clone()),
+        ("target_version", or_dash(&app.target_version)),
+        ("progress", or_dash(&app.progress)),
+        ("message", or_dash(&app.message)),
     ] {
-        out.push_str(&format!("{:<16}{}\n", format!("{key}:"), field(key)));
+        out.push_str(&format!("{:<16}{value}\n", format!("{key}:")));
     }
-    if let Some(charts) = details.get("charts").and_then(|c| c.as_array()) {
-        out.push_str("\ncharts:\n");
-        let rows: Vec<Vec<String>> = charts
-            .iter()
-            .map(|c| {
-                ["group", "name", "namespace", "release", "enabled"]
-                    .iter()
-                    .map(|k| match c.get(*k) {
-                        Some(serde_json::Value::String(s)) => s.clone(),
-                        Some(v) => v.to_string(),
-                        None => String::new(),
-                    })
-                    .collect()
-            })
-            .collect();
-        out.push_str(&table(
-            &["GROUP", "CHART", "NAMESPACE", "RELEASE", "ENABLED"],
-            &rows,
-        ));
-    }
-    if let Some(decisions) = details.get("decisions").and_then(|c| c.as_array())
-        && !decisions.is_empty()
-    {
+    out.push_str("\ncharts:\n");
+    let rows: Vec<Vec<String>> = details
+        .charts
+        .iter()
+        .map(|c| {
+            vec![
+                c.group.clone(),
+                c.name.clone(),
+                c.namespace.clone(),
+                c.release.clone(),
+                c.enabled.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["GROUP", "CHART", "NAMESPACE", "RELEASE", "ENABLED"],
+        &rows,
+    ));
+    if !details.decisions.is_empty() {
         out.push_str("\nworkload decisions:\n");
-        let rows: Vec<Vec<String>> = decisions
+        let rows: Vec<Vec<String>> = details
+            .decisions
             .iter()
             .map(|d| {
-                ["component", "kind", "decided_by"]
-                    .iter()
-                    .map(|k| d.get(*k).and_then(|v| v.as_str()).unwrap_or("").to_owned())
-                    .collect()
+                vec![
+                    d.component.clone(),
+                    d.kind.to_string(),
+                    d.decided_by.clone(),
+                ]
             })
             .collect();
         out.push_str(&table(&["COMPONENT", "KIND", "DECIDED BY"], &rows));

@@ -2,7 +2,8 @@
 //! stdout and status and errors on stderr, and owns the exit status.
 //!
 //! Exit status: 0 when the command did what was asked, 1 when the operation
-//! failed (a plugin fault, a rejected bundle, a veto), 2 for bad usage.
+//! failed (a plugin fault, a rejected bundle, a veto, a request the daemon
+//! refused), 2 for bad usage or when no daemon answers at the address.
 //! Errors print once, as `error: <message>` followed by its causes.
 
 mod app;
@@ -18,14 +19,17 @@ use clap::{Parser, Subcommand};
 
 /// The exit status of a command that failed.
 pub const EXIT_FAILED: u8 = 1;
-/// The exit status of a command line that could not be understood.
+/// The exit status of a command line that could not be understood, or of
+/// a client command that found no daemon to talk to.
 pub const EXIT_USAGE: u8 = 2;
 
 /// capstan: signed app bundles with sandboxed WebAssembly override plugins,
 /// rendered like Helm and applied to Kubernetes.
 #[derive(Debug, Parser)]
 #[command(name = "capstan", version, about, long_about = None)]
-#[command(after_help = "Exit status: 0 done, 1 the operation failed or was vetoed, 2 bad usage.")]
+#[command(
+    after_help = "Exit status: 0 done, 1 the operation failed or was vetoed, 2 bad usage or no daemon."
+)]
 struct Cli {
     /// Show more detail: info logs once, debug logs twice.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -90,9 +94,19 @@ pub fn main() -> ExitCode {
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             print_error(&error);
-            ExitCode::from(EXIT_FAILED)
+            ExitCode::from(exit_status_of(&error))
         }
     }
+}
+
+/// [`EXIT_USAGE`] when no daemon answered, else [`EXIT_FAILED`].
+fn exit_status_of(error: &anyhow::Error) -> u8 {
+    let unreachable = error.chain().any(|cause| {
+        cause
+            .downcast_ref::<crate::api::ClientError>()
+            .is_some_and(crate::api::ClientError::is_unreachable)
+    });
+    if unreachable { EXIT_USAGE } else { EXIT_FAILED }
 }
 
 fn init_logging(verbose: u8, quiet: bool) {
