@@ -898,7 +898,7 @@ impl Lifecycle {
             if chart.overrides.is_empty() {
                 continue;
             }
-            let mut merged = crate::values::Map::new();
+            let mut flags = crate::values::ValueFlags::default();
             for file in &chart.overrides {
                 let text =
                     std::fs::read_to_string(record.bundle_dir.join(file)).map_err(|source| {
@@ -907,12 +907,17 @@ impl Lifecycle {
                             source,
                         }
                     })?;
-                let map =
-                    crate::values::parse_values(&text).map_err(|e| Error::InvalidOverrides {
-                        reason: format!("static overrides {file}: {e}"),
-                    })?;
-                merged = crate::values::merge_maps(&merged, &map);
+                flags.files.push((file.clone(), text));
             }
+            let merged = crate::values::merge_value_flags(&flags, &|_| Err(String::new()))
+                .map_err(|e| Error::InvalidOverrides {
+                    reason: match &e {
+                        crate::values::Error::ValuesFile { name, source } => {
+                            format!("static overrides {name}: {source}")
+                        }
+                        other => other.to_string(),
+                    },
+                })?;
             let json = super::stored::to_json(&crate::values::Value::Map(merged))?;
             charts.push((chart.name.to_string(), json));
         }

@@ -159,23 +159,39 @@ pub fn user_values(
     request: &OverrideSet,
     current: Option<&serde_json::Value>,
 ) -> Result<serde_json::Value, Error> {
-    let invalid = |reason: String| Error::InvalidOverrides { reason };
-    let mut merged = match (request.reuse_values, current) {
+    let base = match (request.reuse_values, current) {
         (true, Some(current)) => match from_json(current)? {
             values::Value::Map(map) => map,
             _ => Map::new(),
         },
         _ => Map::new(),
     };
-    for (i, text) in request.values.iter().enumerate() {
-        let map = values::parse_values(text)
-            .map_err(|e| invalid(format!("values document {}: {e}", i + 1)))?;
-        merged = values::merge_maps(&merged, &map);
-    }
-    for expr in &request.set {
-        values::parse_set(expr, &mut merged)
-            .map_err(|e| invalid(format!("--set {expr:?}: {e}")))?;
-    }
+    let flags = values::ValueFlags {
+        files: request
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, text)| (format!("values document {}", i + 1), text.clone()))
+            .collect(),
+        set: request.set.clone(),
+        ..values::ValueFlags::default()
+    };
+    let no_files = |path: &str| {
+        Err(format!(
+            "cannot read {path}: files are not read by the daemon"
+        ))
+    };
+    let merged = values::merge_value_flags_onto(base, &flags, &no_files).map_err(|e| {
+        Error::InvalidOverrides {
+            reason: match &e {
+                values::Error::ValuesFile { name, source } => format!("{name}: {source}"),
+                values::Error::ValueExpression { flag, expr, source } => {
+                    format!("{flag} {expr:?}: {source}")
+                }
+                other => other.to_string(),
+            },
+        }
+    })?;
     to_json(&values::Value::Map(merged))
 }
 

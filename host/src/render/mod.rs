@@ -426,49 +426,37 @@ impl Default for TemplateOptions {
 /// [`Error::ReadValues`], [`Error::ValuesYaml`] or [`Error::Values`] for
 /// unreadable files and invalid expressions.
 pub fn merge_user_values(sources: &[ValueSource]) -> Result<Map, Error> {
-    let mut base = Map::new();
-    let read = |path: &std::path::Path| {
-        std::fs::read_to_string(path).map_err(|e| Error::ReadValues {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })
-    };
+    let mut flags = values::ValueFlags::default();
     for src in sources {
-        if let ValueSource::File(path) = src {
-            let text = read(path)?;
-            let map = values::parse_values(&text).map_err(|source| Error::ValuesYaml {
-                origin: path.display().to_string(),
-                source,
-            })?;
-            base = values::merge_maps(&base, &map);
-        }
-    }
-    let set_err = |expr: &str, source| Error::Values {
-        what: format!("value expression {expr:?}"),
-        source,
-    };
-    for src in sources {
-        if let ValueSource::SetJson(e) = src {
-            values::parse_set_json(e, &mut base).map_err(|s| set_err(e, s))?;
-        }
-    }
-    for src in sources {
-        if let ValueSource::Set(e) = src {
-            values::parse_set(e, &mut base).map_err(|s| set_err(e, s))?;
-        }
-    }
-    for src in sources {
-        if let ValueSource::SetString(e) = src {
-            values::parse_set_string(e, &mut base).map_err(|s| set_err(e, s))?;
+        match src {
+            ValueSource::File(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| Error::ReadValues {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })?;
+                flags.files.push((path.display().to_string(), text));
+            }
+            ValueSource::Set(e) => flags.set.push(e.clone()),
+            ValueSource::SetString(e) => flags.set_string.push(e.clone()),
+            ValueSource::SetFile(e) => flags.set_file.push(e.clone()),
+            ValueSource::SetJson(e) => flags.set_json.push(e.clone()),
         }
     }
     let read_file = |p: &str| std::fs::read_to_string(p).map_err(|e| e.to_string());
-    for src in sources {
-        if let ValueSource::SetFile(e) = src {
-            values::parse_set_file(e, &mut base, &read_file).map_err(|s| set_err(e, s))?;
-        }
-    }
-    Ok(base)
+    values::merge_value_flags(&flags, &read_file).map_err(|error| match error {
+        values::Error::ValuesFile { name, source } => Error::ValuesYaml {
+            origin: name,
+            source: *source,
+        },
+        values::Error::ValueExpression { expr, source, .. } => Error::Values {
+            what: format!("value expression {expr:?}"),
+            source: *source,
+        },
+        other => Error::Values {
+            what: "values".into(),
+            source: other,
+        },
+    })
 }
 
 /// The result of rendering a chart.

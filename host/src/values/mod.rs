@@ -54,8 +54,8 @@ pub use json::{parse_json, to_json, to_pretty_json, to_raw_json, try_to_json};
 pub use layers::{merge_layers, merge_override_layers};
 pub use resolve::{PlainScalar, plain_key_kind, plain_value_kind};
 pub use strvals::{
-    MAX_LIST_INDEX, MAX_NAME_LEVELS, ValueFlags, merge_value_flags, parse_set, parse_set_file,
-    parse_set_json, parse_set_literal, parse_set_string,
+    MAX_LIST_INDEX, MAX_NAME_LEVELS, ValueFlags, merge_value_flags, merge_value_flags_onto,
+    parse_set, parse_set_file, parse_set_json, parse_set_literal, parse_set_string,
 };
 pub use value::{Map, Value, format_go_float};
 pub use yaml::{
@@ -221,6 +221,18 @@ pub enum Error {
         path: String,
         /// The reader's message.
         reason: String,
+    },
+    /// A `--set`-family expression of a command line or request is not
+    /// valid.
+    #[error("{flag} {expr:?}")]
+    ValueExpression {
+        /// The flag (`--set`, `--set-json`...).
+        flag: &'static str,
+        /// The expression as given.
+        expr: String,
+        /// What is wrong with it.
+        #[source]
+        source: Box<Error>,
     },
     /// A `-f` values file did not parse.
     #[error("values file {name}")]

@@ -134,7 +134,23 @@ pub fn merge_value_flags(
     flags: &ValueFlags,
     read: &dyn Fn(&str) -> Result<String, String>,
 ) -> Result<Map, Error> {
-    let mut base = Map::new();
+    merge_value_flags_onto(Map::new(), flags, read)
+}
+
+/// [`merge_value_flags`] onto `base` (what Helm's `--reuse-values` starts
+/// from) instead of an empty map. This is the one place where values files
+/// and `--set` flags are merged: `capstan template`, `override set` and the
+/// daemon all come here.
+///
+/// # Errors
+///
+/// [`Error::ValuesFile`] naming a `-f` file that does not parse;
+/// [`Error::ValueExpression`] naming the flag and expression that does not.
+pub fn merge_value_flags_onto(
+    mut base: Map,
+    flags: &ValueFlags,
+    read: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<Map, Error> {
     for (name, contents) in &flags.files {
         let values = parse_values(contents).map_err(|source| Error::ValuesFile {
             name: name.clone(),
@@ -143,21 +159,31 @@ pub fn merge_value_flags(
         base = merge_maps(&base, &values);
     }
     for expr in &flags.set_json {
-        parse_set_json(expr, &mut base)?;
+        parse_set_json(expr, &mut base).map_err(named("--set-json", expr))?;
     }
     for expr in &flags.set {
-        parse_set(expr, &mut base)?;
+        parse_set(expr, &mut base).map_err(named("--set", expr))?;
     }
     for expr in &flags.set_string {
-        parse_set_string(expr, &mut base)?;
+        parse_set_string(expr, &mut base).map_err(named("--set-string", expr))?;
     }
     for expr in &flags.set_file {
-        parse_set_file(expr, &mut base, read)?;
+        parse_set_file(expr, &mut base, read).map_err(named("--set-file", expr))?;
     }
     for expr in &flags.set_literal {
-        parse_set_literal(expr, &mut base)?;
+        parse_set_literal(expr, &mut base).map_err(named("--set-literal", expr))?;
     }
     Ok(base)
+}
+
+/// The error of one `--set`-family expression, naming it.
+fn named(flag: &'static str, expr: &str) -> impl FnOnce(Error) -> Error {
+    let expr = expr.to_string();
+    move |source| Error::ValueExpression {
+        flag,
+        expr,
+        source: Box::new(source),
+    }
 }
 
 /// How values are read.
