@@ -38,6 +38,7 @@
 //! rendered objects and release names from its caller (lifecycle) and
 //! returns what it did; it never decides whether an app may be applied.
 
+pub mod cluster;
 mod dir;
 mod manifest;
 mod plan;
