@@ -49,13 +49,12 @@ pub enum Connect {
 pub async fn config(how: &Connect) -> Result<kube::Config, Error> {
     let mut config = match how {
         Connect::Kubeconfig { path, context } => {
-            let kubeconfig =
-                kube::config::Kubeconfig::read_from(path).map_err(|source| {
-                    Error::ReadKubeconfig {
-                        path: path.clone(),
-                        source,
-                    }
-                })?;
+            let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|source| {
+                Error::ReadKubeconfig {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
             let options = kube::config::KubeConfigOptions {
                 context: context.clone(),
                 ..Default::default()
@@ -220,7 +219,11 @@ impl Cluster {
         if force {
             params = params.force();
         }
-        let verb = if dry_run { Verb::DryRunApply } else { Verb::Apply };
+        let verb = if dry_run {
+            Verb::DryRunApply
+        } else {
+            Verb::Apply
+        };
         let op = object_op(verb, id);
         let patch = Patch::Apply(body);
         let answer = send(&self.client, &self.policy, &op, || {

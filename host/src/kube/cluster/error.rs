@@ -87,7 +87,12 @@ impl fmt::Display for Held {
         match self.finalizers.as_slice() {
             [] => write!(f, "{} is still terminating", self.object),
             [one] => write!(f, "{} is held by finalizer {one}", self.object),
-            many => write!(f, "{} is held by finalizers {}", self.object, many.join(", ")),
+            many => write!(
+                f,
+                "{} is held by finalizers {}",
+                self.object,
+                many.join(", ")
+            ),
         }
     }
 }
@@ -199,7 +204,10 @@ pub enum Error {
         message: String,
     },
     /// Server-side apply found fields owned by other managers (409).
-    #[error("apply of {object} conflicts with other field managers: {}", conflict_list(conflicts))]
+    #[error(
+        "apply of {object} conflicts with other field managers: {}",
+        conflict_list(conflicts)
+    )]
     FieldConflict {
         /// The object.
         object: Box<ObjectRef>,

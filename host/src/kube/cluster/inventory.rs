@@ -114,7 +114,8 @@ pub struct Inventory {
     pub namespace: String,
     /// The Helm release name.
     pub release_name: String,
-    /// How many applies of the release were started, the first being 1.
+    /// How many applies of the release wrote or deleted something, the
+    /// first being 1 (an apply that changes nothing does not count).
     #[serde(default)]
     pub revision: u64,
     /// The objects, in the order they were first recorded.

@@ -202,9 +202,7 @@ fn stateful_set(object: &Value) -> Readiness {
         if updated < expected {
             return Readiness::in_progress(format!("Updated: {updated}/{expected}"));
         }
-        return Readiness::current(format!(
-            "partitioned roll out complete. updated: {updated}"
-        ));
+        return Readiness::current(format!("partitioned roll out complete. updated: {updated}"));
     }
     if spec > current {
         return Readiness::in_progress(format!("Current: {current}/{spec}"));
@@ -422,9 +420,12 @@ pub(crate) fn waiting_containers(object: &Value) -> impl Iterator<Item = (&str, 
 
 fn int(object: &Value, path: &str) -> Option<i64> {
     let value = object.pointer(path)?;
-    value
-        .as_i64()
-        .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+    value.as_i64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0)
+            .map(|f| f as i64)
+    })
 }
 
 fn str_at<'a>(object: &'a Value, path: &str) -> Option<&'a str> {
@@ -469,8 +470,8 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<SystemTime> {
             sign * (h.parse::<i64>().ok()? * 3600 + m.parse::<i64>().ok()? * 60)
         }
     };
-    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
-        - offset;
+    let seconds =
+        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
     let seconds = u64::try_from(seconds).ok()?;
     SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(seconds))
 }
@@ -718,7 +719,8 @@ mod tests {
                 "Issuing: Issuing certificate as Secret does not exist".into()
             )
         );
-        cert["status"]["conditions"] = json!([{"type": "Stalled", "status": "True", "reason": "Bad"}]);
+        cert["status"]["conditions"] =
+            json!([{"type": "Stalled", "status": "True", "reason": "Bad"}]);
         assert_eq!(check(&cert), (State::Failed, "Bad".into()));
         cert["status"]["conditions"] = json!([{"type": "Reconciling", "status": "True"}]);
         assert_eq!(check(&cert), (State::InProgress, "Reconciling".into()));
@@ -732,7 +734,10 @@ mod tests {
             at("1970-01-02T00:00:00Z"),
             SystemTime::UNIX_EPOCH + Duration::from_secs(86_400)
         );
-        assert_eq!(at("2025-01-01T01:00:00.5+01:00"), at("2025-01-01T00:00:00Z"));
+        assert_eq!(
+            at("2025-01-01T01:00:00.5+01:00"),
+            at("2025-01-01T00:00:00Z")
+        );
         assert_eq!(
             at("2024-03-01T00:00:00Z")
                 .duration_since(at("2024-02-28T00:00:00Z"))

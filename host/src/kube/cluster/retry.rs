@@ -380,6 +380,9 @@ mod tests {
             "apply StatefulSet db/pg (apps/v1) refused with 403 Forbidden: statefulsets.apps \"pg\" is forbidden: User \"ci\" cannot patch resource"
         );
         let err = refused(&op, 400, b"<html>bad gateway</html>");
-        assert!(err.to_string().ends_with(": <html>bad gateway</html>"), "{err}");
+        assert!(
+            err.to_string().ends_with(": <html>bad gateway</html>"),
+            "{err}"
+        );
     }
 }

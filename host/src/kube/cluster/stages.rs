@@ -172,7 +172,10 @@ metadata: {name: not-a-class-kind}
             [
                 expect(
                     Stage::Definitions,
-                    &["Namespace/shop", "CustomResourceDefinition/widgets.example.com"]
+                    &[
+                        "Namespace/shop",
+                        "CustomResourceDefinition/widgets.example.com"
+                    ]
                 ),
                 expect(
                     Stage::ClassesAndRbac,
