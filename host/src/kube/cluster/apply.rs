@@ -238,8 +238,9 @@ pub async fn apply_release(
                 Err(err) => {
                     let uncertain = matches!(err, Error::GaveUp { .. });
                     for (offset, later) in prepared.iter().enumerate().skip(index) {
-                        let is_failed = offset == index;
-                        if !owned_before.contains(&later.id.key()) && !(is_failed && uncertain) {
+                        let keep = owned_before.contains(&later.id.key())
+                            || (offset == index && uncertain);
+                        if !keep {
                             record.inventory.forget(&later.id);
                         }
                     }
