@@ -408,7 +408,7 @@ async fn apply_one(
 }
 
 /// Metadata the server sets, left out of the drift comparison.
-const SERVER_METADATA: [&str; 6] = [
+pub const SERVER_METADATA: [&str; 6] = [
     "managedFields",
     "resourceVersion",
     "generation",
