@@ -23,6 +23,10 @@ use crate::kube::ObjectRef;
 /// The field manager of every apply.
 pub const FIELD_MANAGER: &str = "capstan";
 
+/// The most time the first request may take, retries included, before
+/// the cluster counts as unreachable.
+const PROBE_BUDGET: Duration = Duration::from_secs(10);
+
 /// How long connecting to the API server may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -111,7 +115,8 @@ impl Cluster {
         &self.url
     }
 
-    /// `GET /version`: whether the server answers at all.
+    /// `GET /version`: whether the server answers at all (retried for at
+    /// most 10 s).
     ///
     /// # Errors
     /// [`Error::Unreachable`] wrapping what happened.
@@ -121,7 +126,11 @@ impl Cluster {
             target: "/version".into(),
             object: None,
         };
-        let result = send(&self.client, &self.policy, &op, || {
+        let policy = RetryPolicy {
+            budget: self.policy.budget.min(PROBE_BUDGET),
+            ..self.policy
+        };
+        let result = send(&self.client, &policy, &op, || {
             http::Request::get("/version")
                 .body(Vec::new())
                 .map_err(kube::core::request::Error::BuildRequest)

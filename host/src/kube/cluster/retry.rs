@@ -270,8 +270,8 @@ fn refused(op: &Op<'_>, code: u16, body: &[u8]) -> Error {
 /// the API server words it for StatefulSets, Jobs, Services and
 /// generic immutable fields.
 pub fn is_immutable(message: &str) -> bool {
-    message.contains("field is immutable")
-        || message.contains("Forbidden: updates to statefulset spec for fields other than")
+    message.contains("is immutable")
+        || message.contains("updates to statefulset spec for fields other than")
         || message.contains("may not change once set")
 }
 
