@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::api::{self, Address};
-use crate::kube::{ApplyTarget, DirTarget};
+use crate::kube::{ApplyTarget, ClusterOptions, ClusterTarget, Connect, DirTarget};
 use crate::lifecycle::{Lifecycle, Options};
 use crate::sandbox::Facts;
 use crate::trust::TrustStore;
@@ -35,8 +35,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "TARGET", conflicts_with = "kubeconfig")]
     pub target: Option<String>,
     /// Apply to the cluster of this kubeconfig.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "in_cluster")]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current context).
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    pub context: Option<String>,
+    /// Apply to the cluster this daemon runs in, with its Pod's service
+    /// account.
+    #[arg(long, conflicts_with = "target")]
+    pub in_cluster: bool,
     /// Facts about the platform handed to plugins (YAML); default: one
     /// all-in-one node.
     #[arg(long, value_name = "FILE")]
@@ -82,11 +89,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Arc<dyn ApplyTarget>> {
-    if let Some(kubeconfig) = &args.kubeconfig {
-        anyhow::bail!(
-            "the Kubernetes target is not built yet; {} was not used (use --target dir:PATH)",
-            kubeconfig.display()
-        );
+    let connect = match (&args.kubeconfig, args.in_cluster) {
+        (Some(path), _) => Some(Connect::Kubeconfig {
+            path: path.clone(),
+            context: args.context.clone(),
+        }),
+        (None, true) => Some(Connect::InCluster),
+        (None, false) => None,
+    };
+    if let Some(connect) = connect {
+        let target = ClusterTarget::connect(&connect, ClusterOptions::default())
+            .map_err(|e| anyhow::anyhow!(one_line(&e)))?;
+        tracing::info!(url = target.url(), "applying to the cluster");
+        return Ok(Arc::new(target));
     }
     let dir = match &args.target {
         None => state.join("applied"),
@@ -97,6 +112,21 @@ fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Arc<dyn A
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating target {}", dir.display()))?;
     Ok(Arc::new(DirTarget::new(dir)))
+}
+
+/// An error and its causes on one line, each cause once.
+fn one_line(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
+    }
+    line
 }
 
 fn read_token(path: &std::path::Path) -> anyhow::Result<String> {

@@ -38,18 +38,23 @@
 //! rendered objects and release names from its caller (lifecycle) and
 //! returns what it did; it never decides whether an app may be applied.
 
+pub mod cluster;
 mod dir;
 mod manifest;
 mod plan;
 mod target;
 
 pub use crate::model::{ObjectKey, ObjectRef};
+pub use cluster::{ClusterOptions, ClusterTarget, Connect};
 pub use dir::DirTarget;
 pub use manifest::{Resource, parse_manifests};
 pub use plan::{
     ApplyPlan, Changed, Diff, INSTALL_ORDER, UNINSTALL_ORDER, diff, plan_apply, plan_remove,
 };
-pub use target::{Applied, ApplyTarget, Release};
+pub use target::{
+    Applied, ApplyEvent, ApplyOptions, ApplyTarget, Change, NoProgress, ProgressSink, Purge,
+    Release, RemoveOptions,
+};
 
 use std::path::PathBuf;
 
@@ -147,6 +152,16 @@ pub enum Error {
         /// What is wrong with it.
         #[source]
         source: Box<Error>,
+    },
+    /// A step on a cluster failed for a release (see
+    /// [`cluster::Error`] for which).
+    #[error("release {release} on the cluster")]
+    Cluster {
+        /// The release (`app/chart`).
+        release: String,
+        /// The failing step.
+        #[source]
+        source: Box<cluster::Error>,
     },
     /// Removing a release's manifests from the directory target failed.
     #[error("removing manifests of {release} at {path}")]

@@ -89,4 +89,150 @@ pub trait ApplyTarget: Send + Sync {
     /// # Errors
     /// When the record cannot be read or parsed.
     fn applied(&self, release: &Release) -> Result<Vec<Resource>, Error>;
+
+    /// [`ApplyTarget::apply`] with the operator's options and a progress
+    /// sink. A cluster target waits for readiness here (per
+    /// [`ApplyOptions::timeout`]) and reports each stage, object and
+    /// poll to `progress`; the default ignores both and calls
+    /// [`ApplyTarget::apply`], which is right for targets with nothing to
+    /// wait for (the directory target).
+    ///
+    /// # Errors
+    /// As [`ApplyTarget::apply`]; a cluster target also fails on an
+    /// ownership conflict (unless [`ApplyOptions::adopt`]) and on a
+    /// readiness failure or timeout, naming every blocking object. The
+    /// record then says which objects were applied.
+    fn apply_with(
+        &self,
+        release: &Release,
+        plan: &ApplyPlan,
+        options: &ApplyOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Applied, Error> {
+        let _ = (options, progress);
+        self.apply(release, plan)
+    }
+
+    /// [`ApplyTarget::remove`] with options and a progress sink. A
+    /// cluster target waits until each deleted object is gone and names
+    /// the finalizers that hold one; the default calls
+    /// [`ApplyTarget::remove`].
+    ///
+    /// # Errors
+    /// As [`ApplyTarget::remove`].
+    fn remove_with(
+        &self,
+        release: &Release,
+        options: &RemoveOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Vec<ObjectRef>, Error> {
+        let _ = (options, progress);
+        self.remove(release)
+    }
+}
+
+/// How one apply may treat what it finds on the target. The lifecycle
+/// fills it from the operator's flags and `capstan.yaml`; the default is
+/// the safe choice everywhere. The directory target ignores it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ApplyOptions {
+    /// Take over live objects this release does not own yet (`--adopt`):
+    /// no ownership conflict, and their fields are applied with force.
+    /// Off by default: an object of another app, or not created by
+    /// capstan, is an error naming it and its owner.
+    pub adopt: bool,
+    /// How long the chart may take to become ready; `None` is the
+    /// target's default (5 minutes on a cluster). `capstan.yaml` may set
+    /// one per chart.
+    pub timeout: Option<std::time::Duration>,
+    /// Do not wait for readiness (stages still go in order; CRDs are
+    /// still waited for until their kinds resolve).
+    pub no_wait: bool,
+    /// What pruning may delete besides ordinary objects.
+    pub purge: Purge,
+}
+
+/// Objects that pruning and removal leave in place unless told otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Purge {
+    /// Delete PersistentVolumeClaims too (`--purge-volumes`).
+    pub volumes: bool,
+    /// Delete everything: claims, CustomResourceDefinitions, Namespaces
+    /// and objects annotated `helm.sh/resource-policy: keep` (`--purge`).
+    pub all: bool,
+}
+
+/// How one remove may treat what it finds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RemoveOptions {
+    /// How long deletions may take to finish; `None` is the target's
+    /// default (5 minutes on a cluster).
+    pub timeout: Option<std::time::Duration>,
+    /// What removal may delete besides ordinary objects. By default a
+    /// remove deletes everything the release applied except claims and
+    /// objects annotated `helm.sh/resource-policy: keep`.
+    pub purge: Purge,
+}
+
+/// What an apply did to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// It did not exist; it was created.
+    Created,
+    /// It existed and differed; it was written.
+    Configured,
+    /// A dry run showed no difference; nothing was written.
+    Unchanged,
+}
+
+/// One step of an apply or remove, as it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApplyEvent<'a> {
+    /// A stage starts (`definitions (CRDs, namespaces)`, `resources`...).
+    Stage {
+        /// The stage's name.
+        stage: &'a str,
+        /// How many objects it holds.
+        objects: usize,
+    },
+    /// One object was applied (or found unchanged).
+    Applied {
+        /// The object.
+        object: &'a ObjectRef,
+        /// What happened.
+        change: Change,
+    },
+    /// Objects still not ready, each with its state and reason; sent at
+    /// every poll while waiting.
+    Waiting {
+        /// The objects and why they are pending.
+        pending: &'a [(ObjectRef, String)],
+    },
+    /// An object was deleted (prune or remove) and is confirmed gone.
+    Deleted {
+        /// The object.
+        object: &'a ObjectRef,
+    },
+    /// An object was left in place and dropped from the record.
+    Kept {
+        /// The object.
+        object: &'a ObjectRef,
+        /// Why (`helm.sh/resource-policy: keep`, `a PersistentVolumeClaim`).
+        reason: &'a str,
+    },
+}
+
+/// Where a target reports progress. Called from the thread that called
+/// the target; must not block.
+pub trait ProgressSink: Send + Sync {
+    /// One event.
+    fn event(&self, event: &ApplyEvent<'_>);
+}
+
+/// A sink that drops every event.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl ProgressSink for NoProgress {
+    fn event(&self, _event: &ApplyEvent<'_>) {}
 }

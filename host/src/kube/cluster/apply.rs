@@ -1,0 +1,511 @@
+//! Owns applying one release's plan: stage by stage, each object by
+//! server-side apply (field manager `capstan`, `fieldValidation=Strict`),
+//! written only when a server-side dry run differs from the live object,
+//! with ownership checked and recorded, then the prune.
+//!
+//! Per object: a GET (the live object, for ownership and the drift
+//! check); then, for a new object, the apply; for an existing one, a
+//! dry-run apply whose answer is compared with the live object ignoring
+//! `status` and server-set metadata ([`comparable`]), and the apply only
+//! when they differ. So a first apply costs one write per object and a
+//! re-apply where nothing changed costs none.
+//!
+//! Ownership: a live object that the inventory does not list, that does
+//! not carry this release's annotation, and that this apply did not just
+//! create as a missing namespace, is a conflict naming its owner, unless
+//! [`ApplyOptions::adopt`]; adopting applies with `force` so capstan takes
+//! the fields other managers hold. Ownership is checked for the whole
+//! stage before anything of it is recorded or written, so a conflict
+//! leaves no trace in the inventory.
+//!
+//! Recording: a stage's objects enter the inventory as `pending` before
+//! the first write and become `applied` one by one; when a stage fails,
+//! the objects it did not write (and that were not recorded before) leave
+//! again, except the one whose outcome is unknown (retries gave up).
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::client::Cluster;
+use super::discovery::Kind;
+use super::error::Error;
+use super::inventory::{Inventory, Owner, owner, secret_name, with_ownership};
+use super::prune;
+use super::stages::{Stage, stages};
+use super::wait::{self, Awaited};
+use crate::kube::target::{ApplyEvent, ApplyOptions, Change, ProgressSink};
+use crate::kube::{Applied, ApplyPlan, ObjectKey, ObjectRef, Release, Resource};
+
+/// Target-wide settings (see [`super::ClusterOptions`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Default readiness (and deletion) timeout per chart.
+    pub timeout: Duration,
+    /// Time between polls.
+    pub poll: Duration,
+    /// How long a kind whose CRD this release applies may take to appear
+    /// in discovery.
+    pub discovery_wait: Duration,
+}
+
+/// The inventory of a release, whether its Secret exists, and what was
+/// last written (so saving an unchanged inventory sends nothing).
+pub struct Record {
+    /// What is recorded.
+    pub inventory: Inventory,
+    exists: bool,
+    saved: Option<Value>,
+    touched: bool,
+}
+
+fn secrets() -> Kind {
+    Kind::core("Secret", "secrets")
+}
+
+fn secret_ref(release: &Release) -> ObjectRef {
+    ObjectRef {
+        api_version: "v1".into(),
+        kind: "Secret".into(),
+        namespace: Some(release.namespace.clone()),
+        name: secret_name(release),
+    }
+}
+
+impl Record {
+    /// Reads the release's inventory Secret; an empty inventory when
+    /// there is none.
+    ///
+    /// # Errors
+    /// A request's error, or [`Error::Inventory`] for a Secret that is
+    /// not a readable inventory.
+    pub async fn load(cluster: &Cluster, release: &Release) -> Result<Record, Error> {
+        let id = secret_ref(release);
+        match cluster
+            .get(&secrets(), id.namespace.as_deref(), &id)
+            .await?
+        {
+            None => Ok(Record {
+                inventory: Inventory::new(release),
+                exists: false,
+                saved: None,
+                touched: false,
+            }),
+            Some(secret) => {
+                let inventory =
+                    Inventory::from_secret(&secret).map_err(|source| Error::Inventory {
+                        namespace: release.namespace.clone(),
+                        name: id.name.clone(),
+                        source,
+                    })?;
+                let saved = Some(inventory.to_secret());
+                Ok(Record {
+                    inventory,
+                    exists: true,
+                    saved,
+                    touched: false,
+                })
+            }
+        }
+    }
+
+    /// Whether the Secret exists.
+    pub fn exists(&self) -> bool {
+        self.exists
+    }
+
+    /// Counts this apply as a revision (once per apply): called when it
+    /// first writes or deletes something, so an apply that changes
+    /// nothing leaves the revision, and the Secret, as they were.
+    pub fn touch(&mut self) {
+        if !self.touched {
+            self.touched = true;
+            self.inventory.revision += 1;
+        }
+    }
+
+    /// Writes the inventory Secret (server-side apply, forced: only
+    /// capstan writes it), unless it is what was last read or written.
+    ///
+    /// # Errors
+    /// The request's error.
+    pub async fn save(&mut self, cluster: &Cluster, release: &Release) -> Result<(), Error> {
+        let body = self.inventory.to_secret();
+        if self.saved.as_ref() == Some(&body) {
+            return Ok(());
+        }
+        let id = secret_ref(release);
+        cluster
+            .apply(&secrets(), id.namespace.as_deref(), &id, &body, false, true)
+            .await?;
+        self.exists = true;
+        self.saved = Some(body);
+        Ok(())
+    }
+
+    /// Deletes the inventory Secret (the release is gone).
+    ///
+    /// # Errors
+    /// The request's error.
+    pub async fn delete(self, cluster: &Cluster, release: &Release) -> Result<(), Error> {
+        let id = secret_ref(release);
+        cluster
+            .delete(&secrets(), id.namespace.as_deref(), &id, false)
+            .await?;
+        Ok(())
+    }
+}
+
+/// An object ready to send: its identity with the namespace it really
+/// goes to (none for cluster-scoped kinds), its kind, and the body with
+/// ownership metadata.
+struct Prepared {
+    id: ObjectRef,
+    kind: Kind,
+    body: Value,
+}
+
+/// Applies `plan` for `release`: stages in order, each waited for
+/// (stage 1 always, for CRDs to resolve; the others unless
+/// [`ApplyOptions::no_wait`]), then the prune.
+///
+/// # Errors
+/// The first failing step; the inventory then says what was applied.
+pub async fn apply_release(
+    cluster: &Cluster,
+    settings: &Settings,
+    release: &Release,
+    plan: &ApplyPlan,
+    options: &ApplyOptions,
+    progress: &dyn ProgressSink,
+) -> Result<Applied, Error> {
+    let timeout = options.timeout.unwrap_or(settings.timeout);
+    let deadline = Instant::now() + timeout;
+    let mut record = Record::load(cluster, release).await?;
+    let owned_before: HashSet<ObjectKey> = record
+        .inventory
+        .objects
+        .iter()
+        .map(|e| e.id().key())
+        .collect();
+    let mut namespaces = Namespaces::default();
+    namespaces.ensure(cluster, &release.namespace).await?;
+
+    let mut result = Applied::default();
+    for (stage, members) in stages(plan.to_apply()) {
+        let name = stage.to_string();
+        progress.event(&ApplyEvent::Stage {
+            stage: &name,
+            objects: members.len(),
+        });
+        let mut prepared = Vec::with_capacity(members.len());
+        for resource in members {
+            prepared.push(prepare(cluster, settings, release, plan, resource, deadline).await?);
+        }
+        for namespace in prepared.iter().filter_map(|p| p.id.namespace.as_deref()) {
+            namespaces.ensure(cluster, namespace).await?;
+        }
+        let mut lives = Vec::with_capacity(prepared.len());
+        for p in &prepared {
+            let live = cluster
+                .get(&p.kind, p.id.namespace.as_deref(), &p.id)
+                .await?;
+            if let Some(live) = &live {
+                check_owner(release, p, live, &owned_before, &namespaces, options)?;
+            }
+            lives.push(live);
+        }
+        for p in &prepared {
+            record.inventory.add_pending(&p.id);
+        }
+        record.save(cluster, release).await?;
+        for (index, (p, live)) in prepared.iter().zip(&lives).enumerate() {
+            let force = options.adopt && !owned_before.contains(&p.id.key());
+            match apply_one(cluster, p, live.as_ref(), force).await {
+                Ok(change) => {
+                    record.inventory.mark_applied(&p.id);
+                    match change {
+                        Change::Unchanged => result.unchanged += 1,
+                        Change::Created | Change::Configured => record.touch(),
+                    }
+                    result.applied.push(p.id.clone());
+                    progress.event(&ApplyEvent::Applied {
+                        object: &p.id,
+                        change,
+                    });
+                }
+                Err(err) => {
+                    let uncertain = matches!(err, Error::GaveUp { .. });
+                    for (offset, later) in prepared.iter().enumerate().skip(index) {
+                        let keep = owned_before.contains(&later.id.key())
+                            || (offset == index && uncertain);
+                        if !keep {
+                            record.inventory.forget(&later.id);
+                        }
+                    }
+                    if let Err(save) = record.save(cluster, release).await {
+                        tracing::warn!(%release, "recording the inventory after a failure: {save}");
+                    }
+                    return Err(err);
+                }
+            }
+        }
+        record.save(cluster, release).await?;
+        if stage == Stage::Definitions || !options.no_wait {
+            let awaited: Vec<Awaited> = prepared
+                .into_iter()
+                .map(|p| Awaited {
+                    id: p.id,
+                    kind: p.kind,
+                })
+                .collect();
+            wait::until_current(
+                cluster,
+                &awaited,
+                deadline,
+                timeout,
+                settings.poll,
+                progress,
+            )
+            .await?;
+        }
+    }
+    result.pruned = prune::prune(
+        cluster,
+        release,
+        plan.to_prune(),
+        &mut record,
+        options.purge,
+        (deadline, timeout, settings.poll),
+        progress,
+    )
+    .await?;
+    Ok(result)
+}
+
+/// Resolves `resource`'s kind and works out where it goes.
+async fn prepare(
+    cluster: &Cluster,
+    settings: &Settings,
+    release: &Release,
+    plan: &ApplyPlan,
+    resource: &Resource,
+    deadline: Instant,
+) -> Result<Prepared, Error> {
+    let id = resource.id();
+    let kind = resolve(cluster, settings, plan.to_apply(), id, deadline).await?;
+    let namespace = kind.namespaced.then(|| {
+        id.namespace
+            .clone()
+            .unwrap_or_else(|| release.namespace.clone())
+    });
+    let mut body = with_ownership(resource.object().clone(), release);
+    if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        match &namespace {
+            Some(namespace) => {
+                metadata.insert("namespace".into(), Value::String(namespace.clone()));
+            }
+            None => {
+                metadata.remove("namespace");
+            }
+        }
+    }
+    Ok(Prepared {
+        id: ObjectRef {
+            namespace,
+            ..id.clone()
+        },
+        kind,
+        body,
+    })
+}
+
+/// The kind of `id`; when `desired` holds the CRD defining it, waits
+/// (refreshing discovery each poll) until the server lists it.
+async fn resolve(
+    cluster: &Cluster,
+    settings: &Settings,
+    desired: &[Resource],
+    id: &ObjectRef,
+    deadline: Instant,
+) -> Result<Kind, Error> {
+    let defined_here = defines(desired, id.group(), &id.kind);
+    let give_up = deadline.min(Instant::now() + settings.discovery_wait);
+    loop {
+        match cluster
+            .discovery
+            .resolve(cluster, &id.api_version, &id.kind)
+            .await
+        {
+            Err(Error::UnknownKind { .. }) if defined_here && Instant::now() < give_up => {
+                tokio::time::sleep(settings.poll).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether `desired` holds a CRD defining `kind` in `group`.
+pub fn defines(desired: &[Resource], group: &str, kind: &str) -> bool {
+    desired.iter().any(|r| {
+        let object = r.object();
+        r.id().kind == "CustomResourceDefinition"
+            && r.id().group() == "apiextensions.k8s.io"
+            && object.pointer("/spec/group").and_then(Value::as_str) == Some(group)
+            && object.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind)
+    })
+}
+
+fn check_owner(
+    release: &Release,
+    p: &Prepared,
+    live: &Value,
+    owned_before: &HashSet<ObjectKey>,
+    namespaces: &Namespaces,
+    options: &ApplyOptions,
+) -> Result<(), Error> {
+    if options.adopt || owned_before.contains(&p.id.key()) {
+        return Ok(());
+    }
+    if p.id.kind == "Namespace" && p.id.group().is_empty() && namespaces.created(&p.id.name) {
+        return Ok(());
+    }
+    match owner(live) {
+        Owner::Release(named) if named == release.to_string() => Ok(()),
+        owner => Err(Error::Ownership {
+            object: Box::new(p.id.clone()),
+            owner,
+        }),
+    }
+}
+
+/// Applies one object given its live state: created when absent,
+/// written when the dry run differs, else left alone.
+async fn apply_one(
+    cluster: &Cluster,
+    p: &Prepared,
+    live: Option<&Value>,
+    force: bool,
+) -> Result<Change, Error> {
+    let namespace = p.id.namespace.as_deref();
+    let Some(live) = live else {
+        cluster
+            .apply(&p.kind, namespace, &p.id, &p.body, false, force)
+            .await?;
+        return Ok(Change::Created);
+    };
+    let dry = cluster
+        .apply(&p.kind, namespace, &p.id, &p.body, true, force)
+        .await?;
+    if comparable(&dry) == comparable(live) {
+        return Ok(Change::Unchanged);
+    }
+    cluster
+        .apply(&p.kind, namespace, &p.id, &p.body, false, force)
+        .await?;
+    Ok(Change::Configured)
+}
+
+/// Metadata the server sets, left out of the drift comparison.
+pub const SERVER_METADATA: [&str; 6] = [
+    "managedFields",
+    "resourceVersion",
+    "generation",
+    "uid",
+    "creationTimestamp",
+    "selfLink",
+];
+
+/// `object` without `status` and [`SERVER_METADATA`]: what a dry-run
+/// answer and the live object are compared on.
+pub fn comparable(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(map) = object.as_object_mut() {
+        map.remove("status");
+        if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+            for key in SERVER_METADATA {
+                metadata.remove(key);
+            }
+        }
+    }
+    object
+}
+
+/// Namespaces known to exist during one apply, and those it created.
+#[derive(Default)]
+struct Namespaces {
+    known: HashSet<String>,
+    created: HashSet<String>,
+}
+
+impl Namespaces {
+    /// Creates `name` (by server-side apply) unless it exists.
+    async fn ensure(&mut self, cluster: &Cluster, name: &str) -> Result<(), Error> {
+        if self.known.contains(name) {
+            return Ok(());
+        }
+        let kind = cluster
+            .discovery
+            .resolve(cluster, "v1", "Namespace")
+            .await?;
+        let id = ObjectRef {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            namespace: None,
+            name: name.to_string(),
+        };
+        if cluster.get(&kind, None, &id).await?.is_none() {
+            let body = serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+            });
+            cluster.apply(&kind, None, &id, &body, false, false).await?;
+            self.created.insert(name.to_string());
+        }
+        self.known.insert(name.to_string());
+        Ok(())
+    }
+
+    fn created(&self, name: &str) -> bool {
+        self.created.contains(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::parse_manifests;
+    use serde_json::json;
+
+    #[test]
+    fn comparison_ignores_status_and_server_metadata_only() {
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "uid": "1", "resourceVersion": "7", "generation": 1,
+                         "creationTimestamp": "2025-01-01T00:00:00Z",
+                         "managedFields": [{"manager": "capstan"}], "labels": {"a": "b"}},
+            "data": {"k": "v"}, "status": {"x": 1}});
+        let mut dry = live.clone();
+        dry["metadata"]["resourceVersion"] = json!("8");
+        dry["metadata"]["managedFields"] = json!([]);
+        dry.as_object_mut().unwrap().remove("status");
+        assert_eq!(comparable(&dry), comparable(&live));
+        dry["metadata"]["labels"]["a"] = json!("c");
+        assert_ne!(comparable(&dry), comparable(&live));
+        let mut dry = live.clone();
+        dry["data"]["k"] = json!("w");
+        assert_ne!(comparable(&dry), comparable(&live));
+    }
+
+    #[test]
+    fn a_crd_in_the_release_defines_its_kind() {
+        let desired = parse_manifests(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+             metadata: {name: widgets.example.com}\n\
+             spec: {group: example.com, names: {kind: Widget, plural: widgets}}\n",
+        )
+        .unwrap();
+        assert!(defines(&desired, "example.com", "Widget"));
+        assert!(!defines(&desired, "example.org", "Widget"));
+        assert!(!defines(&desired, "example.com", "Gadget"));
+    }
+}

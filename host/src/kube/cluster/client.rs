@@ -1,0 +1,294 @@
+//! Owns the connection to an API server: reading a kubeconfig (with an
+//! optional context) or the in-cluster service account, building the
+//! `kube::Client`, and the handful of requests everything else sends
+//! (get, list, server-side apply, delete), each through [`super::retry`].
+//!
+//! kube's own retry layer is turned off so that [`super::retry`] is the
+//! only policy; requests are built with `kube::core::Request` (no
+//! `Api<K>`), so the retry loop sees every status code and header.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::core::params::GetParams;
+use serde_json::Value;
+
+use super::discovery::{Discovery, Kind};
+use super::error::{Error, Verb};
+use super::retry::{Answer, Op, RetryPolicy, send};
+use crate::kube::ObjectRef;
+
+/// The field manager of every apply.
+pub const FIELD_MANAGER: &str = "capstan";
+
+/// The most time the first request may take, retries included, before
+/// the cluster counts as unreachable.
+const PROBE_BUDGET: Duration = Duration::from_secs(10);
+
+/// How long connecting to the API server may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the cluster's address and credentials come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connect {
+    /// A kubeconfig file, with its current context or the one named.
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// The context (`--context`); `None` for the file's current one.
+        context: Option<String>,
+    },
+    /// The service account of the Pod the daemon runs in
+    /// (`KUBERNETES_SERVICE_HOST`, the mounted token and CA).
+    InCluster,
+}
+
+/// The client configuration for `how`.
+///
+/// # Errors
+/// [`Error::ReadKubeconfig`], [`Error::KubeconfigContext`] or
+/// [`Error::InCluster`].
+pub async fn config(how: &Connect) -> Result<kube::Config, Error> {
+    let mut config = match how {
+        Connect::Kubeconfig { path, context } => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|source| {
+                Error::ReadKubeconfig {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            let options = kube::config::KubeConfigOptions {
+                context: context.clone(),
+                ..Default::default()
+            };
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|source| Error::KubeconfigContext {
+                    path: path.clone(),
+                    context: context.clone(),
+                    source,
+                })?
+        }
+        Connect::InCluster => kube::Config::incluster().map_err(Error::InCluster)?,
+    };
+    config.default_retry = false;
+    config.connect_timeout = Some(CONNECT_TIMEOUT);
+    Ok(config)
+}
+
+/// The connection every step uses: a client, the retry policy, and the
+/// discovery cache.
+#[derive(Clone)]
+pub struct Cluster {
+    client: kube::Client,
+    url: String,
+    /// The retry policy of every request.
+    pub policy: RetryPolicy,
+    /// Kinds resolved so far.
+    pub discovery: Arc<Discovery>,
+}
+
+impl Cluster {
+    /// A client for `config`. Must run inside the target's runtime (the
+    /// client spawns its connection tasks there).
+    ///
+    /// # Errors
+    /// [`Error::BuildClient`].
+    pub fn new(config: kube::Config, policy: RetryPolicy) -> Result<Self, Error> {
+        let url = config.cluster_url.to_string();
+        let client = kube::Client::try_from(config).map_err(|source| Error::BuildClient {
+            url: url.clone(),
+            source,
+        })?;
+        Ok(Cluster {
+            client,
+            url,
+            policy,
+            discovery: Arc::new(Discovery::default()),
+        })
+    }
+
+    /// The API server's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// `GET /version`: whether the server answers at all (retried for at
+    /// most 10 s).
+    ///
+    /// # Errors
+    /// [`Error::Unreachable`] wrapping what happened.
+    pub async fn probe(&self) -> Result<(), Error> {
+        let op = Op {
+            verb: Verb::Get,
+            target: "/version".into(),
+            object: None,
+        };
+        let policy = RetryPolicy {
+            budget: self.policy.budget.min(PROBE_BUDGET),
+            ..self.policy
+        };
+        let result = send(&self.client, &policy, &op, || {
+            http::Request::get("/version")
+                .body(Vec::new())
+                .map_err(kube::core::request::Error::BuildRequest)
+        })
+        .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(source) => Err(Error::Unreachable {
+                url: self.url.clone(),
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// `GET` of a raw path (discovery documents).
+    pub async fn get_path(&self, path: &str) -> Result<Option<Value>, Error> {
+        let op = Op {
+            verb: Verb::Discover,
+            target: path.to_string(),
+            object: None,
+        };
+        let answer = send(&self.client, &self.policy, &op, || {
+            http::Request::get(path)
+                .header(http::header::ACCEPT, "application/json")
+                .body(Vec::new())
+                .map_err(kube::core::request::Error::BuildRequest)
+        })
+        .await?;
+        Ok(found(answer))
+    }
+
+    /// The live object `id` of `kind` in `namespace`; `None` on 404.
+    pub async fn get(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+    ) -> Result<Option<Value>, Error> {
+        let request = kube::core::Request::new(kind.collection_path(namespace));
+        let op = object_op(Verb::Get, id);
+        let answer = send(&self.client, &self.policy, &op, || {
+            request.get(&id.name, &GetParams::default())
+        })
+        .await?;
+        Ok(found(answer))
+    }
+
+    /// The items of a collection, filtered by label and field selectors
+    /// (one page of at most 500; enough for diagnostics).
+    pub async fn list(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        labels: Option<&str>,
+        fields: Option<&str>,
+    ) -> Result<Vec<Value>, Error> {
+        let path = kind.collection_path(namespace);
+        let request = kube::core::Request::new(path.clone());
+        let mut params = ListParams::default().limit(500);
+        if let Some(labels) = labels {
+            params = params.labels(labels);
+        }
+        if let Some(fields) = fields {
+            params = params.fields(fields);
+        }
+        let op = Op {
+            verb: Verb::List,
+            target: path,
+            object: None,
+        };
+        let answer = send(&self.client, &self.policy, &op, || request.list(&params)).await?;
+        Ok(found(answer)
+            .and_then(|list| list.get("items").and_then(Value::as_array).cloned())
+            .unwrap_or_default())
+    }
+
+    /// Server-side apply of `body` as field manager `capstan` with strict
+    /// field validation; `dry_run` sends `dryRun=All`, `force` takes
+    /// fields other managers own. Returns the object as the server has
+    /// (or would have) it.
+    pub async fn apply(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        body: &Value,
+        dry_run: bool,
+        force: bool,
+    ) -> Result<Value, Error> {
+        let request = kube::core::Request::new(kind.collection_path(namespace));
+        let mut params = PatchParams::apply(FIELD_MANAGER).validation_strict();
+        if dry_run {
+            params = params.dry_run();
+        }
+        if force {
+            params = params.force();
+        }
+        let verb = if dry_run {
+            Verb::DryRunApply
+        } else {
+            Verb::Apply
+        };
+        let op = object_op(verb, id);
+        let patch = Patch::Apply(body);
+        let answer = send(&self.client, &self.policy, &op, || {
+            request.patch(&id.name, &params, &patch)
+        })
+        .await?;
+        match answer {
+            Answer::Found(object) => Ok(object),
+            Answer::NotFound => Err(Error::Refused {
+                verb,
+                target: id.to_string(),
+                code: 404,
+                reason: "NotFound".into(),
+                message: format!(
+                    "the server has no {} in this scope (is the namespace there?)",
+                    kind.plural
+                ),
+            }),
+        }
+    }
+
+    /// Deletes `id` with the given propagation (`Background` or
+    /// `Orphan`); `false` when it was already gone (404).
+    pub async fn delete(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        orphan: bool,
+    ) -> Result<bool, Error> {
+        let request = kube::core::Request::new(kind.collection_path(namespace));
+        let params = if orphan {
+            DeleteParams::orphan()
+        } else {
+            DeleteParams::background()
+        };
+        let op = object_op(Verb::Delete, id);
+        let answer = send(&self.client, &self.policy, &op, || {
+            request.delete(&id.name, &params)
+        })
+        .await?;
+        Ok(matches!(answer, Answer::Found(_)))
+    }
+}
+
+fn object_op(verb: Verb, id: &ObjectRef) -> Op<'_> {
+    Op {
+        verb,
+        target: id.to_string(),
+        object: Some(id),
+    }
+}
+
+fn found(answer: Answer) -> Option<Value> {
+    match answer {
+        Answer::Found(value) => Some(value),
+        Answer::NotFound => None,
+    }
+}

@@ -1,0 +1,218 @@
+//! The Kubernetes cluster target: applies releases to an API server with
+//! kube-rs, as Flux's `ssa` package, kstatus and Helm 4 do, behind the
+//! same [`ApplyTarget`] seam as the directory target.
+//!
+//! What it does, module by module:
+//! - [`client`]: kubeconfig (and context) or in-cluster config; the
+//!   requests (get, list, server-side apply, delete);
+//! - [`discovery`]: kinds to plurals and scopes, cached per group-version;
+//! - [`stages`]: CRDs and Namespaces, then classes and RBAC, then the
+//!   rest in Helm's order, webhooks last;
+//! - [`apply`]: server-side apply, written only when a dry run differs;
+//!   ownership; namespaces created when missing;
+//! - [`readiness`] and [`wait`]: kstatus's rules, and waiting that names
+//!   what blocks and why;
+//! - [`inventory`]: one Secret per release saying what capstan applied;
+//! - [`prune`] and [`delete`]: deleting only from the inventory, `keep`
+//!   and the data kinds protected, removal in reverse order;
+//! - [`retry`]: transient failures retried within a budget;
+//! - [`error`]: one variant per failing step.
+//!
+//! Why a runtime of its own: [`ApplyTarget`] is synchronous and called
+//! from plain threads (the lifecycle's workers); the target owns a
+//! one-worker tokio runtime and blocks on it, so callers need no async.
+//! Do not call it from inside an async task (blocking there would stall
+//! that runtime); the daemon calls it from blocking threads.
+//!
+//! Must not touch: the store, plugins, values or rendering. It receives
+//! rendered objects and release names and returns what it did.
+
+pub mod apply;
+pub mod client;
+pub mod delete;
+pub mod discovery;
+pub mod error;
+pub mod inventory;
+pub mod prune;
+pub mod readiness;
+pub mod retry;
+pub mod stages;
+#[cfg(test)]
+mod tests;
+pub mod wait;
+
+use std::time::Duration;
+
+pub use client::Connect;
+pub use error::Error;
+pub use retry::RetryPolicy;
+
+use self::apply::{Record, Settings};
+use self::client::Cluster;
+use crate::kube::target::{ApplyOptions, NoProgress, ProgressSink, RemoveOptions};
+use crate::kube::{Applied, ApplyPlan, ApplyTarget, ObjectRef, Release, Resource};
+
+/// Settings of a [`ClusterTarget`], fixed when it connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// Retry policy of every request. Default: [`RetryPolicy::default`].
+    pub retry: RetryPolicy,
+    /// Readiness and deletion timeout per chart when the call does not
+    /// set one. Default 5 minutes.
+    pub timeout: Duration,
+    /// Time between polls while waiting. Default 1 s.
+    pub poll_interval: Duration,
+    /// How long a kind whose CRD the same release applies may take to
+    /// appear in discovery after the CRD is Established. Default 30 s.
+    pub discovery_wait: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            retry: RetryPolicy::default(),
+            timeout: Duration::from_secs(300),
+            poll_interval: Duration::from_secs(1),
+            discovery_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Applies releases to a Kubernetes cluster (see the module doc).
+pub struct ClusterTarget {
+    runtime: Option<tokio::runtime::Runtime>,
+    cluster: Cluster,
+    settings: Settings,
+}
+
+impl std::fmt::Debug for ClusterTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterTarget")
+            .field("url", &self.cluster.url())
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl ClusterTarget {
+    /// Connects to the cluster `how` names and checks that it answers
+    /// (`GET /version`, within the retry budget).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`], [`Error::ReadKubeconfig`],
+    /// [`Error::KubeconfigContext`], [`Error::InCluster`],
+    /// [`Error::BuildClient`], or [`Error::Unreachable`].
+    pub fn connect(how: &Connect, options: ClusterOptions) -> Result<Self, Error> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("capstan-kube")
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        let cluster = runtime.block_on(async {
+            let config = client::config(how).await?;
+            let cluster = Cluster::new(config, options.retry)?;
+            cluster.probe().await?;
+            Ok::<_, Error>(cluster)
+        })?;
+        Ok(ClusterTarget {
+            runtime: Some(runtime),
+            cluster,
+            settings: Settings {
+                timeout: options.timeout,
+                poll: options.poll_interval,
+                discovery_wait: options.discovery_wait,
+            },
+        })
+    }
+
+    /// The API server's URL.
+    pub fn url(&self) -> &str {
+        self.cluster.url()
+    }
+
+    /// How many discovery documents were fetched so far.
+    pub fn discovery_fetches(&self) -> usize {
+        self.cluster.discovery.fetches()
+    }
+
+    fn block_on<T>(
+        &self,
+        release: &Release,
+        work: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, crate::kube::Error> {
+        let result = match &self.runtime {
+            Some(runtime) => runtime.block_on(work),
+            None => Err(Error::Runtime(std::io::Error::other("runtime shut down"))),
+        };
+        result.map_err(|source| crate::kube::Error::Cluster {
+            release: release.to_string(),
+            source: Box::new(source),
+        })
+    }
+}
+
+impl Drop for ClusterTarget {
+    /// Shuts the runtime down without blocking, so dropping the target
+    /// inside an async context does not panic.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl ApplyTarget for ClusterTarget {
+    /// [`ApplyTarget::apply_with`] with default options: no adoption,
+    /// the default timeout, waiting for readiness.
+    fn apply(&self, release: &Release, plan: &ApplyPlan) -> Result<Applied, crate::kube::Error> {
+        self.apply_with(release, plan, &ApplyOptions::default(), &NoProgress)
+    }
+
+    /// [`ApplyTarget::remove_with`] with default options.
+    fn remove(&self, release: &Release) -> Result<Vec<ObjectRef>, crate::kube::Error> {
+        self.remove_with(release, &RemoveOptions::default(), &NoProgress)
+    }
+
+    /// Reads the release's inventory Secret: identity-only resources
+    /// (apiVersion, kind, metadata.name and namespace), pending entries
+    /// included, so [`crate::kube::plan_apply`] prunes what may exist.
+    fn applied(&self, release: &Release) -> Result<Vec<Resource>, crate::kube::Error> {
+        self.block_on(release, async {
+            let record = Record::load(&self.cluster, release).await?;
+            Ok(record.inventory.resources())
+        })
+    }
+
+    fn apply_with(
+        &self,
+        release: &Release,
+        plan: &ApplyPlan,
+        options: &ApplyOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Applied, crate::kube::Error> {
+        self.block_on(
+            release,
+            apply::apply_release(
+                &self.cluster,
+                &self.settings,
+                release,
+                plan,
+                options,
+                progress,
+            ),
+        )
+    }
+
+    fn remove_with(
+        &self,
+        release: &Release,
+        options: &RemoveOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Vec<ObjectRef>, crate::kube::Error> {
+        self.block_on(
+            release,
+            delete::remove_release(&self.cluster, &self.settings, release, options, progress),
+        )
+    }
+}
