@@ -66,6 +66,45 @@ pub struct Chart {
     /// applied in order over the chart's `values.yaml`.
     #[serde(default)]
     pub overrides: Vec<String>,
+    /// How long the chart's objects may take to become ready on a cluster
+    /// (`90s`, `5m`, `1h`); absent means the target's default (5 minutes).
+    #[serde(default, deserialize_with = "deserialize_timeout")]
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// The longest readiness timeout a chart may ask for.
+const MAX_CHART_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+fn deserialize_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_timeout(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// Parses a chart timeout: a whole number followed by `s`, `m` or `h`,
+/// more than zero and at most a day.
+fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("timeout {text:?} is not a number of s, m or h (such as 90s or 5m)");
+    let split = text.len().saturating_sub(1);
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => Some(number),
+        "m" => number.checked_mul(60),
+        "h" => number.checked_mul(3600),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    let duration = std::time::Duration::from_secs(seconds);
+    if seconds == 0 || duration > MAX_CHART_TIMEOUT {
+        return Err(format!(
+            "timeout {text:?} must be more than 0s and at most 24h"
+        ));
+    }
+    Ok(duration)
 }
 
 fn enabled_by_default() -> bool {
@@ -553,6 +592,29 @@ components:
                 assert!(message.contains("unknown field `colour`"), "{message}");
             }
             other => panic!("expected a syntax error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn chart_timeouts_are_checked() {
+        assert_eq!(parse_timeout("90s"), Ok(std::time::Duration::from_secs(90)));
+        assert_eq!(parse_timeout("5m"), Ok(std::time::Duration::from_secs(300)));
+        assert_eq!(
+            parse_timeout("2h"),
+            Ok(std::time::Duration::from_secs(7200))
+        );
+        for bad in [
+            "",
+            "5",
+            "m",
+            "0s",
+            "25h",
+            "-1s",
+            "1.5m",
+            "5d",
+            "99999999999999999999h",
+        ] {
+            assert!(parse_timeout(bad).is_err(), "{bad:?}");
         }
     }
 

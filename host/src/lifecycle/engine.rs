@@ -75,6 +75,17 @@ pub struct Lifecycle {
     pub(super) inner: Arc<Inner>,
 }
 
+/// What an operator may ask of an apply besides the version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplyFlags {
+    /// Components whose workload kind is decided again (`--rekind`).
+    pub rekind: Vec<String>,
+    /// Take over live objects that no release of this app owns yet
+    /// (`--adopt`); without it such an object is a conflict naming its
+    /// owner.
+    pub adopt: bool,
+}
+
 /// A long operation that was started.
 #[derive(Debug)]
 pub struct Started {
@@ -577,6 +588,21 @@ impl Lifecycle {
     /// [`Error::UnknownComponent`]; the store's busy and illegal-transition
     /// errors.
     pub fn apply(&self, app: &AppName, rekind: Vec<String>) -> Result<Started, Error> {
+        self.apply_with(
+            app,
+            ApplyFlags {
+                rekind,
+                ..ApplyFlags::default()
+            },
+        )
+    }
+
+    /// [`Lifecycle::apply`] with every flag an operator may give.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::apply`].
+    pub fn apply_with(&self, app: &AppName, flags: ApplyFlags) -> Result<Started, Error> {
+        let ApplyFlags { rekind, adopt } = flags;
         let version = self.active_version(app)?;
         if let Some(unknown) = rekind.iter().find(|c| {
             !version
@@ -602,6 +628,7 @@ impl Lifecycle {
                 replacing: None,
                 user: UserLayer::Stored,
                 rekind: &rekind,
+                adopt,
                 around: None,
                 phase: "apply",
             };
@@ -724,6 +751,7 @@ impl Lifecycle {
                 replacing: target.as_ref(),
                 user: UserLayer::Stored,
                 rekind: &[],
+                adopt: false,
                 around: None,
                 phase: "recover",
             };
@@ -947,6 +975,7 @@ impl Job<'_> {
                 UserLayer::Dropped
             },
             rekind: &[],
+            adopt: false,
             around: Some((Hook::PreUpdate, Hook::PostUpdate)),
             phase: "update",
         };
@@ -981,6 +1010,7 @@ impl Job<'_> {
             replacing: Some(new),
             user: UserLayer::Stored,
             rekind: &[],
+            adopt: false,
             around: None,
             phase: "rollback",
         };

@@ -16,7 +16,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::bundle::{self, GroupMode, Metadata};
-use crate::kube::{self, ApplyTarget, Release, Resource};
+use crate::kube::{
+    self, ApplyEvent, ApplyOptions, ApplyTarget, ProgressSink, Release, RemoveOptions, Resource,
+};
 use crate::model::{AppName, ComponentSpec, Hook, HookOutcome, Layer};
 use crate::render::{self, Capabilities, ReleaseInfo};
 use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Plugin};
@@ -52,6 +54,8 @@ pub(crate) struct ApplyRequest<'a> {
     pub user: UserLayer,
     /// Components whose workload kind is decided again.
     pub rekind: &'a [String],
+    /// Take over live objects no release of this app owns yet (`--adopt`).
+    pub adopt: bool,
     /// Hooks run before `pre-apply` and after `post-apply` (an update's
     /// `pre-update` and `post-update`).
     pub around: Option<(Hook, Hook)>,
@@ -81,6 +85,8 @@ struct RenderedChart {
     live: Vec<Resource>,
     desired: Vec<Resource>,
     new_decisions: Vec<NewDecision>,
+    timeout: Option<std::time::Duration>,
+    adopt: bool,
 }
 
 /// A chart group's rendered charts, in order.
@@ -227,6 +233,8 @@ impl Job<'_> {
                     live,
                     desired: planned.desired,
                     new_decisions: planned.new_decisions,
+                    timeout: chart.timeout,
+                    adopt: prepared.request.adopt,
                 });
             }
             groups.push(RenderedGroup {
@@ -253,6 +261,7 @@ impl Job<'_> {
             replacing: target,
             user: UserLayer::Stored,
             rekind: &[],
+            adopt: false,
             around: None,
             phase: "remove",
         };
@@ -278,9 +287,20 @@ impl Job<'_> {
                 &format!("remove:{}", chart.name),
                 &format!("removing chart {}", chart.name),
             )?;
+            let progress = StoreProgress {
+                job: self,
+                prefix: format!("removing chart {}", chart.name),
+            };
             let removed = self
                 .target()
-                .remove(&v.release(&self.app, chart))
+                .remove_with(
+                    &v.release(&self.app, chart),
+                    &RemoveOptions {
+                        timeout: chart.timeout,
+                        ..RemoveOptions::default()
+                    },
+                    &progress,
+                )
                 .map_err(|source| Error::Kube {
                     chart: chart.name.to_string(),
                     source: Box::new(source),
@@ -401,8 +421,17 @@ impl Job<'_> {
                 plan.to_prune().len()
             ),
         )?;
+        let options = ApplyOptions {
+            adopt: chart.adopt,
+            timeout: chart.timeout,
+            ..ApplyOptions::default()
+        };
+        let progress = StoreProgress {
+            job: self,
+            prefix: format!("group {group}: chart {name}"),
+        };
         self.target()
-            .apply(&chart.release, &plan)
+            .apply_with(&chart.release, &plan, &options, &progress)
             .map_err(kube_err)?;
         self.inner
             .checkpoints
@@ -456,6 +485,7 @@ impl Job<'_> {
             replacing: None,
             user: UserLayer::Stored,
             rekind: &[],
+            adopt: false,
             around: None,
             phase: "diff",
         };
@@ -804,6 +834,39 @@ fn plugin_name(path: &str) -> String {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.to_owned())
+}
+
+/// Writes what a target reports while it applies or removes into the
+/// operation's progress line, so `app show` and the CLI's wait say which
+/// object is still pending and why.
+struct StoreProgress<'j, 'a> {
+    job: &'j Job<'a>,
+    prefix: String,
+}
+
+impl ProgressSink for StoreProgress<'_, '_> {
+    fn event(&self, event: &ApplyEvent<'_>) {
+        let line = match event {
+            ApplyEvent::Stage { stage, objects } => {
+                format!("{}: stage {stage}: {objects} object(s)", self.prefix)
+            }
+            ApplyEvent::Waiting { pending } => match pending.first() {
+                Some((object, why)) if pending.len() == 1 => {
+                    format!("{}: waiting for {object}: {why}", self.prefix)
+                }
+                Some((object, why)) => format!(
+                    "{}: waiting for {} object(s), {object}: {why}",
+                    self.prefix,
+                    pending.len()
+                ),
+                None => return,
+            },
+            _ => return,
+        };
+        if let Err(e) = self.job.inner.store.set_progress(self.job.op, Some(&line)) {
+            tracing::warn!(error = %e, "could not record progress");
+        }
+    }
 }
 
 fn decision_of(record: &DecisionRecord) -> Decision {
