@@ -9,9 +9,16 @@ use std::process::{Command, ExitCode};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
 
-/// The workspace members that do not build for the wasm target; every other
-/// member is a plugin (the examples and the test fixtures) or the SDK.
-const NATIVE_ONLY_PACKAGES: &[&str] = &["capstan", "xtask"];
+/// The workspace members that do not build for the wasm target, from
+/// `native-only-packages.txt` at the workspace root (the e2e tests read the
+/// same file); every other member is a plugin (the examples and the test
+/// fixtures) or the SDK.
+fn native_only_packages() -> impl Iterator<Item = &'static str> {
+    include_str!("../../native-only-packages.txt")
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or_default().trim())
+        .filter(|name| !name.is_empty())
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -93,7 +100,7 @@ fn build_plugins() -> Result<(), String> {
     let mut build = cargo();
     build.args(["build", "--release", "--target", WASM_TARGET]);
     build.arg("--workspace");
-    for package in NATIVE_ONLY_PACKAGES {
+    for package in native_only_packages() {
         build.args(["--exclude", package]);
     }
     run(build, "building the plugins")
