@@ -20,6 +20,10 @@ fn native_only_packages() -> impl Iterator<Item = &'static str> {
         .filter(|name| !name.is_empty())
 }
 
+/// The features every build of the tests and the demo uses, so that neither
+/// rebuilds what the other built: the daemon's test hooks.
+const TEST_FEATURES: &[&str] = &["--features", "capstan/test-hooks"];
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -31,7 +35,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  demo [--kubeconfig FILE]  build the example plugins and app, run the main job end to end\n  \
-                 test [ARGS]               build the plugins, then run every test (`cargo test --workspace ARGS`)\n  \
+                 test [ARGS]               build the plugins, then run every test (`cargo test --workspace --features capstan/test-hooks ARGS`)\n  \
                  build                     build everything: the host and every plugin\n  \
                  plugins                   build the example and test plugins for {WASM_TARGET}"
             );
@@ -114,16 +118,21 @@ fn build_host() -> Result<(), String> {
 
 fn run_tests(extra: &[String]) -> Result<(), String> {
     let mut test = cargo();
-    test.args(["test", "--workspace"]).args(extra);
+    test.args(["test", "--workspace"])
+        .args(TEST_FEATURES)
+        .args(extra);
     run(test, "cargo test")
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {
-    // Built exactly as `cargo xtask test` builds it (the same targets, so the
-    // same features), so neither command rebuilds what the other built; the
-    // binary lands in the same place, target/debug/capstan.
+    // Built exactly as `cargo xtask test` builds it (the same targets and
+    // the same TEST_FEATURES, so the same feature set), so neither command
+    // rebuilds what the other built; the binary lands in the same place,
+    // target/debug/capstan.
     let mut build = cargo();
-    build.args(["test", "--workspace", "--no-run"]);
+    build
+        .args(["test", "--workspace", "--no-run"])
+        .args(TEST_FEATURES);
     run(build, "building capstan")?;
     let root = workspace_root();
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
