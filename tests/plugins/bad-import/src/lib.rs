@@ -2,6 +2,10 @@
 //! does not provide: loading it must fail with a typed error before any call
 //! runs.
 
+// The bindings that `export!` expands here are wit-bindgen's ABI glue
+// (`unsafe` and `export_name`); this crate writes no unsafe code itself.
+#![allow(unsafe_code)]
+
 // The contract is the workspace's one `wit/`; this fixture's `wit/` adds only
 // the extra import and the world that includes the contract's world.
 wit_bindgen::generate!({
