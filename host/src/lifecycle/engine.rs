@@ -41,7 +41,7 @@ pub struct Options {
     pub trust: TrustStore,
     /// Where charts are applied.
     pub target: Arc<dyn ApplyTarget>,
-    /// Facts about the platform; [`default_facts`] when `None`.
+    /// Facts about the platform; `default_facts` when `None`.
     pub facts: Option<Facts>,
     /// Limits of every plugin call.
     pub policy: Policy,
@@ -299,7 +299,7 @@ impl Lifecycle {
     ///
     /// # Errors
     /// [`Error::Bundle`] for a rejected bundle (nothing is stored);
-    /// [`store::Error::AppExists`] when the name is taken; an app whose
+    /// [`store::Error::AppExists`](crate::store::Error::AppExists) when the name is taken; an app whose
     /// files could not be stored ends in `upload-failed` with the reason.
     pub fn upload(&self, archive: impl Read) -> Result<AppRecord, Error> {
         let (bundle, digest) = self.verify(archive)?;
@@ -329,7 +329,7 @@ impl Lifecycle {
     /// Deletes an uploaded (never applied, or removed) app and its files.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`]; a busy or illegal-transition error when
+    /// [`store::Error::UnknownApp`](crate::store::Error::UnknownApp); a busy or illegal-transition error when
     /// it is not `uploaded` or `upload-failed`.
     pub fn delete(&self, app: &AppName) -> Result<(), Error> {
         let versions = self.store().delete_app(app, rules::DELETE_FROM)?;
@@ -383,7 +383,7 @@ impl Lifecycle {
     /// One app with its versions, charts and decisions.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`].
+    /// [`store::Error::UnknownApp`](crate::store::Error::UnknownApp).
     pub fn show(&self, app: &AppName) -> Result<AppDetails, Error> {
         let record = self.store().app(app)?;
         let versions = self
@@ -413,7 +413,7 @@ impl Lifecycle {
     /// The app's operations, oldest first.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`].
+    /// [`store::Error::UnknownApp`](crate::store::Error::UnknownApp).
     pub fn history(&self, app: &AppName) -> Result<Vec<HistoryEntry>, Error> {
         Ok(self.store().history(app)?)
     }
@@ -442,7 +442,7 @@ impl Lifecycle {
     /// Which layers each chart of the active version has.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`].
+    /// [`store::Error::UnknownApp`](crate::store::Error::UnknownApp).
     pub fn override_list(&self, app: &AppName) -> Result<Vec<OverrideSummary>, Error> {
         let version = self.active_version(app)?;
         overrides::summary(self.store(), app, &version)
@@ -451,7 +451,7 @@ impl Lifecycle {
     /// Every layer of a chart and the merged values.
     ///
     /// # Errors
-    /// [`store::Error::UnknownApp`], [`Error::UnknownChart`].
+    /// [`store::Error::UnknownApp`](crate::store::Error::UnknownApp), [`Error::UnknownChart`].
     pub fn override_show(&self, app: &AppName, chart: &str) -> Result<ChartOverrides, Error> {
         let version = self.active_version(app)?;
         overrides::show(self.store(), app, &version, chart)

@@ -11,7 +11,7 @@
 //! A crash anywhere leaves the app in a transitional state, which
 //! [`Lifecycle::open`] moves to its failed state before anything is served.
 //!
-//! The pipeline of an apply ([`pipeline`]): facts -> `semantic-check` hook
+//! The pipeline of an apply (`pipeline`): facts -> `semantic-check` hook
 //! -> system overrides from the app's own plugins -> `pre-apply` -> per
 //! chart group, per chart: merge the override layers, render, apply the
 //! sticky workload decisions, plan against what is applied and apply

@@ -1,5 +1,5 @@
 //! Chart rendering as `helm template` does it: the Go template engine
-//! ([`template`]), the function library ([`funcs`]), chart loading
+//! ([`template`](mod@template)), the function library ([`funcs`]), chart loading
 //! ([`chart`]), dependency processing ([`deps`]), schema validation
 //! ([`schema`]), reading manifest heads (`head`), manifest sorting and
 //! printing ([`output`]), and a process-wide cache of parsed templates

@@ -17,7 +17,7 @@ use super::{Fault, Stream};
 ///
 /// The plugin's wall clock reads [`CallContext::now`] for the whole call,
 /// and its random bytes come from a seed derived from
-/// [`CallContext::app_secret`] and the call's inputs: the same inputs give
+/// `CallContext::app_secret` and the call's inputs: the same inputs give
 /// the same output (stable diffs, idempotent re-applies), while values a
 /// plugin generates, such as passwords, stay unguessable to anyone without
 /// the secret.

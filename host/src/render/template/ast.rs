@@ -144,7 +144,7 @@ impl Tree {
         (line, col)
     }
 
-    /// The source text a [`Node::Text`] stands for (empty if the span
+    /// The source text a `Node::Text` stands for (empty if the span
     /// does not fit the source, which the parser never produces).
     pub fn text_of(&self, span: Span) -> &str {
         self.text.get(span.start..span.end).unwrap_or_default()
