@@ -123,10 +123,18 @@ pub trait Plugin {
     fn info() -> Info;
 
     /// Computes the system overrides for `chart`.
+    ///
+    /// # Errors
+    /// A [`PluginError`] when the facts do not allow values for `chart`; the
+    /// host reports it with the plugin's name and applies nothing.
     fn overrides(app: &App, facts: &Facts, chart: &str) -> Result<Values, PluginError>;
 
     /// Decides the workload kind of `component`. By default a plugin does
     /// not decide, and the host applies its default rule.
+    ///
+    /// # Errors
+    /// [`PluginError::Unsupported`] when the plugin does not decide (the
+    /// default); any other [`PluginError`] fails the operation.
     fn workload_kind(
         app: &App,
         facts: &Facts,
@@ -140,6 +148,10 @@ pub trait Plugin {
     }
 
     /// Runs a lifecycle hook. By default every hook proceeds.
+    ///
+    /// # Errors
+    /// A [`PluginError`] fails the operation; to stop it with a reason,
+    /// return [`HookOutcome::Veto`] instead.
     fn lifecycle(hook: Hook, app: &App, facts: &Facts) -> Result<HookOutcome, PluginError> {
         let _ = (hook, app, facts);
         Ok(HookOutcome::Proceed)

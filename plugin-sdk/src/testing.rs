@@ -35,11 +35,17 @@ pub fn test_app() -> App {
 }
 
 /// Calls `P::overrides` for `chart` with [`test_app`].
+///
+/// # Errors
+/// The plugin's own error, as [`Plugin::overrides`] returns it.
 pub fn overrides<P: Plugin>(facts: &Facts, chart: &str) -> Result<Values, PluginError> {
     P::overrides(&test_app(), facts, chart)
 }
 
 /// Calls `P::workload_kind` for `component` with [`test_app`].
+///
+/// # Errors
+/// The plugin's own error, as [`Plugin::workload_kind`] returns it.
 pub fn workload_kind<P: Plugin>(
     facts: &Facts,
     component: &Component,
@@ -48,6 +54,9 @@ pub fn workload_kind<P: Plugin>(
 }
 
 /// Calls `P::lifecycle` for `hook` with [`test_app`].
+///
+/// # Errors
+/// The plugin's own error, as [`Plugin::lifecycle`] returns it.
 pub fn lifecycle<P: Plugin>(hook: Hook, facts: &Facts) -> Result<HookOutcome, PluginError> {
     P::lifecycle(hook, &test_app(), facts)
 }

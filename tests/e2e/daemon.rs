@@ -382,6 +382,10 @@ fn a_semantic_check_veto_stops_the_apply_with_the_plugins_reason() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the daemon's test hooks: run with --features capstan/test-hooks (cargo xtask test does)"
+)]
 fn abort_stops_a_running_apply_at_its_next_step() {
     let mut d = Daemon::start("daemon_abort");
     d.kill();
@@ -416,6 +420,10 @@ fn abort_stops_a_running_apply_at_its_next_step() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the daemon's test hooks: run with --features capstan/test-hooks (cargo xtask test does)"
+)]
 fn a_second_operation_on_a_busy_app_is_refused() {
     let mut d = Daemon::start("daemon_busy");
     d.kill();
@@ -740,6 +748,37 @@ fn the_socket_is_private_and_a_second_daemon_is_refused() {
     );
 }
 
+/// A daemon built without the `test-hooks` feature (a production build)
+/// ignores the test variables: it neither pauses at a listed point nor
+/// writes `STATE/paused-at`. Runs in a build without the feature, e.g.
+/// `cargo test --workspace --test e2e daemon::`.
+#[test]
+#[cfg_attr(
+    feature = "test-hooks",
+    ignore = "the binary under test has the test hooks: run without --features capstan/test-hooks"
+)]
+fn a_binary_without_test_hooks_ignores_the_pause_variable() {
+    let mut d = Daemon::start("daemon_no_test_hooks");
+    d.kill();
+    d.spawn(&[
+        ("CAPSTAN_TEST_PAUSE_AT", APPLY_POINTS[0]),
+        ("CAPSTAN_TEST_STEP_DELAY_MS", "60000"),
+    ]);
+    let v1 = d.shop_bundle("1.0.0", |_| {});
+    d.ok(&["app", "upload", v1.to_str().unwrap()]);
+    d.ok(&["app", "apply", "shop", "--no-wait"]);
+    let started = Instant::now();
+    while d.state_of("shop") != "applied" {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the apply paused or slowed down: {}",
+            d.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!d.state().join("paused-at").exists(), "{}", d.log());
+}
+
 /// Named steps where the crash test kills the daemon, with the operation
 /// that reaches them.
 const APPLY_POINTS: &[&str] = &[
@@ -772,6 +811,10 @@ const UPDATE_POINTS: &[&str] = &[
 /// app is in a valid, non-transitional state, the user override is still
 /// there, the stored bundles match the store, and apply works again.
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the daemon's test hooks: run with --features capstan/test-hooks (cargo xtask test does)"
+)]
 fn crash_at_every_step_of_apply_and_update_leaves_a_valid_state() {
     let mut d = Daemon::start("daemon_crash");
     let v1 = d.shop_bundle("1.0.0", |_| {});

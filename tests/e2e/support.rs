@@ -5,10 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The workspace members that do not build for the wasm target; every other
-/// member (the example and test plugins, the SDK) is built in one cargo
-/// invocation, as `cargo xtask plugins` does.
-const NATIVE_ONLY_PACKAGES: &[&str] = &["capstan", "xtask", "kube-double"];
+/// The workspace members that do not build for the wasm target, from the
+/// list `cargo xtask plugins` reads too; every other member (the example and
+/// test plugins, the SDK) is built in one cargo invocation.
+fn native_only_packages() -> impl Iterator<Item = &'static str> {
+    include_str!("../../native-only-packages.txt")
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or_default().trim())
+        .filter(|name| !name.is_empty())
+}
 
 /// The workspace's root folder.
 pub fn workspace_root() -> PathBuf {
@@ -69,7 +74,7 @@ fn build_plugins() -> Result<(), String> {
         .env("CARGO_TARGET_DIR", target_dir())
         .args(["build", "--release", "--target", "wasm32-wasip2"]);
     command.arg("--workspace");
-    for package in NATIVE_ONLY_PACKAGES {
+    for package in native_only_packages() {
         command.args(["--exclude", package]);
     }
     let output = command.output().map_err(|e| e.to_string())?;

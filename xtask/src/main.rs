@@ -9,9 +9,20 @@ use std::process::{Command, ExitCode};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
 
-/// The workspace members that do not build for the wasm target; every other
-/// member is a plugin (the examples and the test fixtures) or the SDK.
-const NATIVE_ONLY_PACKAGES: &[&str] = &["capstan", "xtask", "kube-double"];
+/// The workspace members that do not build for the wasm target, from
+/// `native-only-packages.txt` at the workspace root (the e2e tests read the
+/// same file); every other member is a plugin (the examples and the test
+/// fixtures) or the SDK.
+fn native_only_packages() -> impl Iterator<Item = &'static str> {
+    include_str!("../../native-only-packages.txt")
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or_default().trim())
+        .filter(|name| !name.is_empty())
+}
+
+/// The features every build of the tests and the demo uses, so that neither
+/// rebuilds what the other built: the daemon's test hooks.
+const TEST_FEATURES: &[&str] = &["--features", "capstan/test-hooks"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,7 +35,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  demo [--kubeconfig FILE]  build the example plugins and app, run the main job end to end\n  \
-                 test [ARGS]               build the plugins, then run every test (`cargo test --workspace ARGS`)\n  \
+                 test [ARGS]               build the plugins, then run every test (`cargo test --workspace --features capstan/test-hooks ARGS`)\n  \
                  build                     build everything: the host and every plugin\n  \
                  plugins                   build the example and test plugins for {WASM_TARGET}"
             );
@@ -93,7 +104,7 @@ fn build_plugins() -> Result<(), String> {
     let mut build = cargo();
     build.args(["build", "--release", "--target", WASM_TARGET]);
     build.arg("--workspace");
-    for package in NATIVE_ONLY_PACKAGES {
+    for package in native_only_packages() {
         build.args(["--exclude", package]);
     }
     run(build, "building the plugins")
@@ -107,16 +118,21 @@ fn build_host() -> Result<(), String> {
 
 fn run_tests(extra: &[String]) -> Result<(), String> {
     let mut test = cargo();
-    test.args(["test", "--workspace"]).args(extra);
+    test.args(["test", "--workspace"])
+        .args(TEST_FEATURES)
+        .args(extra);
     run(test, "cargo test")
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {
-    // Built exactly as `cargo xtask test` builds it (the same targets, so the
-    // same features), so neither command rebuilds what the other built; the
-    // binary lands in the same place, target/debug/capstan.
+    // Built exactly as `cargo xtask test` builds it (the same targets and
+    // the same TEST_FEATURES, so the same feature set), so neither command
+    // rebuilds what the other built; the binary lands in the same place,
+    // target/debug/capstan.
     let mut build = cargo();
-    build.args(["test", "--workspace", "--no-run"]);
+    build
+        .args(["test", "--workspace", "--no-run"])
+        .args(TEST_FEATURES);
     run(build, "building capstan")?;
     let root = workspace_root();
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")

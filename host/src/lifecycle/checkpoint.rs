@@ -9,6 +9,10 @@
 //!
 //! `CAPSTAN_TEST_STEP_DELAY_MS=N` makes every point wait N milliseconds, so
 //! a test can abort an operation while it runs.
+//!
+//! Both exist only in a build with the cargo feature `test-hooks` (which
+//! `cargo xtask test` enables); without it [`Checkpoints::from_env`] reads
+//! no environment and a production daemon ignores both variables.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,7 +36,14 @@ impl Checkpoints {
         Checkpoints::default()
     }
 
+    /// No pauses: this build has no test hooks (the `test-hooks` feature).
+    #[cfg(not(feature = "test-hooks"))]
+    pub fn from_env(_marker: PathBuf) -> Self {
+        Checkpoints::none()
+    }
+
     /// The pauses named by [`PAUSE_ENV`], announced in `marker`.
+    #[cfg(feature = "test-hooks")]
     pub fn from_env(marker: PathBuf) -> Self {
         let pause_at: Vec<String> = std::env::var(PAUSE_ENV)
             .unwrap_or_default()

@@ -89,6 +89,7 @@ impl ComponentCache {
 
     /// The cached component at `path`, if the entry exists, is intact and
     /// deserializes on this engine.
+    #[allow(unsafe_code)] // the one deserialize below, with its SAFETY comment
     fn load(&self, engine: &Engine, path: &Path) -> Option<Component> {
         let bytes = std::fs::read(path).ok()?;
         let Some(payload) = verified_payload(&bytes) else {

@@ -4,7 +4,7 @@
 //! padding, the password zero-padded or cut to 32 bytes, base64 output).
 
 use aes::Aes256;
-use aes::cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
+use aes::cipher::{BlockDecrypt, BlockEncrypt, KeyInit};
 
 use super::args::{exactly, text};
 use super::encoding::{base64_decode, base64_encode};

@@ -1,7 +1,18 @@
-//! A plugin that imports `capstan:plugin/exfiltrate`, which the host does not
-//! provide: loading it must fail with a typed error before any call runs.
+//! A plugin that imports `capstan-test:bad-import/exfiltrate`, which the host
+//! does not provide: loading it must fail with a typed error before any call
+//! runs.
 
-wit_bindgen::generate!({ path: "wit", world: "greedy-plugin" });
+// The bindings that `export!` expands here are wit-bindgen's ABI glue
+// (`unsafe` and `export_name`); this crate writes no unsafe code itself.
+#![allow(unsafe_code)]
+
+// The contract is the workspace's one `wit/`; this fixture's `wit/` adds only
+// the extra import and the world that includes the contract's world.
+wit_bindgen::generate!({
+    path: ["../../../wit", "wit"],
+    world: "capstan-test:bad-import/greedy-plugin",
+    generate_all,
+});
 
 struct Greedy;
 
@@ -17,7 +28,7 @@ impl Guest for Greedy {
     }
 
     fn overrides(_app: App, facts: Facts, _chart: String) -> Result<String, PluginError> {
-        let sent = capstan::plugin::exfiltrate::send(&facts.extra);
+        let sent = capstan_test::bad_import::exfiltrate::send(&facts.extra);
         Ok(format!("{{\"sent\":{sent}}}"))
     }
 
