@@ -134,7 +134,7 @@ fn bench_shape(c: &mut Criterion, shape: &Shape) {
     write_app(&app, shape);
     let key = SigningKey::generate("bench").unwrap();
     let out = work.path().join("bench.tgz");
-    let accept = |_: &str, _: &[u8]| Ok(());
+    let accept = |_: &bundle::Plugin, _: &[u8]| Ok(());
     let report = bundle::build(&app, &key, &out, &accept).unwrap();
     let archive = fs::read(&out).unwrap();
     let mut trust = TrustStore::empty();

@@ -133,3 +133,62 @@ fn a_plugin_that_is_not_a_capstan_component_fails_the_build() {
         "nothing half-written is left"
     );
 }
+
+/// Issue 10: the plugin's `info()` and `capstan.yaml`'s `plugins[]` must
+/// agree; a route the plugin does not serve fails the build naming both.
+#[test]
+fn a_plugin_route_its_info_does_not_serve_fails_the_build_naming_both_sides() {
+    let dir = fresh_dir("bundle-cli-routing");
+    keygen(&dir, "author");
+    let app = example_app(&dir);
+    let meta = app.join("capstan.yaml");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    std::fs::write(
+        &meta,
+        text.replace(
+            "    hooks: [semantic-check]\n    charts: []",
+            "    hooks: [semantic-check, pre-apply]\n    charts: [hello]",
+        ),
+    )
+    .unwrap();
+    let out = build(&app, &dir.join("author.key"), &dir.join("hello.tgz"));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("capstan.yaml routes charts [hello] to plugins/storage.wasm")
+            && stderr.contains("its info() serves charts [rbd-provisioner, cephfs-provisioner]"),
+        "{stderr}"
+    );
+    assert!(!dir.join("hello.tgz").exists());
+}
+
+/// Issue 10: one app-name rule everywhere. A name of 54 to 63 characters
+/// is a DNS label but longer than the store's (Helm's) 53: `bundle build`
+/// refuses it with the same rule, so no bundle verifies that upload would
+/// then refuse; 53 builds.
+#[test]
+fn an_app_name_longer_than_53_characters_is_refused_at_build() {
+    let dir = fresh_dir("bundle-cli-long-name");
+    keygen(&dir, "author");
+    let app = example_app(&dir);
+    let meta = app.join("capstan.yaml");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    for (len, ok) in [(53, true), (54, false), (63, false)] {
+        let name = "a".repeat(len);
+        std::fs::write(
+            &meta,
+            text.replace("name: hello\nversion", &format!("name: {name}\nversion")),
+        )
+        .unwrap();
+        let out = build(&app, &dir.join("author.key"), &dir.join("long.tgz"));
+        assert_eq!(out.status.success(), ok, "{len}: {}", stderr_of(&out));
+        if !ok {
+            assert!(
+                stderr_of(&out).contains("it is longer than 53 characters"),
+                "{}",
+                stderr_of(&out)
+            );
+        }
+        let _ = std::fs::remove_file(dir.join("long.tgz"));
+    }
+}

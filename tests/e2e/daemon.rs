@@ -14,11 +14,20 @@ use crate::support::{capstan, copy_dir, example_facts, fresh_dir, plugin_wasm, w
 pub struct Daemon {
     pub dir: PathBuf,
     child: Option<Child>,
+    /// The `serve` arguments naming the target; the directory target
+    /// `applied/` when empty.
+    target: Vec<String>,
 }
 
 impl Daemon {
     /// A fresh folder with a signing key, and a daemon started on it.
     pub fn start(name: &str) -> Daemon {
+        Daemon::start_with_target(name, Vec::new())
+    }
+
+    /// [`Daemon::start`] with other `serve` arguments for the target
+    /// (`--kubeconfig FILE`).
+    pub fn start_with_target(name: &str, target: Vec<String>) -> Daemon {
         let dir = fresh_dir(name);
         std::fs::create_dir_all(dir.join("keys")).unwrap();
         let out = capstan()
@@ -27,7 +36,11 @@ impl Daemon {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
-        let mut daemon = Daemon { dir, child: None };
+        let mut daemon = Daemon {
+            dir,
+            child: None,
+            target,
+        };
         daemon.spawn(&[]);
         daemon
     }
@@ -62,8 +75,7 @@ impl Daemon {
             .arg(self.state())
             .arg("--trust")
             .arg(self.dir.join("keys"))
-            .arg("--target")
-            .arg(format!("dir:{}", self.applied().display()))
+            .args(self.target_args())
             .arg("--facts")
             .arg(facts)
             .env_remove("CAPSTAN_TEST_PAUSE_AT")
@@ -85,6 +97,17 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.child = Some(child);
+    }
+
+    fn target_args(&self) -> Vec<String> {
+        if self.target.is_empty() {
+            vec![
+                "--target".into(),
+                format!("dir:{}", self.applied().display()),
+            ]
+        } else {
+            self.target.clone()
+        }
     }
 
     /// SIGKILL, as a power cut would.

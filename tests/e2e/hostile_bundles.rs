@@ -717,7 +717,7 @@ fn example_app(into: &Path) -> PathBuf {
     app
 }
 
-fn accept_plugin(_path: &str, bytes: &[u8]) -> Result<(), String> {
+fn accept_plugin(_plugin: &bundle::Plugin, bytes: &[u8]) -> Result<(), String> {
     if bytes.starts_with(b"\0asm") {
         Ok(())
     } else {
@@ -756,7 +756,8 @@ fn the_example_app_builds_deterministically_and_verifies() {
     drop(verified);
     corpus.assert_clean("example");
 
-    let rejecting = |_: &str, _: &[u8]| Err("does not export the capstan world".to_string());
+    let rejecting =
+        |_: &bundle::Plugin, _: &[u8]| Err("does not export the capstan world".to_string());
     let err = bundle::build(&app, &corpus.trusted, &first, &rejecting).unwrap_err();
     assert_variant!(err, Error::PluginRejected { .. });
 }

@@ -32,3 +32,7 @@ mod daemon;
 
 /// Workload kinds and local volumes through the daemon.
 mod workloads;
+
+/// The daemon against the Kubernetes API-server double: server-side apply,
+/// readiness, inventory, ownership, retries, crash recovery.
+mod cluster;

@@ -34,7 +34,8 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
-                 tasks:\n  demo [--kubeconfig FILE]  build the example plugins and app, run the main job end to end\n  \
+                 tasks:\n  demo [--cluster double | --kubeconfig FILE]\n                            \
+                 build the example plugins and app, run the main job end to end\n  \
                  test [ARGS]               build the plugins, then run every test (`cargo test --workspace --features capstan/test-hooks ARGS`)\n  \
                  build                     build everything: the host and every plugin\n  \
                  plugins                   build the example and test plugins for {WASM_TARGET}"

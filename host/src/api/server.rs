@@ -465,7 +465,11 @@ async fn apply(
     let app = app_name(&path_of(app)?)?;
     let request: wire::ApplyRequest = parse_json(&body)?;
     let lc = api.lifecycle.clone();
-    started(blocking(move || lc.apply(&app, request.rekind)).await?)
+    let flags = lifecycle::ApplyFlags {
+        rekind: request.rekind,
+        adopt: request.adopt,
+    };
+    started(blocking(move || lc.apply_with(&app, flags)).await?)
 }
 
 async fn remove(

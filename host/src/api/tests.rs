@@ -366,6 +366,7 @@ fn the_typed_client_drives_the_real_server() {
 
     let rekind = wire::ApplyRequest {
         rekind: vec!["nope".into()],
+        ..wire::ApplyRequest::default()
     };
     let (status, code, message) = refused(c.apply("demo", &rekind));
     assert_eq!((status, code), (400, ErrorCode::Invalid), "{message}");

@@ -178,6 +178,9 @@ pub struct ApplyRequest {
     /// Components whose workload kind is decided again.
     #[serde(default)]
     pub rekind: Vec<String>,
+    /// Take over live objects no release of this app owns yet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopt: bool,
 }
 
 /// `POST /v1/apps/{app}/remove`; an empty body is the default.

@@ -10,15 +10,16 @@ use flate2::GzBuilder;
 use sha2::{Digest as _, Sha256};
 
 use super::manifest::{Digest, Manifest, ManifestEntry, is_reserved};
-use super::metadata::Metadata;
+use super::metadata::{Metadata, Plugin};
 use super::paths::check_entry_path;
 use super::{Error, MANIFEST_PATH, MAX_METADATA_BYTES, METADATA_PATH, SIGNATURE_PATH};
 use crate::trust::{Fingerprint, SigningKey};
 
-/// Checks one plugin component: called with the plugin's bundle path and
-/// bytes; returns a reason to reject it. The daemon passes a check that the
-/// component exports the capstan world.
-pub type PluginValidator<'a> = &'a dyn Fn(&str, &[u8]) -> Result<(), String>;
+/// Checks one plugin component: called with the plugin's `capstan.yaml`
+/// entry and its bytes; returns a reason to reject it. The CLI passes a
+/// check that the component exports the capstan world and that its
+/// `info()` agrees with the entry ([`super::check_plugin_routing`]).
+pub type PluginValidator<'a> = &'a dyn Fn(&Plugin, &[u8]) -> Result<(), String>;
 
 /// File mode of every archived file.
 const FILE_MODE: u32 = 0o644;
@@ -69,7 +70,7 @@ pub fn build(
     metadata.check_files(&manifest)?;
     for plugin in &metadata.plugins {
         let bytes = read_app_file(app_dir, &plugin.path)?;
-        validate_plugin(&plugin.path, &bytes).map_err(|reason| Error::PluginRejected {
+        validate_plugin(plugin, &bytes).map_err(|reason| Error::PluginRejected {
             path: plugin.path.clone(),
             reason,
         })?;
@@ -363,7 +364,7 @@ plugins:
         dir
     }
 
-    fn accept(_: &str, _: &[u8]) -> Result<(), String> {
+    fn accept(_: &crate::bundle::Plugin, _: &[u8]) -> Result<(), String> {
         Ok(())
     }
 
@@ -419,8 +420,9 @@ plugins:
         let app = app();
         let key = SigningKey::generate("k").unwrap();
         let seen = std::cell::RefCell::new(Vec::new());
-        let record = |path: &str, bytes: &[u8]| {
-            seen.borrow_mut().push((path.to_string(), bytes.to_vec()));
+        let record = |plugin: &Plugin, bytes: &[u8]| {
+            seen.borrow_mut()
+                .push((plugin.path.clone(), bytes.to_vec()));
             Err("no capstan world".to_string())
         };
         let out_dir = tempfile::tempdir().unwrap();

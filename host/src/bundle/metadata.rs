@@ -166,6 +166,52 @@ pub struct Plugin {
     pub charts: Vec<ChartName>,
 }
 
+/// Checks that what `capstan.yaml` routes to a plugin is what the plugin
+/// says it serves in its `info()`: every chart the entry lists must be one
+/// of `served_charts`, and every hook one of `served_hooks`. A plugin may
+/// serve more than one app routes to it (a plugin shared by several apps);
+/// routing a chart or hook it does not serve would make the daemon call it
+/// for nothing, so that is refused.
+///
+/// # Errors
+/// One line naming the plugin and both sides of the first disagreement.
+pub fn check_plugin_routing(
+    declared: &Plugin,
+    served_charts: &[String],
+    served_hooks: &[Hook],
+) -> Result<(), String> {
+    let unserved: Vec<&str> = declared
+        .charts
+        .iter()
+        .map(ChartName::as_str)
+        .filter(|chart| !served_charts.iter().any(|s| s == chart))
+        .collect();
+    if !unserved.is_empty() {
+        return Err(format!(
+            "capstan.yaml routes charts [{}] to {} but its info() serves charts [{}]",
+            unserved.join(", "),
+            declared.path,
+            served_charts.join(", ")
+        ));
+    }
+    let unserved: Vec<&str> = declared
+        .hooks
+        .iter()
+        .filter(|hook| !served_hooks.contains(hook))
+        .map(|hook| hook.as_str())
+        .collect();
+    if !unserved.is_empty() {
+        let served: Vec<&str> = served_hooks.iter().map(|h| h.as_str()).collect();
+        return Err(format!(
+            "capstan.yaml routes hooks [{}] to {} but its info() implements hooks [{}]",
+            unserved.join(", "),
+            declared.path,
+            served.join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// Which applied versions a bundle may update.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -593,6 +639,26 @@ components:
             }
             other => panic!("expected a syntax error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn plugin_routing_must_agree_with_info() {
+        let plugin = Plugin {
+            path: "plugins/ha.wasm".into(),
+            hooks: vec![Hook::SemanticCheck],
+            charts: vec![ChartName::parse("web").unwrap()],
+        };
+        let charts = |c: &[&str]| c.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(check_plugin_routing(&plugin, &charts(&["web", "api"]), &Hook::ALL).is_ok());
+        assert_eq!(
+            check_plugin_routing(&plugin, &charts(&["api"]), &Hook::ALL).unwrap_err(),
+            "capstan.yaml routes charts [web] to plugins/ha.wasm but its info() serves charts [api]"
+        );
+        assert_eq!(
+            check_plugin_routing(&plugin, &charts(&["web"]), &[Hook::PreApply]).unwrap_err(),
+            "capstan.yaml routes hooks [semantic-check] to plugins/ha.wasm but its info() \
+             implements hooks [pre-apply]"
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub use build::{BuildReport, HashingReader, PluginValidator, build};
 pub use manifest::{Digest, Manifest, ManifestEntry};
 pub use metadata::{
     Chart, ChartGroup, GroupMode, KubeVersion, KubernetesRange, Metadata, Plugin, Upgrades,
-    VersionSpec,
+    VersionSpec, check_plugin_routing,
 };
 pub use unpack::{Inspection, VerifiedBundle, inspect, verify, verify_and_unpack};
 pub use upgrade::check_upgrade;

@@ -92,6 +92,11 @@ enum AppCommand {
         /// Decide this component's workload kind again; may be repeated.
         #[arg(long, value_name = "COMPONENT")]
         rekind: Vec<String>,
+        /// Take over live objects that no release of this app owns yet
+        /// (objects made by hand or by another tool); without it such an
+        /// object is a conflict naming its owner.
+        #[arg(long)]
+        adopt: bool,
         /// Return once started instead of showing progress.
         #[arg(long)]
         no_wait: bool,
@@ -332,9 +337,10 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
         AppCommand::Apply {
             name,
             rekind,
+            adopt,
             no_wait,
         } => {
-            let started = client.apply(&name, &ApplyRequest { rekind })?;
+            let started = client.apply(&name, &ApplyRequest { rekind, adopt })?;
             follow(&client, format, &name, &started, no_wait)
         }
         AppCommand::Remove {

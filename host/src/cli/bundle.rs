@@ -232,7 +232,7 @@ fn render_metadata(metadata: &Metadata) -> String {
 mod tests {
     use super::*;
 
-    fn accept(_: &str, _: &[u8]) -> Result<(), String> {
+    fn accept(_: &crate::bundle::Plugin, _: &[u8]) -> Result<(), String> {
         Ok(())
     }
 

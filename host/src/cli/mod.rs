@@ -80,7 +80,7 @@ pub fn main() -> ExitCode {
         Command::Plugin(command) => plugin::run(command),
         Command::Bundle(args) => {
             let validator = plugin::ComponentValidator::default();
-            bundle::run(args, &|name, wasm| validator.validate(name, wasm))
+            bundle::run(args, &|plugin, wasm| validator.validate(plugin, wasm))
         }
         Command::Keygen(args) => bundle::run_keygen(args),
         Command::Template(args) => template::run(args),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
+use crate::bundle;
 use crate::model::{Hook, HookOutcome};
 use crate::sandbox::{App, CallContext, ComponentCache, Facts, Policy, Sandbox};
 
@@ -143,15 +144,16 @@ pub(crate) struct ComponentValidator {
 }
 
 impl ComponentValidator {
-    pub(crate) fn validate(&self, name: &str, wasm: &[u8]) -> Result<(), String> {
+    pub(crate) fn validate(&self, declared: &bundle::Plugin, wasm: &[u8]) -> Result<(), String> {
         let sandbox = self
             .sandbox
             .get_or_init(|| Sandbox::new(Policy::new()).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(Clone::clone)?;
-        sandbox
-            .load(name, wasm)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        let plugin = sandbox
+            .load(&declared.path, wasm)
+            .map_err(|e| e.to_string())?;
+        let info = plugin.info();
+        bundle::check_plugin_routing(declared, &info.charts, &info.hooks)
     }
 }

@@ -177,16 +177,12 @@ impl Lifecycle {
         let lock = lock_state(&paths)?;
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(paths.root())?);
         let secret = load_secret(&paths.secret_file())?;
-        let cache = ComponentCache::open(paths.cache()).map_err(|e| Error::Io {
-            what: format!("opening the plugin cache {}", paths.cache().display()),
-            source: std::io::Error::other(e.to_string()),
+        let cache = ComponentCache::open(paths.cache()).map_err(|source| Error::PluginCache {
+            path: paths.cache().display().to_string(),
+            source: Box::new(source),
         })?;
-        let sandbox =
-            Sandbox::with_cache(options.policy, cache).map_err(|source| Error::Plugin {
-                plugin: "(engine)".into(),
-                step: "start".into(),
-                source: Box::new(source),
-            })?;
+        let sandbox = Sandbox::with_cache(options.policy, cache)
+            .map_err(|source| Error::Engine(Box::new(source)))?;
         let checkpoints = if options.checkpoints_from_env {
             Checkpoints::from_env(paths.root().join("paused-at"))
         } else {
@@ -1121,8 +1117,7 @@ fn placeholder(app: &AppName) -> AppRecord {
 }
 
 fn poisoned() -> Error {
-    Error::Io {
-        what: "the table of running operations".into(),
-        source: std::io::Error::other("a thread panicked while holding its lock"),
+    Error::Poisoned {
+        what: "the table of running operations",
     }
 }

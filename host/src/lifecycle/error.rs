@@ -183,6 +183,41 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The plugin engine (wasmtime, its epoch ticker) could not start.
+    #[error("starting the plugin engine")]
+    Engine(#[source] Box<crate::sandbox::Error>),
+    /// The compiled-plugin cache folder could not be opened.
+    #[error("opening the plugin cache {path}")]
+    PluginCache {
+        /// The cache folder.
+        path: String,
+        /// What failed.
+        #[source]
+        source: Box<crate::sandbox::Error>,
+    },
+    /// The operating system gave no random bytes for the daemon's secret.
+    #[error("making the daemon secret {path}")]
+    Randomness {
+        /// The secret's file.
+        path: String,
+        /// What failed.
+        #[source]
+        source: getrandom::Error,
+    },
+    /// A worker thread of an operation (a chart of a parallel group)
+    /// panicked; the operation fails, the daemon goes on.
+    #[error("{what} panicked")]
+    WorkerPanicked {
+        /// Which worker.
+        what: String,
+    },
+    /// A lock shared by operations was poisoned by a thread that panicked
+    /// while holding it.
+    #[error("{what} is unusable: a thread panicked while holding its lock")]
+    Poisoned {
+        /// Which table.
+        what: &'static str,
+    },
     /// The state folder is held by another running daemon.
     #[error("state folder {path} is in use by another capstan daemon")]
     StateLocked {
@@ -223,7 +258,12 @@ impl Error {
                 | S::VolumeExists { .. },
             ) => ErrorClass::Conflict,
             Error::Store(_) | Error::StoredBundle { .. } | Error::Io { .. } => ErrorClass::Internal,
-            Error::StateLocked { .. } => ErrorClass::Internal,
+            Error::StateLocked { .. }
+            | Error::Engine(_)
+            | Error::PluginCache { .. }
+            | Error::Randomness { .. }
+            | Error::WorkerPanicked { .. }
+            | Error::Poisoned { .. } => ErrorClass::Internal,
             Error::Bundle(_)
             | Error::AppName { .. }
             | Error::WrongApp { .. }

@@ -392,9 +392,8 @@ impl Job<'_> {
             let mut first_error = None;
             for handle in handles {
                 let result = handle.join().unwrap_or_else(|_| {
-                    Err(Error::Io {
-                        what: format!("a chart of group {group} panicked while applying"),
-                        source: std::io::Error::other("panic"),
+                    Err(Error::WorkerPanicked {
+                        what: format!("applying a chart of group {group}"),
                     })
                 });
                 if let Err(e) = result {

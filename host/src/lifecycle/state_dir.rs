@@ -150,7 +150,10 @@ pub(super) fn load_secret(path: &Path) -> Result<[u8; 32], Error> {
         Err(e) => return Err(io("reading", e)),
     }
     let mut secret = [0u8; 32];
-    getrandom::fill(&mut secret).map_err(|e| io("making", std::io::Error::other(e.to_string())))?;
+    getrandom::fill(&mut secret).map_err(|source| Error::Randomness {
+        path: path.display().to_string(),
+        source,
+    })?;
     write_private(path, &secret).map_err(|e| io("writing", e))?;
     Ok(secret)
 }

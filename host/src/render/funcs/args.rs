@@ -15,7 +15,7 @@ pub fn exactly<'a, const N: usize>(
     args: &'a [Value],
 ) -> Result<&'a [Value; N], FuncError> {
     args.try_into().map_err(|_| {
-        FuncError(format!(
+        FuncError::argument(format!(
             "wrong number of args for {name}: want {N} got {}",
             args.len()
         ))
@@ -28,7 +28,7 @@ pub fn exactly<'a, const N: usize>(
 /// Go's "wrong number of args" message when there are fewer.
 pub fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), FuncError> {
     if args.len() < n {
-        return Err(FuncError(format!(
+        return Err(FuncError::argument(format!(
             "wrong number of args for {name}: want at least {n} got {}",
             args.len()
         )));
@@ -59,7 +59,7 @@ pub fn wrong_type(expected: &str, got: &Value) -> FuncError {
         Value::Null => "interface {}",
         other => type_name(other),
     };
-    FuncError(format!(
+    FuncError::argument(format!(
         "wrong type for value; expected {expected}; got {got}"
     ))
 }
@@ -162,5 +162,5 @@ pub fn names_type(name: &str, actual: &str, value: &Value) -> bool {
 
 /// The error Go gives when a Sprig function dereferences a nil argument.
 pub fn nil_pointer() -> FuncError {
-    FuncError("runtime error: invalid memory address or nil pointer dereference".into())
+    FuncError::call("runtime error: invalid memory address or nil pointer dereference")
 }

@@ -277,9 +277,9 @@ fn required(args: &[Value]) -> Result<Value, FuncError> {
     let [message, v] = exactly::<2>("required", args)?;
     let message = text(message)?;
     match v {
-        Value::Null => Err(FuncError(format!("{WARN_START}{message}{WARN_END}"))),
+        Value::Null => Err(FuncError::call(format!("{WARN_START}{message}{WARN_END}"))),
         Value::String(s) if s.is_empty() => {
-            Err(FuncError(format!("{WARN_START}{message}{WARN_END}")))
+            Err(FuncError::call(format!("{WARN_START}{message}{WARN_END}")))
         }
         other => Ok(other.clone()),
     }
@@ -289,7 +289,7 @@ fn required(args: &[Value]) -> Result<Value, FuncError> {
 /// `required` (Helm's engine replaces Sprig's `fail` with one that wraps).
 fn fail(args: &[Value]) -> Result<Value, FuncError> {
     let [message] = exactly::<1>("fail", args)?;
-    Err(FuncError(format!(
+    Err(FuncError::call(format!(
         "{WARN_START}{}{WARN_END}",
         text(message)?
     )))
@@ -404,12 +404,12 @@ mod tests {
         );
         assert_eq!(
             required(&["need x".into(), "".into()]),
-            Err(FuncError("HELM_ERR_STARTneed xHELM_ERR_END".into()))
+            Err(FuncError::call("HELM_ERR_STARTneed xHELM_ERR_END"))
         );
         assert!(required(&["need x".into(), Value::Null]).is_err());
         assert_eq!(
             fail(&["boom".into()]),
-            Err(FuncError("HELM_ERR_STARTboomHELM_ERR_END".into()))
+            Err(FuncError::call("HELM_ERR_STARTboomHELM_ERR_END"))
         );
         let args: Vec<Value> = ["v1", "Secret", "ns", "name"]
             .iter()

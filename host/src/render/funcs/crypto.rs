@@ -69,7 +69,7 @@ fn sha256_pkcs1v15() -> Pkcs1v15Sign {
 }
 
 fn crypto_error(step: &str, e: impl std::fmt::Display) -> FuncError {
-    FuncError(format!("{step}: {e}"))
+    FuncError::call(format!("{step}: {e}"))
 }
 
 fn new_rsa_key(bits: usize) -> Result<RsaPrivateKey, FuncError> {
@@ -104,7 +104,7 @@ fn parse_rsa_key(pem_text: &str) -> Result<RsaPrivateKey, String> {
 
 /// A key argument of the `*WithKey` functions.
 fn key_arg(value: &Value) -> Result<RsaPrivateKey, FuncError> {
-    parse_rsa_key(text(value)?).map_err(|e| FuncError(format!("parsing private key: {e}")))
+    parse_rsa_key(text(value)?).map_err(|e| FuncError::call(format!("parsing private key: {e}")))
 }
 
 /// Sprig's `genPrivateKey TYPE`: `rsa` (4096 bits) or `ed25519`; other
@@ -318,8 +318,8 @@ fn ip_list(value: &Value) -> Result<Vec<IpAddr>, FuncError> {
     list_items(value, |item| match item {
         Value::String(s) => s
             .parse()
-            .map_err(|_| FuncError(format!("error parsing ip: {s}"))),
-        other => Err(FuncError(format!(
+            .map_err(|_| FuncError::call(format!("error parsing ip: {s}"))),
+        other => Err(FuncError::call(format!(
             "error parsing ip: {other} is not a string"
         ))),
     })
@@ -329,7 +329,7 @@ fn ip_list(value: &Value) -> Result<Vec<IpAddr>, FuncError> {
 fn dns_list(value: &Value) -> Result<Vec<String>, FuncError> {
     list_items(value, |item| match item {
         Value::String(s) => Ok(s.clone()),
-        other => Err(FuncError(format!(
+        other => Err(FuncError::call(format!(
             "error processing alternate dns name: {other} is not a string"
         ))),
     })
@@ -402,15 +402,13 @@ fn issuer_of(ca: &Value) -> Result<Issuer, FuncError> {
     };
     let cert_pem = ca.get("Cert").and_then(Value::as_str).unwrap_or("");
     let key_pem = ca.get("Key").and_then(Value::as_str).unwrap_or("");
-    let (_, cert) = der::pem_decode(cert_pem)
-        .ok_or_else(|| FuncError("unable to decode certificate".into()))?;
+    let (_, cert) =
+        der::pem_decode(cert_pem).ok_or_else(|| FuncError::call("unable to decode certificate"))?;
     let (name, key_id) = subject_and_key_id(&cert).ok_or_else(|| {
-        FuncError(
-            "error parsing certificate: decodedSignerCert.Bytes: malformed certificate".into(),
-        )
+        FuncError::call("error parsing certificate: decodedSignerCert.Bytes: malformed certificate")
     })?;
-    let key =
-        parse_rsa_key(key_pem).map_err(|e| FuncError(format!("error parsing private key: {e}")))?;
+    let key = parse_rsa_key(key_pem)
+        .map_err(|e| FuncError::call(format!("error parsing private key: {e}")))?;
     Ok(Issuer { name, key_id, key })
 }
 
@@ -469,18 +467,18 @@ fn build_custom_cert(args: &[Value]) -> Result<Value, FuncError> {
     let [cert, key] = exactly::<2>("buildCustomCert", args)?;
     let decode = |v: &Value, what: &str| -> Result<String, FuncError> {
         let bytes = super::encoding::base64_decode(text(v)?)
-            .map_err(|_| FuncError(format!("unable to decode base64 {what}")))?;
+            .map_err(|_| FuncError::call(format!("unable to decode base64 {what}")))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
     let (cert, key) = (decode(cert, "certificate")?, decode(key, "private key")?);
     let (_, der) =
-        der::pem_decode(&cert).ok_or_else(|| FuncError("unable to decode certificate".into()))?;
+        der::pem_decode(&cert).ok_or_else(|| FuncError::call("unable to decode certificate"))?;
     if subject_and_key_id(&der).is_none() {
-        return Err(FuncError(
-            "error parsing certificate: decodedCert.Bytes: malformed certificate".into(),
+        return Err(FuncError::call(
+            "error parsing certificate: decodedCert.Bytes: malformed certificate",
         ));
     }
-    parse_rsa_key(&key).map_err(|e| FuncError(format!("error parsing private key: {e}")))?;
+    parse_rsa_key(&key).map_err(|e| FuncError::call(format!("error parsing private key: {e}")))?;
     let mut out = Map::new();
     out.insert("Cert".into(), Value::String(cert));
     out.insert("Key".into(), Value::String(key));
@@ -739,7 +737,10 @@ mod tests {
             Value::Int(1),
             ca,
         ]);
-        assert_eq!(bad_ip.map_err(|e| e.0), Err("error parsing ip: x".into()));
+        assert_eq!(
+            bad_ip.map_err(|e| e.message),
+            Err("error parsing ip: x".into())
+        );
         assert!(
             gen_signed_cert(&[
                 "svc".into(),

@@ -829,7 +829,7 @@ fn date_modify(args: &[Value]) -> Result<Value, FuncError> {
 fn must_date_modify(args: &[Value]) -> Result<Value, FuncError> {
     let [d, value] = exactly::<2>("mustDateModify", args)?;
     let t = time_arg(value)?;
-    let nanos = parse_duration(text(d)?).map_err(FuncError)?;
+    let nanos = parse_duration(text(d)?).map_err(FuncError::call)?;
     Ok(t.add_nanos(nanos).go_string().into())
 }
 
@@ -846,7 +846,7 @@ fn must_to_date(args: &[Value]) -> Result<Value, FuncError> {
     let [layout, value] = exactly::<2>("mustToDate", args)?;
     parse_layout(text(layout)?, text(value)?)
         .map(|t| Value::String(t.go_string()))
-        .map_err(FuncError)
+        .map_err(FuncError::call)
 }
 
 /// `ago TIME`: the time since, rounded to seconds.

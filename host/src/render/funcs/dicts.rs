@@ -207,7 +207,7 @@ fn deep_copy(args: &[Value]) -> Result<Value, FuncError> {
 /// is missing.
 fn dig(args: &[Value]) -> Result<Value, FuncError> {
     if args.len() < 3 {
-        return Err(FuncError("dig needs at least three arguments".into()));
+        return Err(FuncError::call("dig needs at least three arguments"));
     }
     let (path, rest) = args.split_at(args.len() - 2);
     let default = &rest[0];
@@ -240,7 +240,7 @@ fn conversion_error(value: &Value, wanted: &str) -> FuncError {
         Value::Null => "nil",
         other => type_name(other),
     };
-    FuncError(format!(
+    FuncError::call(format!(
         "interface conversion: interface {{}} is {got}, not {wanted}"
     ))
 }
@@ -350,7 +350,7 @@ mod tests {
             Ok("def".into())
         );
         assert_eq!(
-            dig(&["a".into(), "s".into(), "t".into(), "def".into(), m]).map_err(|e| e.0),
+            dig(&["a".into(), "s".into(), "t".into(), "def".into(), m]).map_err(|e| e.message),
             Err("interface conversion: interface {} is string, not map[string]interface {}".into())
         );
     }

@@ -236,8 +236,8 @@ fn must_to_yaml(args: &[Value]) -> Result<Value, FuncError> {
     let [v] = exactly::<1>("mustToYaml", args)?;
     let out = values::to_yaml_trimmed(v);
     if out.is_empty() {
-        return Err(FuncError(
-            "json: unsupported value: cannot marshal to yaml".into(),
+        return Err(FuncError::call(
+            "json: unsupported value: cannot marshal to yaml",
         ));
     }
     Ok(out.into())
@@ -333,7 +333,7 @@ fn must_to_json(args: &[Value]) -> Result<Value, FuncError> {
     let [v] = exactly::<1>("mustToJson", args)?;
     values::try_to_json(v)
         .map(Value::String)
-        .map_err(|e| FuncError(e.to_string()))
+        .map_err(|e| FuncError::call(e.to_string()))
 }
 
 fn to_pretty_json(args: &[Value]) -> Result<Value, FuncError> {
@@ -343,7 +343,7 @@ fn to_pretty_json(args: &[Value]) -> Result<Value, FuncError> {
 
 fn must_to_pretty_json(args: &[Value]) -> Result<Value, FuncError> {
     let [v] = exactly::<1>("mustToPrettyJson", args)?;
-    values::try_to_json(v).map_err(|e| FuncError(e.to_string()))?;
+    values::try_to_json(v).map_err(|e| FuncError::call(e.to_string()))?;
     Ok(values::to_pretty_json(v).into())
 }
 
@@ -354,7 +354,7 @@ fn to_raw_json(args: &[Value]) -> Result<Value, FuncError> {
 
 fn must_to_raw_json(args: &[Value]) -> Result<Value, FuncError> {
     let [v] = exactly::<1>("mustToRawJson", args)?;
-    values::try_to_json(v).map_err(|e| FuncError(e.to_string()))?;
+    values::try_to_json(v).map_err(|e| FuncError::call(e.to_string()))?;
     Ok(values::to_raw_json(v).into())
 }
 
@@ -367,7 +367,7 @@ fn from_json(args: &[Value]) -> Result<Value, FuncError> {
 /// `mustFromJson S`: any JSON value, or an error.
 fn must_from_json(args: &[Value]) -> Result<Value, FuncError> {
     let [s] = exactly::<1>("mustFromJson", args)?;
-    parse_json(text(s)?).map_err(FuncError)
+    parse_json(text(s)?).map_err(FuncError::call)
 }
 
 fn from_json_array(args: &[Value]) -> Result<Value, FuncError> {
@@ -385,7 +385,7 @@ fn to_toml(args: &[Value]) -> Result<Value, FuncError> {
 
 fn must_to_toml(args: &[Value]) -> Result<Value, FuncError> {
     let [v] = exactly::<1>("mustToToml", args)?;
-    toml_document(v).map(Value::String).map_err(FuncError)
+    toml_document(v).map(Value::String).map_err(FuncError::call)
 }
 
 /// Encodes a top-level map as BurntSushi/toml's `Encoder` does: plain keys
@@ -583,7 +583,7 @@ mod tests {
         assert_eq!(b32enc(&[s("hi")]), Ok(s("NBUQ====")));
         assert_eq!(b32dec(&[s("NBUQ====")]), Ok(s("hi")));
         assert_eq!(
-            b64enc(&[Value::Int(1)]).map_err(|e| e.0),
+            b64enc(&[Value::Int(1)]).map_err(|e| e.message),
             Err("wrong type for value; expected string; got int64".into())
         );
     }

@@ -46,7 +46,7 @@ fn items<'a>(value: &'a Value, operation: &str) -> Result<&'a [Value], FuncError
     match value {
         Value::List(items) => Ok(items),
         Value::Null => Err(nil_pointer()),
-        other => Err(FuncError(format!(
+        other => Err(FuncError::call(format!(
             "Cannot {operation} on type {}",
             kind(other)
         ))),
@@ -162,7 +162,7 @@ fn concat(args: &[Value]) -> Result<Value, FuncError> {
             Value::List(items) => out.extend_from_slice(items),
             Value::Null => return Err(nil_pointer()),
             other => {
-                return Err(FuncError(format!(
+                return Err(FuncError::call(format!(
                     "Cannot concat type {} as list",
                     kind(other)
                 )));
@@ -178,7 +178,7 @@ fn chunk(args: &[Value]) -> Result<Value, FuncError> {
     let size = integer(size)?;
     let items = items(list, "chunk")?;
     if size <= 0 {
-        return Err(FuncError("runtime error: integer divide by zero".into()));
+        return Err(FuncError::call("runtime error: integer divide by zero"));
     }
     Ok(Value::List(
         items
@@ -200,7 +200,7 @@ fn must_slice(args: &[Value]) -> Result<Value, FuncError> {
         .get(2)
         .map_or(items.len() as i64, super::convert::to_int64);
     if start < 0 || end < start || end > items.len() as i64 {
-        return Err(FuncError(format!(
+        return Err(FuncError::call(format!(
             "reflect: slice index out of range [{start}:{end}]"
         )));
     }
@@ -232,7 +232,7 @@ mod tests {
     }
 
     fn err(f: Function, args: &[Value]) -> String {
-        f(args).err().map(|e| e.0).unwrap_or_default()
+        f(args).err().map(|e| e.message).unwrap_or_default()
     }
 
     #[test]

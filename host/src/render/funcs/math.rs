@@ -59,7 +59,7 @@ fn mul(args: &[Value]) -> Result<Value, FuncError> {
 }
 
 fn divide_by_zero() -> FuncError {
-    FuncError("runtime error: integer divide by zero".into())
+    FuncError::call("runtime error: integer divide by zero")
 }
 
 /// `div A B`: integer division truncating toward zero.
@@ -308,7 +308,7 @@ fn mulf(args: &[Value]) -> Result<Value, FuncError> {
 fn divf(args: &[Value]) -> Result<Value, FuncError> {
     at_least("divf", args, 1)?;
     if args[1..].iter().any(|v| to_float64(v) == 0.0) {
-        return Err(FuncError("decimal division by 0".into()));
+        return Err(FuncError::call("decimal division by 0"));
     }
     Ok(decimal_fold(&args[0], &args[1..], Decimal::div, |a, b| {
         a / b
@@ -356,7 +356,9 @@ fn check_range(start: i64, stop: i64, step: i64) -> Result<(), FuncError> {
     let span = (stop as i128 - start as i128).unsigned_abs();
     let count = span / (step as i128).unsigned_abs().max(1);
     if count > MAX_RANGE as u128 {
-        return Err(FuncError(format!("range of {count} elements is too large")));
+        return Err(FuncError::call(format!(
+            "range of {count} elements is too large"
+        )));
     }
     Ok(())
 }

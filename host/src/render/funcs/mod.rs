@@ -60,11 +60,45 @@ pub type Function = fn(&[Value]) -> Result<Value, FuncError>;
 /// A template function failed; the message is what Go would print after
 /// `error calling NAME: `.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FuncError(pub String);
+pub struct FuncError {
+    /// Whether Go would have refused the call before making it.
+    pub kind: FuncErrorKind,
+    /// The message.
+    pub message: String,
+}
+
+/// Which check a template function failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FuncErrorKind {
+    /// Go's argument check (`wrong number of args ...`, `wrong type for
+    /// value ...`), made before the call: Go prints it without the
+    /// `error calling NAME: ` prefix.
+    Argument,
+    /// The function ran and returned an error.
+    Call,
+}
+
+impl FuncError {
+    /// An error the function itself returned.
+    pub fn call(message: impl Into<String>) -> Self {
+        FuncError {
+            kind: FuncErrorKind::Call,
+            message: message.into(),
+        }
+    }
+
+    /// A failed argument check.
+    pub fn argument(message: impl Into<String>) -> Self {
+        FuncError {
+            kind: FuncErrorKind::Argument,
+            message: message.into(),
+        }
+    }
+}
 
 impl fmt::Display for FuncError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -140,8 +174,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 /// function and so without the `error calling NAME: ` prefix it puts on
 /// errors the function itself returns.
 pub fn is_argument_error(error: &FuncError) -> bool {
-    error.0.starts_with("wrong number of args for ")
-        || error.0.starts_with("wrong type for value; ")
+    error.kind == FuncErrorKind::Argument
 }
 
 /// Whether Go's version of the function mutates the map passed as its first

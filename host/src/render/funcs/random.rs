@@ -28,7 +28,7 @@ pub(super) const FUNCTIONS: &[(&str, Function)] = &[
 /// Fills a buffer from the operating system's random source.
 fn random_bytes(len: usize) -> Result<Vec<u8>, FuncError> {
     let mut buf = vec![0u8; len];
-    getrandom::fill(&mut buf).map_err(|e| FuncError(format!("reading random bytes: {e}")))?;
+    getrandom::fill(&mut buf).map_err(|e| FuncError::call(format!("reading random bytes: {e}")))?;
     Ok(buf)
 }
 
@@ -57,7 +57,7 @@ fn random_string(count: &Value, alphabet: &[u8]) -> Result<Value, FuncError> {
         return Ok("".into());
     }
     if count > MAX_RANDOM_LEN {
-        return Err(FuncError(format!(
+        return Err(FuncError::call(format!(
             "random string length {count} is over the limit of {MAX_RANDOM_LEN}"
         )));
     }
@@ -101,7 +101,7 @@ fn rand_int(args: &[Value]) -> Result<Value, FuncError> {
     let span = max
         .checked_sub(min)
         .filter(|s| *s > 0)
-        .ok_or_else(|| FuncError("invalid argument to Intn".into()))?;
+        .ok_or_else(|| FuncError::call("invalid argument to Intn"))?;
     Ok(Value::Int(min + random_below(span as u64)? as i64))
 }
 
@@ -110,7 +110,7 @@ fn rand_bytes(args: &[Value]) -> Result<Value, FuncError> {
     let [count] = exactly::<1>("randBytes", args)?;
     let count = integer(count)?;
     if !(0..=MAX_RANDOM_LEN).contains(&count) {
-        return Err(FuncError(format!(
+        return Err(FuncError::call(format!(
             "randBytes count {count} is out of range"
         )));
     }

@@ -151,7 +151,7 @@ fn is_repetition(chars: &[char], i: usize) -> bool {
 /// Go's `error parsing regexp` prefix with the pattern.
 pub fn compile(pattern: &str) -> Result<Regex, FuncError> {
     Regex::new(&translate(pattern)).map_err(|_| {
-        FuncError(format!(
+        FuncError::call(format!(
             "error parsing regexp: invalid pattern: `{pattern}`"
         ))
     })

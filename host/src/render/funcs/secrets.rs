@@ -65,7 +65,7 @@ fn encrypt_aes(args: &[Value]) -> Result<Value, FuncError> {
     let padding = 16 - content.len() % 16;
     content.extend(std::iter::repeat_n(padding as u8, padding));
     let mut out = vec![0u8; 16];
-    getrandom::fill(&mut out).map_err(|e| FuncError(format!("reading random bytes: {e}")))?;
+    getrandom::fill(&mut out).map_err(|e| FuncError::call(format!("reading random bytes: {e}")))?;
     let mut previous: [u8; 16] = [0; 16];
     previous.copy_from_slice(&out);
     for chunk in content.chunks(16) {
@@ -88,9 +88,9 @@ fn decrypt_aes(args: &[Value]) -> Result<Value, FuncError> {
     if encrypted.is_empty() {
         return Ok("".into());
     }
-    let data = base64_decode(encrypted).map_err(FuncError)?;
+    let data = base64_decode(encrypted).map_err(FuncError::call)?;
     if data.len() < 32 || data.len() % 16 != 0 {
-        return Err(FuncError("crypto/cipher: input not full blocks".into()));
+        return Err(FuncError::call("crypto/cipher: input not full blocks"));
     }
     let cipher = cipher_for(password);
     let mut plain = Vec::with_capacity(data.len() - 16);
@@ -104,7 +104,7 @@ fn decrypt_aes(args: &[Value]) -> Result<Value, FuncError> {
     }
     let padding = usize::from(*plain.last().unwrap_or(&0));
     if padding > plain.len() {
-        return Err(FuncError(format!(
+        return Err(FuncError::call(format!(
             "runtime error: slice bounds out of range [:{}]",
             plain.len() as i64 - padding as i64
         )));

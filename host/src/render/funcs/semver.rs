@@ -363,7 +363,7 @@ pub fn constraint_matches(constraint: &str, version: &Version) -> Result<bool, S
 /// `semver V`: the version's parts as a map.
 fn semver(args: &[Value]) -> Result<Value, FuncError> {
     let [v] = exactly::<1>("semver", args)?;
-    let v = Version::parse(text(v)?).map_err(FuncError)?;
+    let v = Version::parse(text(v)?).map_err(FuncError::call)?;
     let mut map = Map::new();
     map.insert("Major".into(), Value::Int(v.major as i64));
     map.insert("Minor".into(), Value::Int(v.minor as i64));
@@ -378,10 +378,10 @@ fn semver(args: &[Value]) -> Result<Value, FuncError> {
 fn semver_compare(args: &[Value]) -> Result<Value, FuncError> {
     let [constraint, version] = exactly::<2>("semverCompare", args)?;
     let (constraint, version) = (text(constraint)?, text(version)?);
-    let version = Version::parse(version).map_err(FuncError)?;
+    let version = Version::parse(version).map_err(FuncError::call)?;
     constraint_matches(constraint, &version)
         .map(Value::Bool)
-        .map_err(FuncError)
+        .map_err(FuncError::call)
 }
 
 #[cfg(test)]

@@ -184,7 +184,7 @@ fn substr(args: &[Value]) -> Result<Value, FuncError> {
         (start, end)
     };
     if from > to || to > len || to < 0 {
-        return Err(FuncError(format!(
+        return Err(FuncError::call(format!(
             "runtime error: slice bounds out of range [{from}:{to}]"
         )));
     }
@@ -195,9 +195,9 @@ fn repeat(args: &[Value]) -> Result<Value, FuncError> {
     let [count, s] = exactly::<2>("repeat", args)?;
     let (count, s) = (integer(count)?, text(s)?);
     let count =
-        usize::try_from(count).map_err(|_| FuncError("strings: negative Repeat count".into()))?;
+        usize::try_from(count).map_err(|_| FuncError::call("strings: negative Repeat count"))?;
     if s.len().saturating_mul(count) > MAX_OUTPUT_BYTES {
-        return Err(FuncError("strings: Repeat output length overflow".into()));
+        return Err(FuncError::call("strings: Repeat output length overflow"));
     }
     Ok(s.repeat(count).into())
 }
@@ -521,11 +521,13 @@ fn indent_text(name: &str, args: &[Value], prefix: &str) -> Result<String, FuncE
     let [spaces, s] = exactly::<2>(name, args)?;
     let (spaces, s) = (integer(spaces)?, text(s)?);
     let spaces =
-        usize::try_from(spaces).map_err(|_| FuncError("strings: negative Repeat count".into()))?;
+        usize::try_from(spaces).map_err(|_| FuncError::call("strings: negative Repeat count"))?;
     let lines = s.bytes().filter(|b| *b == b'\n').count() + 1;
     let padding = spaces.saturating_mul(lines);
     if padding > MAX_OUTPUT_BYTES {
-        return Err(FuncError(format!("indent of {spaces} spaces is too large")));
+        return Err(FuncError::call(format!(
+            "indent of {spaces} spaces is too large"
+        )));
     }
     let mut out = String::with_capacity(prefix.len() + s.len() + padding);
     out.push_str(prefix);

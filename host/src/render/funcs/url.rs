@@ -107,7 +107,8 @@ fn hostname(host: &str) -> &str {
 /// and userinfo.
 fn url_parse(args: &[Value]) -> Result<Value, FuncError> {
     let [raw] = exactly::<1>("urlParse", args)?;
-    let url = parse_url(text(raw)?).map_err(|e| FuncError(format!("unable to parse url: {e}")))?;
+    let url =
+        parse_url(text(raw)?).map_err(|e| FuncError::call(format!("unable to parse url: {e}")))?;
     let mut map = Map::new();
     map.insert("scheme".into(), url.scheme.clone().into());
     map.insert("host".into(), url.host.clone().into());

@@ -711,7 +711,15 @@ impl<'s> Engine<'s> {
                 Ok(v) => Val::Owned(v),
                 Err(e) => {
                     f.at = Some((cmd.pos, cmd.to_string()));
-                    return Err(self.err(f, format!("error calling {name}: {}", e.0)));
+                    // Go checks arguments before the call and reports
+                    // that without the `error calling` prefix.
+                    let message = match e.kind {
+                        funcs::FuncErrorKind::Argument => e.message,
+                        funcs::FuncErrorKind::Call => {
+                            format!("error calling {name}: {}", e.message)
+                        }
+                    };
+                    return Err(self.err(f, message));
                 }
             };
             if funcs::mutates_first_argument(name)
@@ -761,7 +769,7 @@ impl<'s> Engine<'s> {
             let plain: Vec<Value> = vals.into_iter().map(Val::into_value).collect();
             func(&plain)
                 .map(Val::Owned)
-                .map_err(|e| builtins::CallError::Call(e.0))
+                .map_err(|e| builtins::CallError::Call(e.message))
         } else {
             Err(builtins::CallError::Plain(format!(
                 "function {name:?} not defined"

@@ -67,9 +67,15 @@ pub fn send(
     }
     req.push_str("\r\n");
     stream.write_all(req.as_bytes())?;
-    stream.write_all(body.as_bytes())?;
+    // A server that refuses a body (413) may answer and close before the
+    // body is all written: the answer is still there to read.
+    let written = stream.write_all(body.as_bytes());
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
+    let read = stream.read_to_end(&mut raw);
+    if raw.is_empty() {
+        written?;
+        read?;
+    }
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
