@@ -146,6 +146,9 @@ impl Cluster {
     }
 
     /// `GET` of a raw path (discovery documents).
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
     pub async fn get_path(&self, path: &str) -> Result<Option<Value>, Error> {
         let op = Op {
             verb: Verb::Discover,
@@ -163,6 +166,9 @@ impl Cluster {
     }
 
     /// The live object `id` of `kind` in `namespace`; `None` on 404.
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
     pub async fn get(
         &self,
         kind: &Kind,
@@ -180,6 +186,9 @@ impl Cluster {
 
     /// The items of a collection, filtered by label and field selectors
     /// (one page of at most 500; enough for diagnostics).
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
     pub async fn list(
         &self,
         kind: &Kind,
@@ -211,6 +220,9 @@ impl Cluster {
     /// field validation; `dry_run` sends `dryRun=All`, `force` takes
     /// fields other managers own. Returns the object as the server has
     /// (or would have) it.
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
     pub async fn apply(
         &self,
         kind: &Kind,
@@ -256,6 +268,9 @@ impl Cluster {
 
     /// Deletes `id` with the given propagation (`Background` or
     /// `Orphan`); `false` when it was already gone (404).
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
     pub async fn delete(
         &self,
         kind: &Kind,

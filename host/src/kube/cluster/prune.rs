@@ -73,6 +73,9 @@ fn keep_annotated(live: &Value) -> bool {
 
 /// The kind of a recorded object, or `None` when the server no longer
 /// serves it (its CRD is gone, so the object is too).
+///
+/// # Errors
+/// Discovery's or the API server's error, after retries.
 pub async fn resolve_recorded(cluster: &Cluster, id: &ObjectRef) -> Result<Option<Kind>, Error> {
     match cluster
         .discovery
@@ -89,6 +92,9 @@ pub async fn resolve_recorded(cluster: &Cluster, id: &ObjectRef) -> Result<Optio
 /// returns what to wait for, or `None` when there is nothing to wait
 /// for (gone already, protected, no longer served). Protected and absent
 /// objects leave the inventory.
+///
+/// # Errors
+/// Discovery's or the API server's error, after retries.
 pub async fn start_deleting(
     cluster: &Cluster,
     release: &Release,
