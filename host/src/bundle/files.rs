@@ -180,14 +180,14 @@ impl<'scope> FileWorker<'scope> {
         self.jobs = None;
         match self.handle.take().map(ScopedJoinHandle::join) {
             Some(Ok(result)) => result,
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            Some(Err(_panic)) => Err(Error::FileWorkerStopped),
             None => Ok(()),
         }
     }
 }
 
 fn worker_gone() -> Error {
-    Error::FileWorker(std::io::Error::other("the file worker stopped early"))
+    Error::FileWorkerStopped
 }
 
 /// The worker's loop: handles jobs until the channel closes or one fails.

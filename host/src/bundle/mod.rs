@@ -314,10 +314,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The thread that hashes and writes files could not be started or
-    /// stopped unexpectedly.
+    /// The thread that hashes and writes files could not be started.
     #[error("cannot run the bundle file worker thread")]
     FileWorker(#[source] std::io::Error),
+    /// The file worker stopped before the archive was read to its end (it
+    /// panicked, or went away without reporting an error).
+    #[error("the bundle file worker stopped early")]
+    FileWorkerStopped,
     /// Moving a verified bundle to its destination failed.
     #[error("cannot move the verified bundle to {}", dest.display())]
     Commit {

@@ -69,6 +69,10 @@ pub(crate) struct NewDecision {
 pub(crate) struct ChartPlan {
     /// The objects the target should hold for the chart.
     pub desired: Vec<Resource>,
+    /// The chart's Helm hook objects (`helm.sh/hook`), in the namespace of
+    /// the release when they name none; not part of `desired` (a target
+    /// runs them around the apply, as Helm does).
+    pub hooks: Vec<Resource>,
     /// Decisions made now (first applies and rekinds), to store on commit.
     pub new_decisions: Vec<NewDecision>,
     /// Things a person should know; the plan succeeded.
@@ -112,6 +116,20 @@ pub(crate) fn plan_chart(input: &ChartInput<'_>) -> Result<ChartPlan, Error> {
         .into_iter()
         .map(|r| with_namespace(r.object, &input.release.namespace))
         .collect();
+    let hooks = rendered
+        .hook_objects()
+        .map_err(render_err)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let label = format!("{} hook {} ({})", input.name, i + 1, r.source);
+            Resource::from_value(with_namespace(r.object, &input.release.namespace), label)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| Error::Kube {
+            chart: input.name.to_owned(),
+            source: Box::new(source),
+        })?;
     let mut warnings = Vec::new();
     let (objects, new_decisions) = transform_workloads(input, objects, &mut warnings)?;
     let desired = objects
@@ -125,6 +143,7 @@ pub(crate) fn plan_chart(input: &ChartInput<'_>) -> Result<ChartPlan, Error> {
         })?;
     Ok(ChartPlan {
         desired,
+        hooks,
         new_decisions,
         warnings,
     })
