@@ -40,6 +40,8 @@
 
 pub mod cluster;
 mod dir;
+pub mod hooks;
+pub mod live_diff;
 mod manifest;
 mod plan;
 mod target;
@@ -47,6 +49,8 @@ mod target;
 pub use crate::model::{ObjectKey, ObjectRef};
 pub use cluster::{ClusterOptions, ClusterTarget, Connect};
 pub use dir::DirTarget;
+pub use hooks::HookEvent;
+pub use live_diff::{LiveChange, LiveDiff, MASK, MASK_CHANGED};
 pub use manifest::{Resource, parse_manifests};
 pub use plan::{
     ApplyPlan, Changed, Diff, INSTALL_ORDER, UNINSTALL_ORDER, diff, plan_apply, plan_remove,
