@@ -122,11 +122,7 @@ pub fn live_diff(
         (Some(_), Some(_)) => LiveChange::Update,
     };
     let (live, desired, secret_changes) = mask_secrets(live, desired);
-    let yaml = |v: &Option<Value>| {
-        v.as_ref()
-            .map(|v| yaml_text(v))
-            .unwrap_or_default()
-    };
+    let yaml = |v: &Option<Value>| v.as_ref().map(yaml_text).unwrap_or_default();
     Some(LiveDiff {
         object,
         change,
@@ -168,11 +164,23 @@ mod tests {
         let diff = live_diff(secret_ref(), Some(&live), Some(&desired)).unwrap();
         assert_eq!(diff.change, LiveChange::Update);
         assert_eq!(diff.secret_changes, ["password", "token"]);
-        assert!(!diff.text.contains("b2xk") && !diff.text.contains("bmV3"), "{}", diff.text);
+        assert!(
+            !diff.text.contains("b2xk") && !diff.text.contains("bmV3"),
+            "{}",
+            diff.text
+        );
         assert!(!diff.text.contains("YWRtaW4="), "{}", diff.text);
         assert!(diff.text.contains("-  password: '***'"), "{}", diff.text);
-        assert!(diff.text.contains("+  password: '*** (changed)'"), "{}", diff.text);
-        assert!(diff.text.contains("+  token: '*** (changed)'"), "{}", diff.text);
+        assert!(
+            diff.text.contains("+  password: '*** (changed)'"),
+            "{}",
+            diff.text
+        );
+        assert!(
+            diff.text.contains("+  token: '*** (changed)'"),
+            "{}",
+            diff.text
+        );
         assert_eq!(live_diff(secret_ref(), Some(&live), Some(&live)), None);
     }
 

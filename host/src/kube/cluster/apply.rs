@@ -29,10 +29,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::client::Cluster;
+use super::delete::delete_until_gone;
 use super::discovery::Kind;
 use super::error::Error;
 use super::inventory::{Inventory, Owner, owner, secret_name, with_ownership};
 use super::prune;
+use super::recreate;
 use super::stages::{Stage, stages};
 use super::wait::{self, Awaited};
 use crate::kube::target::{ApplyEvent, ApplyOptions, Change, ProgressSink};
@@ -160,10 +162,10 @@ impl Record {
 /// An object ready to send: its identity with the namespace it really
 /// goes to (none for cluster-scoped kinds), its kind, and the body with
 /// ownership metadata.
-struct Prepared {
-    id: ObjectRef,
-    kind: Kind,
-    body: Value,
+pub(super) struct Prepared {
+    pub(super) id: ObjectRef,
+    pub(super) kind: Kind,
+    pub(super) body: Value,
 }
 
 /// Applies `plan` for `release`: stages in order, each waited for
@@ -191,6 +193,8 @@ pub async fn apply_release(
         .collect();
     let mut namespaces = Namespaces::default();
     namespaces.ensure(cluster, &release.namespace).await?;
+    let times = (deadline, timeout, settings.poll);
+    rekind(cluster, release, plan, &mut record, times, progress).await?;
 
     let mut result = Applied::default();
     for (stage, members) in stages(plan.to_apply()) {
@@ -211,8 +215,14 @@ pub async fn apply_release(
             let live = cluster
                 .get(&p.kind, p.id.namespace.as_deref(), &p.id)
                 .await?;
-            if let Some(live) = &live {
-                check_owner(release, p, live, &owned_before, &namespaces, options)?;
+            let mut live = live;
+            if let Some(found) = &live {
+                check_owner(release, p, found, &owned_before, &namespaces, options)?;
+                if owned_before.contains(&p.id.key())
+                    && let Some(now) = recreate::release_volume(cluster, p, found).await?
+                {
+                    live = Some(now);
+                }
             }
             lives.push(live);
         }
@@ -222,7 +232,8 @@ pub async fn apply_release(
         record.save(cluster, release).await?;
         for (index, (p, live)) in prepared.iter().zip(&lives).enumerate() {
             let force = options.adopt && !owned_before.contains(&p.id.key());
-            match apply_one(cluster, p, live.as_ref(), force).await {
+            let again = recreate::opted_in(options, &p.id).then_some(times);
+            match apply_one(cluster, p, live.as_ref(), force, again).await {
                 Ok(change) => {
                     record.inventory.mark_applied(&p.id);
                     match change {
@@ -293,8 +304,14 @@ async fn prepare(
     resource: &Resource,
     deadline: Instant,
 ) -> Result<Prepared, Error> {
+    let kind = resolve(cluster, settings, plan.to_apply(), resource.id(), deadline).await?;
+    Ok(place(release, resource, kind))
+}
+
+/// `resource` as it is sent for `release`: in the namespace it really
+/// goes to (none for a cluster-scoped `kind`), with ownership metadata.
+pub(super) fn place(release: &Release, resource: &Resource, kind: Kind) -> Prepared {
     let id = resource.id();
-    let kind = resolve(cluster, settings, plan.to_apply(), id, deadline).await?;
     let namespace = kind.namespaced.then(|| {
         id.namespace
             .clone()
@@ -311,14 +328,14 @@ async fn prepare(
             }
         }
     }
-    Ok(Prepared {
+    Prepared {
         id: ObjectRef {
             namespace,
             ..id.clone()
         },
         kind,
         body,
-    })
+    }
 }
 
 /// The kind of `id`; when `desired` holds the CRD defining it, waits
@@ -357,7 +374,7 @@ pub fn defines(desired: &[Resource], group: &str, kind: &str) -> bool {
     })
 }
 
-fn check_owner(
+pub(super) fn check_owner(
     release: &Release,
     p: &Prepared,
     live: &Value,
@@ -381,12 +398,16 @@ fn check_owner(
 }
 
 /// Applies one object given its live state: created when absent,
-/// written when the dry run differs, else left alone.
+/// written when the dry run differs, else left alone. With `recreate`
+/// (the operator opted in for this object), an immutable-field refusal
+/// deletes and creates the object instead ([`recreate::recreate`]); a
+/// recreate counts as [`Change::Configured`].
 async fn apply_one(
     cluster: &Cluster,
     p: &Prepared,
     live: Option<&Value>,
     force: bool,
+    recreate: Option<recreate::Times>,
 ) -> Result<Change, Error> {
     let namespace = p.id.namespace.as_deref();
     let Some(live) = live else {
@@ -395,16 +416,66 @@ async fn apply_one(
             .await?;
         return Ok(Change::Created);
     };
-    let dry = cluster
-        .apply(&p.kind, namespace, &p.id, &p.body, true, force)
-        .await?;
-    if comparable(&dry) == comparable(live) {
-        return Ok(Change::Unchanged);
+    let written = async {
+        let dry = cluster
+            .apply(&p.kind, namespace, &p.id, &p.body, true, force)
+            .await?;
+        if comparable(&dry) == comparable(live) {
+            return Ok(Change::Unchanged);
+        }
+        cluster
+            .apply(&p.kind, namespace, &p.id, &p.body, false, force)
+            .await?;
+        Ok(Change::Configured)
+    };
+    match (written.await, recreate) {
+        (Err(Error::Immutable { .. }), Some(times)) => {
+            recreate::recreate(cluster, p, force, times).await?;
+            Ok(Change::Configured)
+        }
+        (result, _) => result,
     }
-    cluster
-        .apply(&p.kind, namespace, &p.id, &p.body, false, force)
-        .await?;
-    Ok(Change::Configured)
+}
+
+/// Deletes the old workload of each kind change in `plan`
+/// ([`recreate::rekinds`]) with orphan propagation, waits until it is
+/// gone, and drops it from the inventory, before anything is applied.
+async fn rekind(
+    cluster: &Cluster,
+    release: &Release,
+    plan: &ApplyPlan,
+    record: &mut Record,
+    times: recreate::Times,
+    progress: &dyn ProgressSink,
+) -> Result<(), Error> {
+    let old = recreate::rekinds(plan, release);
+    for id in &old {
+        let Some(kind) = prune::resolve_recorded(cluster, id).await? else {
+            continue;
+        };
+        let namespace = kind.namespaced.then(|| {
+            id.namespace
+                .clone()
+                .unwrap_or_else(|| release.namespace.clone())
+        });
+        let awaited = Awaited {
+            id: ObjectRef {
+                namespace,
+                ..id.clone()
+            },
+            kind,
+        };
+        record.touch();
+        delete_until_gone(cluster, &awaited, true, times).await?;
+        record.inventory.forget(id);
+        progress.event(&ApplyEvent::Deleted {
+            object: &awaited.id,
+        });
+    }
+    if !old.is_empty() {
+        record.save(cluster, release).await?;
+    }
+    Ok(())
 }
 
 /// Metadata the server sets, left out of the drift comparison.
@@ -434,14 +505,14 @@ pub fn comparable(object: &Value) -> Value {
 
 /// Namespaces known to exist during one apply, and those it created.
 #[derive(Default)]
-struct Namespaces {
+pub(super) struct Namespaces {
     known: HashSet<String>,
     created: HashSet<String>,
 }
 
 impl Namespaces {
     /// Creates `name` (by server-side apply) unless it exists.
-    async fn ensure(&mut self, cluster: &Cluster, name: &str) -> Result<(), Error> {
+    pub(super) async fn ensure(&mut self, cluster: &Cluster, name: &str) -> Result<(), Error> {
         if self.known.contains(name) {
             return Ok(());
         }
