@@ -4,8 +4,10 @@
 //! Owns the identity of a rendered object ([`Resource`], [`ObjectRef`]),
 //! parsing a rendered manifest stream, the pure plan of an apply (install
 //! order, what changed, what to prune: [`plan_apply`], [`plan_remove`],
-//! [`diff`]) and the targets that carry a plan out ([`ApplyTarget`],
-//! [`DirTarget`]).
+//! [`diff`]), Helm hooks' order and delete policies ([`hooks`]), the
+//! masked diff against a live cluster ([`live_diff`]) and the targets
+//! that carry a plan out ([`ApplyTarget`], [`DirTarget`],
+//! [`ClusterTarget`]).
 //!
 //! Why the split: the plan is where the mistakes that cost data live
 //! (deleting an object a chart still renders, deleting in the wrong order),
