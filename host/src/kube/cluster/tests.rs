@@ -850,7 +850,7 @@ fn an_immutable_change_is_reported_as_such() {
 
 /// Not a timed test: prints what 200 objects cost against the double on
 /// loopback (run with `--ignored --nocapture`). The criterion bench is
-/// still to be written.
+/// `host/benches/cluster.rs`.
 #[test]
 #[ignore = "measurement; prints numbers"]
 fn measure_200_objects() {

@@ -497,3 +497,113 @@ fn the_live_diff_dry_runs_on_the_server_and_masks_secrets() {
         paths(&requests)
     );
 }
+
+#[test]
+fn a_failed_hook_pod_names_its_reason_and_a_foreign_object_is_not_replaced() {
+    let f = start(
+        Options {
+            simulate_controllers: false,
+            ..Options::default()
+        },
+        options(),
+    );
+    f.double.put_object(
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "theirs", "namespace": "shop"}}),
+        "kubectl",
+    );
+    let foreign = parse_manifests(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: theirs, annotations: {helm.sh/hook: post-install}}\n",
+    )
+    .unwrap();
+    let err = cluster_error(
+        f.target
+            .run_hooks(
+                &release(),
+                HookEvent::PostInstall,
+                &foreign,
+                &ApplyOptions::default(),
+                &NoProgress,
+            )
+            .unwrap_err(),
+    );
+    assert!(matches!(err, Error::Ownership { .. }), "{err}");
+    assert!(
+        f.double
+            .object("v1", "ConfigMap", Some("shop"), "theirs")
+            .is_some()
+    );
+
+    let pod = parse_manifests(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: check, annotations: {helm.sh/hook: post-install}}\n\
+         spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}\n",
+    )
+    .unwrap();
+    let double = &f.double;
+    std::thread::scope(|scope| {
+        let runner = scope.spawn(|| {
+            f.target.run_hooks(
+                &release(),
+                HookEvent::PostInstall,
+                &pod,
+                &ApplyOptions::default(),
+                &NoProgress,
+            )
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while double.object("v1", "Pod", Some("shop"), "check").is_none() {
+            assert!(Instant::now() < deadline, "the hook Pod was never created");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        double.set_status(
+            "v1",
+            "Pod",
+            Some("shop"),
+            "check",
+            json!({"phase": "Failed", "reason": "DeadlineExceeded",
+                   "message": "Pod was active on the node longer than the specified deadline"}),
+        );
+        let err = cluster_error(runner.join().unwrap().unwrap_err());
+        assert_eq!(
+            err.to_string(),
+            "post-install hook Pod shop/check (v1) failed: DeadlineExceeded: \
+             Pod was active on the node longer than the specified deadline"
+        );
+    });
+}
+
+#[test]
+fn concurrent_applies_keep_kinds_in_install_order() {
+    let f = fixture();
+    let mut text = String::from(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n\
+         spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, \
+         spec: {containers: [{name: web, image: nginx}]}}}\n",
+    );
+    for i in 0..40 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n"
+        ));
+    }
+    f.double.clear_requests();
+    let applied = apply_text(&f, &text, &ApplyOptions::default()).unwrap();
+    assert_eq!(applied.applied.len(), 41);
+    assert_eq!(applied.applied[40].kind, "Deployment");
+    let requests = f.double.requests();
+    let last_config_map = requests
+        .iter()
+        .rposition(|r| r.method == "PATCH" && r.path.contains("/configmaps/c"))
+        .unwrap_or_else(|| panic!("{:#?}", paths(&requests)));
+    let deployment = requests
+        .iter()
+        .position(|r| r.method == "PATCH" && r.path.ends_with("/deployments/web"))
+        .unwrap_or_else(|| panic!("{:#?}", paths(&requests)));
+    assert!(last_config_map < deployment, "{:#?}", paths(&requests));
+    // Every ConfigMap is recorded applied, in the order rendered.
+    let names: Vec<String> = applied.applied[..40]
+        .iter()
+        .map(|r| r.name.clone())
+        .collect();
+    let expected: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
+    assert_eq!(names, expected);
+}
