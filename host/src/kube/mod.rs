@@ -4,8 +4,10 @@
 //! Owns the identity of a rendered object ([`Resource`], [`ObjectRef`]),
 //! parsing a rendered manifest stream, the pure plan of an apply (install
 //! order, what changed, what to prune: [`plan_apply`], [`plan_remove`],
-//! [`diff`]) and the targets that carry a plan out ([`ApplyTarget`],
-//! [`DirTarget`]).
+//! [`diff`]), Helm hooks' order and delete policies ([`hooks`]), the
+//! masked diff against a live cluster ([`live_diff`]) and the targets
+//! that carry a plan out ([`ApplyTarget`], [`DirTarget`],
+//! [`ClusterTarget`]).
 //!
 //! Why the split: the plan is where the mistakes that cost data live
 //! (deleting an object a chart still renders, deleting in the wrong order),
@@ -40,6 +42,8 @@
 
 pub mod cluster;
 mod dir;
+pub mod hooks;
+pub mod live_diff;
 mod manifest;
 mod plan;
 mod target;
@@ -47,6 +51,8 @@ mod target;
 pub use crate::model::{ObjectKey, ObjectRef};
 pub use cluster::{ClusterOptions, ClusterTarget, Connect};
 pub use dir::DirTarget;
+pub use hooks::HookEvent;
+pub use live_diff::{LiveChange, LiveDiff, MASK, MASK_CHANGED};
 pub use manifest::{Resource, parse_manifests};
 pub use plan::{
     ApplyPlan, Changed, Diff, INSTALL_ORDER, UNINSTALL_ORDER, diff, plan_apply, plan_remove,

@@ -360,7 +360,7 @@ enum Edit {
 
 /// A line diff of `old` and `new` in hunks (see [`Changed::text`]); empty
 /// when they are equal.
-fn unified_diff(old: &str, new: &str) -> String {
+pub(super) fn unified_diff(old: &str, new: &str) -> String {
     let old: Vec<&str> = old.lines().collect();
     let new: Vec<&str> = new.lines().collect();
     let edits = line_edits(&old, &new);

@@ -4,6 +4,8 @@
 use std::fmt;
 
 use super::Error;
+use super::hooks::HookEvent;
+use super::live_diff::LiveDiff;
 use super::manifest::Resource;
 use super::plan::ApplyPlan;
 use crate::model::ObjectRef;
@@ -129,6 +131,61 @@ pub trait ApplyTarget: Send + Sync {
         let _ = (options, progress);
         self.remove(release)
     }
+
+    /// Runs the Helm hooks of `event` among `hooks` (the chart's rendered
+    /// hook objects, each annotated `helm.sh/hook`) for `release`, in
+    /// Helm's order ([`super::hooks::hooks_for`]: weight, kind, name),
+    /// one at a time: the `before-hook-creation` deletion (the default
+    /// policy), the create, the wait (Jobs until Complete, Pods until
+    /// Succeeded, other kinds only applied), then the `hook-succeeded` or
+    /// `hook-failed` deletion. `test` hooks never run. Returns the hooks
+    /// run, in order.
+    ///
+    /// Hook objects are not recorded as applied: [`ApplyTarget::applied`]
+    /// never lists them, so they are neither pruned nor removed with the
+    /// release (as in Helm).
+    ///
+    /// The default runs nothing and succeeds: right for targets that do
+    /// not run workloads (the directory target).
+    ///
+    /// # Errors
+    /// A failed hook fails the call, naming the hook object, the event
+    /// and the cause (the Job's `Failed` condition, the Pod's reason);
+    /// hooks after it do not run. Also when the wait runs past
+    /// [`ApplyOptions::timeout`].
+    fn run_hooks(
+        &self,
+        release: &Release,
+        event: HookEvent,
+        hooks: &[Resource],
+        options: &ApplyOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Vec<ObjectRef>, Error> {
+        let _ = (release, event, hooks, options, progress);
+        Ok(Vec::new())
+    }
+
+    /// What applying `desired` for `release` would change, compared with
+    /// the live objects rather than with [`ApplyTarget::applied`]: a
+    /// cluster target dry-runs each apply on the server and compares the
+    /// answer with the live object (status and server-set metadata left
+    /// out, Secret values masked), and lists what the apply would prune.
+    /// Unchanged objects are not listed.
+    ///
+    /// `None` (the default) means the target has no live state beyond its
+    /// record; the caller then diffs `desired` against
+    /// [`ApplyTarget::applied`] with [`super::diff`].
+    ///
+    /// # Errors
+    /// A failing request or an unreadable record, naming the release.
+    fn diff_live(
+        &self,
+        release: &Release,
+        desired: &[Resource],
+    ) -> Result<Option<Vec<LiveDiff>>, Error> {
+        let _ = (release, desired);
+        Ok(None)
+    }
 }
 
 /// How one apply may treat what it finds on the target. The lifecycle
@@ -150,6 +207,15 @@ pub struct ApplyOptions {
     pub no_wait: bool,
     /// What pruning may delete besides ordinary objects.
     pub purge: Purge,
+    /// Objects the operator lets the target delete and create again when
+    /// the server refuses a change as immutable (`--recreate Kind/name`),
+    /// each as `Kind/name`: the kind as Kubernetes spells it (matched
+    /// without regard to case, so `statefulset/db` works as with kubectl)
+    /// and the object's name, in the release's namespaces. Empty by
+    /// default: an immutable change is an error naming the object, the
+    /// field and this option. A StatefulSet is deleted with orphan
+    /// propagation, so its Pods and claims survive the recreate.
+    pub recreate: Vec<String>,
 }
 
 /// Objects that pruning and removal leave in place unless told otherwise.

@@ -18,10 +18,18 @@
 //! stage before anything of it is recorded or written, so a conflict
 //! leaves no trace in the inventory.
 //!
+//! Concurrency: within a stage, the GETs go out together, and the
+//! objects of one kind are applied together, at most [`MAX_IN_FLIGHT`]
+//! requests at once; kinds still go one after the other in install order
+//! (a ConfigMap before the Deployment that mounts it). When one object of
+//! a kind fails, the others of that kind still finish, and no later kind
+//! is started.
+//!
 //! Recording: a stage's objects enter the inventory as `pending` before
-//! the first write and become `applied` one by one; when a stage fails,
-//! the objects it did not write (and that were not recorded before) leave
-//! again, except the one whose outcome is unknown (retries gave up).
+//! the first write and become `applied` as their applies succeed; when a
+//! stage fails, the objects it did not write (and that were not recorded
+//! before) leave again, except those whose outcome is unknown (retries
+//! gave up).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -29,10 +37,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::client::Cluster;
+use super::delete::delete_until_gone;
 use super::discovery::Kind;
 use super::error::Error;
 use super::inventory::{Inventory, Owner, owner, secret_name, with_ownership};
 use super::prune;
+use super::recreate;
 use super::stages::{Stage, stages};
 use super::wait::{self, Awaited};
 use crate::kube::target::{ApplyEvent, ApplyOptions, Change, ProgressSink};
@@ -160,10 +170,11 @@ impl Record {
 /// An object ready to send: its identity with the namespace it really
 /// goes to (none for cluster-scoped kinds), its kind, and the body with
 /// ownership metadata.
-struct Prepared {
-    id: ObjectRef,
-    kind: Kind,
-    body: Value,
+#[derive(Clone)]
+pub(super) struct Prepared {
+    pub(super) id: ObjectRef,
+    pub(super) kind: Kind,
+    pub(super) body: Value,
 }
 
 /// Applies `plan` for `release`: stages in order, each waited for
@@ -191,6 +202,8 @@ pub async fn apply_release(
         .collect();
     let mut namespaces = Namespaces::default();
     namespaces.ensure(cluster, &release.namespace).await?;
+    let times = (deadline, timeout, settings.poll);
+    rekind(cluster, release, plan, &mut record, times, progress).await?;
 
     let mut result = Applied::default();
     for (stage, members) in stages(plan.to_apply()) {
@@ -206,13 +219,24 @@ pub async fn apply_release(
         for namespace in prepared.iter().filter_map(|p| p.id.namespace.as_deref()) {
             namespaces.ensure(cluster, namespace).await?;
         }
+        let gets: Vec<_> = prepared
+            .iter()
+            .map(|p| (cluster.clone(), p.kind.clone(), p.id.clone()))
+            .collect();
+        let fetched = in_flight(gets, |(cluster, kind, id)| async move {
+            cluster.get(&kind, id.namespace.as_deref(), &id).await
+        })
+        .await;
         let mut lives = Vec::with_capacity(prepared.len());
-        for p in &prepared {
-            let live = cluster
-                .get(&p.kind, p.id.namespace.as_deref(), &p.id)
-                .await?;
-            if let Some(live) = &live {
-                check_owner(release, p, live, &owned_before, &namespaces, options)?;
+        for (p, live) in prepared.iter().zip(fetched) {
+            let mut live = live?;
+            if let Some(found) = &live {
+                check_owner(release, p, found, &owned_before, &namespaces, options)?;
+                if owned_before.contains(&p.id.key())
+                    && let Some(now) = recreate::release_volume(cluster, p, found).await?
+                {
+                    live = Some(now);
+                }
             }
             lives.push(live);
         }
@@ -220,35 +244,59 @@ pub async fn apply_release(
             record.inventory.add_pending(&p.id);
         }
         record.save(cluster, release).await?;
-        for (index, (p, live)) in prepared.iter().zip(&lives).enumerate() {
-            let force = options.adopt && !owned_before.contains(&p.id.key());
-            match apply_one(cluster, p, live.as_ref(), force).await {
-                Ok(change) => {
-                    record.inventory.mark_applied(&p.id);
-                    match change {
-                        Change::Unchanged => result.unchanged += 1,
-                        Change::Created | Change::Configured => record.touch(),
-                    }
-                    result.applied.push(p.id.clone());
-                    progress.event(&ApplyEvent::Applied {
-                        object: &p.id,
-                        change,
-                    });
-                }
-                Err(err) => {
-                    let uncertain = matches!(err, Error::GaveUp { .. });
-                    for (offset, later) in prepared.iter().enumerate().skip(index) {
-                        let keep = owned_before.contains(&later.id.key())
-                            || (offset == index && uncertain);
-                        if !keep {
-                            record.inventory.forget(&later.id);
+        let pairs: Vec<(&Prepared, &Option<Value>)> = prepared.iter().zip(&lives).collect();
+        let mut written = 0;
+        for chunk in
+            pairs.chunk_by(|(a, _), (b, _)| a.id.kind == b.id.kind && a.id.group() == b.id.group())
+        {
+            let work: Vec<_> = chunk
+                .iter()
+                .map(|(p, live)| {
+                    let force = options.adopt && !owned_before.contains(&p.id.key());
+                    let again = recreate::opted_in(options, &p.id).then_some(times);
+                    (cluster.clone(), (*p).clone(), (*live).clone(), force, again)
+                })
+                .collect();
+            let outcomes = in_flight(work, |(cluster, p, live, force, again)| async move {
+                apply_one(&cluster, &p, live.as_ref(), force, again).await
+            })
+            .await;
+            let mut failure = None;
+            for ((p, _), outcome) in chunk.iter().zip(outcomes) {
+                match outcome {
+                    Ok(change) => {
+                        record.inventory.mark_applied(&p.id);
+                        match change {
+                            Change::Unchanged => result.unchanged += 1,
+                            Change::Created | Change::Configured => record.touch(),
                         }
+                        result.applied.push(p.id.clone());
+                        progress.event(&ApplyEvent::Applied {
+                            object: &p.id,
+                            change,
+                        });
                     }
-                    if let Err(save) = record.save(cluster, release).await {
-                        tracing::warn!(%release, "recording the inventory after a failure: {save}");
+                    Err(err) => {
+                        // Outcome unknown when retries gave up: it may exist.
+                        let uncertain = matches!(err, Error::GaveUp { .. });
+                        if !uncertain && !owned_before.contains(&p.id.key()) {
+                            record.inventory.forget(&p.id);
+                        }
+                        failure.get_or_insert(err);
                     }
-                    return Err(err);
                 }
+            }
+            written += chunk.len();
+            if let Some(err) = failure {
+                for (later, _) in &pairs[written..] {
+                    if !owned_before.contains(&later.id.key()) {
+                        record.inventory.forget(&later.id);
+                    }
+                }
+                if let Err(save) = record.save(cluster, release).await {
+                    tracing::warn!(%release, "recording the inventory after a failure: {save}");
+                }
+                return Err(err);
             }
         }
         record.save(cluster, release).await?;
@@ -284,6 +332,52 @@ pub async fn apply_release(
     Ok(result)
 }
 
+/// The most requests one stage has in flight at once.
+pub const MAX_IN_FLIGHT: usize = 16;
+
+/// Runs `work` on every item, at most [`MAX_IN_FLIGHT`] at once, each as
+/// a task on the target's runtime; the results come back in the items'
+/// order. Every item runs, whatever the others' outcomes.
+async fn in_flight<T, R, F, Fut>(items: Vec<T>, work: F) -> Vec<Result<R, Error>>
+where
+    F: Fn(T) -> Fut,
+    Fut: Future<Output = Result<R, Error>> + Send + 'static,
+    R: Send + 'static,
+{
+    let mut results: Vec<Option<Result<R, Error>>> = (0..items.len()).map(|_| None).collect();
+    let mut pending = items.into_iter().enumerate();
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        while tasks.len() < MAX_IN_FLIGHT {
+            let Some((index, item)) = pending.next() else {
+                break;
+            };
+            let future = work(item);
+            tasks.spawn(async move { (index, future.await) });
+        }
+        match tasks.join_next().await {
+            None => break,
+            Some(Ok((index, result))) => results[index] = Some(result),
+            Some(Err(joined)) if joined.is_panic() => {
+                std::panic::resume_unwind(joined.into_panic())
+            }
+            Some(Err(joined)) => {
+                tracing::warn!("a request task ended early: {joined}");
+            }
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(Error::Runtime(std::io::Error::other(
+                    "the request's task was cancelled",
+                )))
+            })
+        })
+        .collect()
+}
+
 /// Resolves `resource`'s kind and works out where it goes.
 async fn prepare(
     cluster: &Cluster,
@@ -293,8 +387,14 @@ async fn prepare(
     resource: &Resource,
     deadline: Instant,
 ) -> Result<Prepared, Error> {
+    let kind = resolve(cluster, settings, plan.to_apply(), resource.id(), deadline).await?;
+    Ok(place(release, resource, kind))
+}
+
+/// `resource` as it is sent for `release`: in the namespace it really
+/// goes to (none for a cluster-scoped `kind`), with ownership metadata.
+pub(super) fn place(release: &Release, resource: &Resource, kind: Kind) -> Prepared {
     let id = resource.id();
-    let kind = resolve(cluster, settings, plan.to_apply(), id, deadline).await?;
     let namespace = kind.namespaced.then(|| {
         id.namespace
             .clone()
@@ -311,14 +411,14 @@ async fn prepare(
             }
         }
     }
-    Ok(Prepared {
+    Prepared {
         id: ObjectRef {
             namespace,
             ..id.clone()
         },
         kind,
         body,
-    })
+    }
 }
 
 /// The kind of `id`; when `desired` holds the CRD defining it, waits
@@ -357,7 +457,7 @@ pub fn defines(desired: &[Resource], group: &str, kind: &str) -> bool {
     })
 }
 
-fn check_owner(
+pub(super) fn check_owner(
     release: &Release,
     p: &Prepared,
     live: &Value,
@@ -381,12 +481,16 @@ fn check_owner(
 }
 
 /// Applies one object given its live state: created when absent,
-/// written when the dry run differs, else left alone.
+/// written when the dry run differs, else left alone. With `recreate`
+/// (the operator opted in for this object), an immutable-field refusal
+/// deletes and creates the object instead ([`recreate::recreate`]); a
+/// recreate counts as [`Change::Configured`].
 async fn apply_one(
     cluster: &Cluster,
     p: &Prepared,
     live: Option<&Value>,
     force: bool,
+    recreate: Option<recreate::Times>,
 ) -> Result<Change, Error> {
     let namespace = p.id.namespace.as_deref();
     let Some(live) = live else {
@@ -395,16 +499,66 @@ async fn apply_one(
             .await?;
         return Ok(Change::Created);
     };
-    let dry = cluster
-        .apply(&p.kind, namespace, &p.id, &p.body, true, force)
-        .await?;
-    if comparable(&dry) == comparable(live) {
-        return Ok(Change::Unchanged);
+    let written = async {
+        let dry = cluster
+            .apply(&p.kind, namespace, &p.id, &p.body, true, force)
+            .await?;
+        if comparable(&dry) == comparable(live) {
+            return Ok(Change::Unchanged);
+        }
+        cluster
+            .apply(&p.kind, namespace, &p.id, &p.body, false, force)
+            .await?;
+        Ok(Change::Configured)
+    };
+    match (written.await, recreate) {
+        (Err(Error::Immutable { .. }), Some(times)) => {
+            recreate::recreate(cluster, p, force, times).await?;
+            Ok(Change::Configured)
+        }
+        (result, _) => result,
     }
-    cluster
-        .apply(&p.kind, namespace, &p.id, &p.body, false, force)
-        .await?;
-    Ok(Change::Configured)
+}
+
+/// Deletes the old workload of each kind change in `plan`
+/// ([`recreate::rekinds`]) with orphan propagation, waits until it is
+/// gone, and drops it from the inventory, before anything is applied.
+async fn rekind(
+    cluster: &Cluster,
+    release: &Release,
+    plan: &ApplyPlan,
+    record: &mut Record,
+    times: recreate::Times,
+    progress: &dyn ProgressSink,
+) -> Result<(), Error> {
+    let old = recreate::rekinds(plan, release);
+    for id in &old {
+        let Some(kind) = prune::resolve_recorded(cluster, id).await? else {
+            continue;
+        };
+        let namespace = kind.namespaced.then(|| {
+            id.namespace
+                .clone()
+                .unwrap_or_else(|| release.namespace.clone())
+        });
+        let awaited = Awaited {
+            id: ObjectRef {
+                namespace,
+                ..id.clone()
+            },
+            kind,
+        };
+        record.touch();
+        delete_until_gone(cluster, &awaited, true, times).await?;
+        record.inventory.forget(id);
+        progress.event(&ApplyEvent::Deleted {
+            object: &awaited.id,
+        });
+    }
+    if !old.is_empty() {
+        record.save(cluster, release).await?;
+    }
+    Ok(())
 }
 
 /// Metadata the server sets, left out of the drift comparison.
@@ -434,14 +588,14 @@ pub fn comparable(object: &Value) -> Value {
 
 /// Namespaces known to exist during one apply, and those it created.
 #[derive(Default)]
-struct Namespaces {
+pub(super) struct Namespaces {
     known: HashSet<String>,
     created: HashSet<String>,
 }
 
 impl Namespaces {
     /// Creates `name` (by server-side apply) unless it exists.
-    async fn ensure(&mut self, cluster: &Cluster, name: &str) -> Result<(), Error> {
+    pub(super) async fn ensure(&mut self, cluster: &Cluster, name: &str) -> Result<(), Error> {
         if self.known.contains(name) {
             return Ok(());
         }

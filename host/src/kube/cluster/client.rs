@@ -266,6 +266,40 @@ impl Cluster {
         }
     }
 
+    /// A JSON merge patch (`application/merge-patch+json`) of `id`, as
+    /// field manager `capstan`: for what server-side apply cannot say,
+    /// such as clearing a field another manager set (a `null` removes
+    /// it). Returns the object as the server has it.
+    pub async fn merge_patch(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        patch: &Value,
+    ) -> Result<Value, Error> {
+        let request = kube::core::Request::new(kind.collection_path(namespace));
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        let op = object_op(Verb::MergePatch, id);
+        let patch = Patch::Merge(patch);
+        let answer = send(&self.client, &self.policy, &op, || {
+            request.patch(&id.name, &params, &patch)
+        })
+        .await?;
+        match answer {
+            Answer::Found(object) => Ok(object),
+            Answer::NotFound => Err(Error::Refused {
+                verb: Verb::MergePatch,
+                target: id.to_string(),
+                code: 404,
+                reason: "NotFound".into(),
+                message: "the object is gone".into(),
+            }),
+        }
+    }
+
     /// Deletes `id` with the given propagation (`Background` or
     /// `Orphan`); `false` when it was already gone (404).
     ///

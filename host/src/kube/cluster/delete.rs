@@ -94,6 +94,43 @@ pub async fn until_gone(
     }
 }
 
+/// Deletes one object outside the inventory's bookkeeping (a hook, a
+/// recreate, a kind change) and polls until a GET gives 404. `orphan`
+/// deletes with `propagationPolicy: Orphan` (dependents such as a
+/// StatefulSet's Pods stay), else Background. Returns whether there was
+/// anything to delete.
+///
+/// # Errors
+/// A request's error, or [`Error::DeletionBlocked`] at the deadline,
+/// naming the object and its finalizers.
+pub async fn delete_until_gone(
+    cluster: &Cluster,
+    awaited: &Awaited,
+    orphan: bool,
+    (deadline, timeout, poll): (Instant, Duration, Duration),
+) -> Result<bool, Error> {
+    let (kind, namespace, id) = (&awaited.kind, awaited.id.namespace.as_deref(), &awaited.id);
+    if !cluster.delete(kind, namespace, id, orphan).await? {
+        return Ok(false);
+    }
+    loop {
+        let Some(live) = cluster.get(kind, namespace, id).await? else {
+            return Ok(true);
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::DeletionBlocked {
+                timeout,
+                held: vec![Held {
+                    object: id.clone(),
+                    finalizers: finalizers(&live),
+                }],
+            });
+        }
+        tokio::time::sleep(poll.min(deadline - now)).await;
+    }
+}
+
 /// Removes everything `release`'s inventory holds (see the module doc);
 /// returns what was deleted, in order. No inventory: nothing to do.
 ///

@@ -24,6 +24,8 @@ pub enum Verb {
     DryRunApply,
     /// `DELETE`.
     Delete,
+    /// `PATCH` with a JSON merge patch (`application/merge-patch+json`).
+    MergePatch,
     /// `GET` of a discovery document.
     Discover,
 }
@@ -36,6 +38,7 @@ impl fmt::Display for Verb {
             Verb::Apply => "apply",
             Verb::DryRunApply => "dry-run apply",
             Verb::Delete => "delete",
+            Verb::MergePatch => "merge patch",
             Verb::Discover => "discover",
         })
     }
@@ -195,13 +198,32 @@ pub enum Error {
         message: String,
     },
     /// The server refused a change as immutable (a 422 naming a field
-    /// that may not change).
-    #[error("{object} cannot be changed in place: {message}")]
+    /// that may not change), and the object is not one the operator lets
+    /// capstan recreate ([`crate::kube::ApplyOptions::recreate`]).
+    #[error(
+        "{object} cannot be changed in place ({}): {message}; pass --recreate {}/{} to delete and create it again",
+        field_name(field), object.kind, object.name
+    )]
     Immutable {
         /// The object.
         object: Box<ObjectRef>,
+        /// The field the server names (`spec.template`, `spec`), or
+        /// empty when it names none.
+        field: String,
         /// The server's message.
         message: String,
+    },
+    /// A Helm hook failed (or did not finish in time); hooks after it
+    /// did not run.
+    #[error("{event} hook {object} failed: {cause}")]
+    HookFailed {
+        /// The event (`pre-install`...).
+        event: crate::kube::HookEvent,
+        /// The hook object.
+        object: Box<ObjectRef>,
+        /// The Job's `Failed` condition, the Pod's reason, or the
+        /// timeout with the hook's state.
+        cause: String,
     },
     /// Server-side apply found fields owned by other managers (409).
     #[error(
@@ -290,6 +312,13 @@ pub enum Error {
         #[source]
         source: DecodeError,
     },
+}
+
+fn field_name(field: &str) -> String {
+    match field {
+        "" => "a field the server does not name".into(),
+        field => format!("field {field}"),
+    }
 }
 
 fn conflict_list(conflicts: &[FieldConflict]) -> String {

@@ -15,6 +15,11 @@
 //! - [`inventory`]: one Secret per release saying what capstan applied;
 //! - [`prune`] and [`delete`]: deleting only from the inventory, `keep`
 //!   and the data kinds protected, removal in reverse order;
+//! - [`hooks`]: Helm hooks (pre/post install, upgrade, delete), waited
+//!   for and deleted per their policies, outside the inventory;
+//! - [`recreate`]: opt-in delete-and-create for immutable changes, the
+//!   Deployment/StatefulSet kind change, Released volumes made bindable;
+//! - [`diff`]: what an apply would change, by server-side dry run;
 //! - [`retry`]: transient failures retried within a budget;
 //! - [`error`]: one variant per failing step.
 //!
@@ -30,15 +35,20 @@
 pub mod apply;
 pub mod client;
 pub mod delete;
+pub mod diff;
 pub mod discovery;
 pub mod error;
+pub mod hooks;
 pub mod inventory;
 pub mod prune;
 pub mod readiness;
+pub mod recreate;
 pub mod retry;
 pub mod stages;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_more;
 pub mod wait;
 
 use std::time::Duration;
@@ -50,7 +60,9 @@ pub use retry::RetryPolicy;
 use self::apply::{Record, Settings};
 use self::client::Cluster;
 use crate::kube::target::{ApplyOptions, NoProgress, ProgressSink, RemoveOptions};
-use crate::kube::{Applied, ApplyPlan, ApplyTarget, ObjectRef, Release, Resource};
+use crate::kube::{
+    Applied, ApplyPlan, ApplyTarget, HookEvent, LiveDiff, ObjectRef, Release, Resource,
+};
 
 /// Settings of a [`ClusterTarget`], fixed when it connects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,5 +226,39 @@ impl ApplyTarget for ClusterTarget {
             release,
             delete::remove_release(&self.cluster, &self.settings, release, options, progress),
         )
+    }
+
+    fn run_hooks(
+        &self,
+        release: &Release,
+        event: HookEvent,
+        hooks: &[Resource],
+        options: &ApplyOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Vec<ObjectRef>, crate::kube::Error> {
+        self.block_on(
+            release,
+            hooks::run_hooks(
+                &self.cluster,
+                &self.settings,
+                release,
+                event,
+                hooks,
+                options,
+                progress,
+            ),
+        )
+    }
+
+    /// Dry-runs every desired object on the server (see [`diff`]).
+    fn diff_live(
+        &self,
+        release: &Release,
+        desired: &[Resource],
+    ) -> Result<Option<Vec<LiveDiff>>, crate::kube::Error> {
+        let applied = self.block_on(release, diff::recorded(&self.cluster, release))?;
+        let plan = crate::kube::plan_apply(&applied, desired)?;
+        self.block_on(release, diff::diff_live(&self.cluster, release, &plan))
+            .map(Some)
     }
 }

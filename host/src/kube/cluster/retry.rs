@@ -251,8 +251,15 @@ fn refused(op: &Op<'_>, code: u16, body: &[u8]) -> Error {
             };
         }
         if code == 422 && is_immutable(&message) {
+            let field = status
+                .as_ref()
+                .and_then(|s| s.pointer("/details/causes/0/field"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             return Error::Immutable {
                 object: Box::new(object.clone()),
+                field,
                 message,
             };
         }
