@@ -341,3 +341,79 @@ fn real_cluster_install_update_remove() {
         );
     }
 }
+
+const MIGRATE_HOOK: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+    helm.sh/hook-weight: "-5"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: busybox:1.36
+          command: ["true"]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-goodbye
+  annotations:
+    helm.sh/hook: pre-delete
+data:
+  said: goodbye
+"#;
+
+/// Helm hooks through the daemon: a `pre-install` Job runs before the
+/// chart's objects, is waited for until Complete and deleted on success
+/// (`hook-succeeded`); it runs again as `pre-upgrade` on a re-apply; a
+/// `pre-delete` hook runs on remove. Hook objects are not in the inventory.
+#[test]
+fn helm_hooks_run_around_the_apply_and_the_remove() {
+    let c = start("cluster-hooks", quick());
+    upload_shop(&c, |app| {
+        std::fs::write(app.join("charts/config/templates/hooks.yaml"), MIGRATE_HOOK).unwrap();
+    });
+    c.daemon.ok(&["app", "apply", "shop"]);
+    assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    let requests = c.double.requests();
+    let position = |suffix: &str| {
+        requests.iter().position(|r| {
+            r.method == "PATCH" && !r.query.contains("dryRun") && r.path.ends_with(suffix)
+        })
+    };
+    let hook = position("/jobs/shop-config-migrate").expect("the pre-install hook ran");
+    let config = position("/configmaps/shop-config").expect("the chart was applied");
+    assert!(hook < config, "the hook runs before the chart's objects");
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.method == "DELETE" && r.path.ends_with("/jobs/shop-config-migrate")),
+        "deleted on success"
+    );
+    assert!(
+        c.double
+            .object("batch/v1", "Job", Some("shop"), "shop-config-migrate")
+            .is_none()
+    );
+    c.double.clear_requests();
+    c.daemon.ok(&["app", "apply", "shop"]);
+    assert!(
+        c.double
+            .requests()
+            .iter()
+            .any(|r| r.method == "PATCH" && r.path.ends_with("/jobs/shop-config-migrate")),
+        "pre-upgrade runs on a re-apply"
+    );
+    c.daemon.ok(&["app", "remove", "shop"]);
+    let goodbye = c
+        .double
+        .object("v1", "ConfigMap", Some("shop"), "shop-config-goodbye")
+        .expect("the pre-delete hook ran and, with no delete policy but the default, stays");
+    assert_eq!(goodbye["data"]["said"], "goodbye");
+}

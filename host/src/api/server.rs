@@ -468,6 +468,7 @@ async fn apply(
     let flags = lifecycle::ApplyFlags {
         rekind: request.rekind,
         adopt: request.adopt,
+        recreate: request.recreate,
     };
     started(blocking(move || lc.apply_with(&app, flags)).await?)
 }

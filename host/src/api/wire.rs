@@ -181,6 +181,10 @@ pub struct ApplyRequest {
     /// Take over live objects no release of this app owns yet.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopt: bool,
+    /// Objects (`Kind/name`) that may be recreated when a change is
+    /// refused as immutable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recreate: Vec<String>,
 }
 
 /// `POST /v1/apps/{app}/remove`; an empty body is the default.

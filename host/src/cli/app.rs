@@ -97,6 +97,11 @@ enum AppCommand {
         /// object is a conflict naming its owner.
         #[arg(long)]
         adopt: bool,
+        /// Delete and create this object again if the cluster refuses a
+        /// change to it as immutable (`Kind/name`, e.g. `StatefulSet/db`;
+        /// StatefulSets keep their Pods and claims); may be repeated.
+        #[arg(long, value_name = "KIND/NAME")]
+        recreate: Vec<String>,
         /// Return once started instead of showing progress.
         #[arg(long)]
         no_wait: bool,
@@ -338,9 +343,15 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             name,
             rekind,
             adopt,
+            recreate,
             no_wait,
         } => {
-            let started = client.apply(&name, &ApplyRequest { rekind, adopt })?;
+            let request = ApplyRequest {
+                rekind,
+                adopt,
+                recreate,
+            };
+            let started = client.apply(&name, &request)?;
             follow(&client, format, &name, &started, no_wait)
         }
         AppCommand::Remove {

@@ -84,6 +84,10 @@ pub struct ApplyFlags {
     /// (`--adopt`); without it such an object is a conflict naming its
     /// owner.
     pub adopt: bool,
+    /// Objects (`Kind/name`) that may be deleted and created again when the
+    /// cluster refuses a change as immutable (`--recreate`); StatefulSets
+    /// are deleted with orphan propagation so Pods and claims survive.
+    pub recreate: Vec<String>,
 }
 
 /// A long operation that was started.
@@ -598,7 +602,11 @@ impl Lifecycle {
     /// # Errors
     /// As [`Lifecycle::apply`].
     pub fn apply_with(&self, app: &AppName, flags: ApplyFlags) -> Result<Started, Error> {
-        let ApplyFlags { rekind, adopt } = flags;
+        let ApplyFlags {
+            rekind,
+            adopt,
+            recreate,
+        } = flags;
         let version = self.active_version(app)?;
         if let Some(unknown) = rekind.iter().find(|c| {
             !version
@@ -625,6 +633,7 @@ impl Lifecycle {
                 user: UserLayer::Stored,
                 rekind: &rekind,
                 adopt,
+                recreate: &recreate,
                 around: None,
                 phase: "apply",
             };
@@ -748,6 +757,7 @@ impl Lifecycle {
                 user: UserLayer::Stored,
                 rekind: &[],
                 adopt: false,
+                recreate: &[],
                 around: None,
                 phase: "recover",
             };
@@ -972,6 +982,7 @@ impl Job<'_> {
             },
             rekind: &[],
             adopt: false,
+            recreate: &[],
             around: Some((Hook::PreUpdate, Hook::PostUpdate)),
             phase: "update",
         };
@@ -1007,6 +1018,7 @@ impl Job<'_> {
             user: UserLayer::Stored,
             rekind: &[],
             adopt: false,
+            recreate: &[],
             around: None,
             phase: "rollback",
         };

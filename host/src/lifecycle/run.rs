@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::bundle::{self, GroupMode, Metadata};
 use crate::kube::{
-    self, ApplyEvent, ApplyOptions, ApplyTarget, ProgressSink, Release, RemoveOptions, Resource,
+    self, ApplyEvent, ApplyOptions, ApplyTarget, HookEvent, LiveChange, LiveDiff, ProgressSink,
+    Release, RemoveOptions, Resource,
 };
 use crate::model::{AppName, ComponentSpec, Hook, HookOutcome, Layer};
 use crate::render::{self, Capabilities, ReleaseInfo};
@@ -56,6 +57,9 @@ pub(crate) struct ApplyRequest<'a> {
     pub rekind: &'a [String],
     /// Take over live objects no release of this app owns yet (`--adopt`).
     pub adopt: bool,
+    /// Objects (`Kind/name`) that may be deleted and created again when the
+    /// server refuses a change as immutable (`--recreate`).
+    pub recreate: &'a [String],
     /// Hooks run before `pre-apply` and after `post-apply` (an update's
     /// `pre-update` and `post-update`).
     pub around: Option<(Hook, Hook)>,
@@ -88,6 +92,7 @@ struct RenderedChart {
     new_decisions: Vec<NewDecision>,
     timeout: Option<std::time::Duration>,
     adopt: bool,
+    recreate: Vec<String>,
 }
 
 /// A chart group's rendered charts, in order.
@@ -237,6 +242,7 @@ impl Job<'_> {
                     new_decisions: planned.new_decisions,
                     timeout: chart.timeout,
                     adopt: prepared.request.adopt,
+                    recreate: prepared.request.recreate.to_vec(),
                 });
             }
             groups.push(RenderedGroup {
@@ -264,11 +270,13 @@ impl Job<'_> {
             user: UserLayer::Stored,
             rekind: &[],
             adopt: false,
+            recreate: &[],
             around: None,
             phase: "remove",
         };
         self.step("remove", "load-plugins", "loading plugins")?;
-        let prepared = self.load(&request)?;
+        let mut prepared = self.load(&request)?;
+        prepared.system = self.stored_system_layer(version)?;
         self.step("remove", "pre-remove", "pre-remove hook")?;
         self.forced(force, self.run_hook(&prepared, Hook::PreRemove))?;
         let mut charts: Vec<(&StoredVersion, &bundle::Chart)> = Vec::new();
@@ -293,24 +301,86 @@ impl Job<'_> {
                 job: self,
                 prefix: format!("removing chart {}", chart.name),
             };
+            let release = v.release(&self.app, chart);
+            let hooks = self.delete_hooks(&prepared, v, chart);
+            let options = ApplyOptions {
+                timeout: chart.timeout,
+                ..ApplyOptions::default()
+            };
+            let kube_err = |source| Error::Kube {
+                chart: chart.name.to_string(),
+                source: Box::new(source),
+            };
+            let before = self
+                .target()
+                .run_hooks(&release, HookEvent::PreDelete, &hooks, &options, &progress)
+                .map_err(kube_err);
+            self.forced(force, before.map(drop))?;
             let removed = self
                 .target()
                 .remove_with(
-                    &v.release(&self.app, chart),
+                    &release,
                     &RemoveOptions {
                         timeout: chart.timeout,
                         ..RemoveOptions::default()
                     },
                     &progress,
                 )
-                .map_err(|source| Error::Kube {
-                    chart: chart.name.to_string(),
-                    source: Box::new(source),
-                });
+                .map_err(kube_err);
             self.forced(force, removed.map(drop))?;
+            let after = self
+                .target()
+                .run_hooks(&release, HookEvent::PostDelete, &hooks, &options, &progress)
+                .map_err(kube_err);
+            self.forced(force, after.map(drop))?;
         }
         self.step("remove", "post-remove", "post-remove hook")?;
         self.forced(force, self.run_hook(&prepared, Hook::PostRemove))
+    }
+
+    /// The stored system layer of `version`, by chart: what the last apply
+    /// computed, so a remove renders the charts as they were applied.
+    fn stored_system_layer(
+        &self,
+        version: &StoredVersion,
+    ) -> Result<BTreeMap<String, serde_json::Value>, Error> {
+        let layer = OverrideLayer::System {
+            version: version.version.clone(),
+        };
+        let mut out = BTreeMap::new();
+        for chart in &version.metadata.charts {
+            let name = chart.name.to_string();
+            if let Some(record) = self.store().override_layer(&self.app, &name, &layer)? {
+                out.insert(name, record.values);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The Helm hook objects a remove runs (`pre-delete`, `post-delete`):
+    /// the chart rendered as it was applied. A chart of another version (a
+    /// failed update's target) or one that no longer renders runs none;
+    /// the latter is said as a warning.
+    fn delete_hooks(
+        &self,
+        prepared: &Prepared<'_>,
+        version: &StoredVersion,
+        chart: &bundle::Chart,
+    ) -> Vec<Resource> {
+        if !chart.enabled || version.version != prepared.request.version.version {
+            return Vec::new();
+        }
+        match self.plan_chart(prepared, chart, true) {
+            Ok(plan) => plan.hooks,
+            Err(e) => {
+                self.warn(format!(
+                    "chart {}: delete hooks not run, the chart does not render: {}",
+                    chart.name,
+                    e.one_line()
+                ));
+                Vec::new()
+            }
+        }
     }
 
     /// With `force`, an error becomes a warning.
@@ -425,14 +495,26 @@ impl Job<'_> {
         let options = ApplyOptions {
             adopt: chart.adopt,
             timeout: chart.timeout,
+            recreate: chart.recreate.clone(),
             ..ApplyOptions::default()
         };
         let progress = StoreProgress {
             job: self,
             prefix: format!("group {group}: chart {name}"),
         };
+        let (before, after) = if chart.live.is_empty() {
+            (HookEvent::PreInstall, HookEvent::PostInstall)
+        } else {
+            (HookEvent::PreUpgrade, HookEvent::PostUpgrade)
+        };
+        self.target()
+            .run_hooks(&chart.release, before, &chart.hooks, &options, &progress)
+            .map_err(kube_err)?;
         self.target()
             .apply_with(&chart.release, &plan, &options, &progress)
+            .map_err(kube_err)?;
+        self.target()
+            .run_hooks(&chart.release, after, &chart.hooks, &options, &progress)
             .map_err(kube_err)?;
         self.inner
             .checkpoints
@@ -487,6 +569,7 @@ impl Job<'_> {
             user: UserLayer::Stored,
             rekind: &[],
             adopt: false,
+            recreate: &[],
             around: None,
             phase: "diff",
         };
@@ -506,6 +589,14 @@ impl Job<'_> {
             } else {
                 Vec::new()
             };
+            if let Some(live_diffs) = self
+                .target()
+                .diff_live(&release, &desired)
+                .map_err(kube_err)?
+            {
+                diffs.push(chart_diff_of(name, &live_diffs));
+                continue;
+            }
             let diff = kube::diff(&live, &desired).map_err(kube_err)?;
             diffs.push(ChartDiff {
                 chart: name,
@@ -867,6 +958,22 @@ impl ProgressSink for StoreProgress<'_, '_> {
         if let Err(e) = self.job.inner.store.set_progress(self.job.op, Some(&line)) {
             tracing::warn!(error = %e, "could not record progress");
         }
+    }
+}
+
+/// A chart's diff from a target's live (dry-run) comparison.
+fn chart_diff_of(chart: String, live: &[LiveDiff]) -> ChartDiff {
+    let count = |change: LiveChange| live.iter().filter(|d| d.change == change).count();
+    let text = live
+        .iter()
+        .map(|d| format!("--- {}\n{}", d.object, d.text))
+        .collect();
+    ChartDiff {
+        chart,
+        added: count(LiveChange::Create),
+        changed: count(LiveChange::Update),
+        removed: count(LiveChange::Prune),
+        text,
     }
 }
 
