@@ -110,10 +110,14 @@ pub(crate) fn plan_chart(input: &ChartInput<'_>) -> Result<ChartPlan, Error> {
         input.capabilities,
     )
     .map_err(render_err)?;
+    // The charts' `crds/` files first (Helm installs them before the
+    // templates); the cluster target stages CRDs first anyway and never
+    // prunes them.
     let objects: Vec<serde_json::Value> = rendered
-        .objects()
+        .crd_objects()
         .map_err(render_err)?
         .into_iter()
+        .chain(rendered.objects().map_err(render_err)?)
         .map(|r| with_namespace(r.object, &input.release.namespace))
         .collect();
     let hooks = rendered
@@ -455,6 +459,54 @@ mod tests {
             "{:?}",
             plan.warnings
         );
+    }
+
+    #[test]
+    fn crds_files_come_first_and_hooks_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("templates")).unwrap();
+        std::fs::create_dir_all(dir.path().join("crds")).unwrap();
+        std::fs::write(
+            dir.path().join("Chart.yaml"),
+            "apiVersion: v2\nname: op\nversion: 1.0.0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("crds/widgets.yaml"),
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("templates/all.yaml"),
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n    helm.sh/hook: pre-install\n",
+        )
+        .unwrap();
+        let chart = render::chart::load_dir(dir.path()).unwrap();
+        let release = ReleaseInfo {
+            name: "op".into(),
+            namespace: "ops".into(),
+            revision: 1,
+            is_upgrade: false,
+        };
+        let capabilities = Capabilities::new(Some("v1.33.0"), &[]).unwrap();
+        let plan = plan_chart(&ChartInput {
+            name: "op",
+            chart: &chart,
+            overrides: &Map::new(),
+            release: &release,
+            capabilities: &capabilities,
+            components: &[],
+            stored: &BTreeMap::new(),
+            plugin_choices: &BTreeMap::new(),
+            rekind: &BTreeSet::new(),
+            local_volumes: &BTreeMap::new(),
+        })
+        .unwrap();
+        assert_eq!(kinds(&plan), ["CustomResourceDefinition", "Widget"]);
+        assert_eq!(plan.desired[0].id().namespace, None, "cluster-scoped");
+        assert_eq!(plan.hooks.len(), 1);
+        assert_eq!(plan.hooks[0].id().name, "migrate");
+        assert_eq!(plan.hooks[0].id().namespace.as_deref(), Some("ops"));
     }
 
     #[test]

@@ -270,6 +270,9 @@ impl Cluster {
     /// field manager `capstan`: for what server-side apply cannot say,
     /// such as clearing a field another manager set (a `null` removes
     /// it). Returns the object as the server has it.
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
     pub async fn merge_patch(
         &self,
         kind: &Kind,
