@@ -124,7 +124,7 @@ impl KubeDouble {
         let (notify, changes) = tokio::sync::watch::channel(0u64);
         let shared = Arc::new(Shared {
             store: std::sync::Mutex::new(Store::new(notify)),
-            requests: std::sync::Mutex::new(Vec::new()),
+            requests: std::sync::Mutex::new(std::collections::VecDeque::new()),
             faults: std::sync::Mutex::new(Vec::new()),
             simulate: AtomicBool::new(options.simulate_controllers),
             token: options.token.clone(),
@@ -201,7 +201,7 @@ impl KubeDouble {
     /// Every request received, in order (including faulted and refused
     /// ones); the oldest go past [`server::MAX_RECORDED_REQUESTS`].
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.shared.requests).clone()
+        lock(&self.shared.requests).iter().cloned().collect()
     }
 
     /// Forgets the recorded requests.

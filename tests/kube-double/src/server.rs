@@ -65,7 +65,7 @@ pub struct Shared {
     /// The stored objects.
     pub store: Mutex<Store>,
     /// Every request, in order.
-    pub requests: Mutex<Vec<RecordedRequest>>,
+    pub requests: Mutex<std::collections::VecDeque<RecordedRequest>>,
     /// Faults not yet used up.
     pub faults: Mutex<Vec<Fault>>,
     /// Whether controllers are simulated.
@@ -261,9 +261,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, std
     {
         let mut requests = lock(&shared.requests);
         if requests.len() >= MAX_RECORDED_REQUESTS {
-            requests.remove(0);
+            requests.pop_front();
         }
-        requests.push(RecordedRequest {
+        requests.push_back(RecordedRequest {
             method: method.clone(),
             path: path.clone(),
             query: raw_query.clone(),
