@@ -445,7 +445,7 @@ async fn update(
 async fn show(State(api): State<Api>, app: AppPath) -> ApiResult {
     let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
-    let details = wire::AppDetails::from(blocking(move || lc.show(&app)).await?);
+    let details: wire::AppDetails = blocking(move || lc.show(&app)).await?;
     json(StatusCode::OK, &details)
 }
 

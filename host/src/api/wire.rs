@@ -247,77 +247,9 @@ pub struct Started {
     pub operation: OperationId,
 }
 
-/// `GET /v1/apps/{app}`: the app and everything `app show` prints about it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AppDetails {
-    /// The app (its fields sit at the top level of the JSON).
-    #[serde(flatten)]
-    pub app: AppRecord,
-    /// Its stored versions, oldest first.
-    pub versions: Vec<VersionSummary>,
-    /// The charts of the active version, in apply order.
-    pub charts: Vec<ChartSummary>,
-    /// Its sticky workload decisions.
-    pub decisions: Vec<DecisionRecord>,
-}
-
-/// One stored version of an app.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VersionSummary {
-    /// The version.
-    pub version: String,
-    /// Hex sha256 of the bundle it came from.
-    pub bundle_digest: String,
-    /// The key that signed it.
-    pub signer: String,
-    /// When it was uploaded (unix millis).
-    pub uploaded_at: i64,
-}
-
-/// One chart of an app's active version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChartSummary {
-    /// The chart.
-    pub name: String,
-    /// Its chart group.
-    pub group: String,
-    /// Its namespace.
-    pub namespace: String,
-    /// Its release name.
-    pub release: String,
-    /// Whether it is applied with the app.
-    pub enabled: bool,
-}
-
-impl From<crate::lifecycle::AppDetails> for AppDetails {
-    fn from(details: crate::lifecycle::AppDetails) -> Self {
-        AppDetails {
-            app: details.app,
-            versions: details
-                .versions
-                .into_iter()
-                .map(|v| VersionSummary {
-                    version: v.version,
-                    bundle_digest: v.bundle_digest,
-                    signer: v.signer,
-                    uploaded_at: v.uploaded_at,
-                })
-                .collect(),
-            charts: details
-                .charts
-                .into_iter()
-                .map(|c| ChartSummary {
-                    name: c.name,
-                    group: c.group,
-                    namespace: c.namespace,
-                    release: c.release,
-                    enabled: c.enabled,
-                })
-                .collect(),
-            decisions: details.decisions,
-        }
-    }
-}
+/// `GET /v1/apps/{app}`: the app and everything `app show` prints about
+/// it, as the lifecycle builds it.
+pub use crate::lifecycle::{AppDetails, ChartSummary, VersionSummary};
 
 /// `DELETE /v1/apps/{app}/overrides/{chart}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

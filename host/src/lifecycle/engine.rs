@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bundle::{self, Limits, VerifiedBundle};
 use crate::kube::ApplyTarget;
@@ -110,7 +110,7 @@ impl Started {
 }
 
 /// An app and everything `app show` prints about it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppDetails {
     /// The app.
     #[serde(flatten)]
@@ -124,7 +124,7 @@ pub struct AppDetails {
 }
 
 /// One stored version.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionSummary {
     /// The version.
     pub version: String,
@@ -137,7 +137,7 @@ pub struct VersionSummary {
 }
 
 /// One chart of the active version.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChartSummary {
     /// The chart.
     pub name: String,

@@ -46,7 +46,9 @@ mod tests;
 mod volumes;
 
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
-pub use engine::{AppDetails, ApplyFlags, Lifecycle, Options, Started};
+pub use engine::{
+    AppDetails, ApplyFlags, ChartSummary, Lifecycle, Options, Started, VersionSummary,
+};
 pub use error::{Error, ErrorClass};
 pub use metrics::Metrics;
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};

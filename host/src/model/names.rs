@@ -148,17 +148,7 @@ impl<K: NameKind> Name<K> {
     ///
     /// [`InvalidName`] naming the rule that `text` breaks.
     pub fn parse(text: &str) -> Result<Self, InvalidName> {
-        match rule_broken::<K>(text) {
-            Some(reason) => Err(InvalidName {
-                kind: K::KIND,
-                name: text.to_string(),
-                reason,
-            }),
-            None => Ok(Self {
-                text: text.to_string(),
-                kind: PhantomData,
-            }),
-        }
+        Self::new(text)
     }
 
     /// [`Name::parse`] for an owned string.
