@@ -61,6 +61,67 @@ fn owned_by(double: &KubeDouble, app: &str) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that the store's copy of every release of `app` (`app show -o
+/// json`, `releases`) and the release Secrets in the cluster say the same:
+/// the same releases, the same objects in the same order, the same
+/// revision. Returns each release's chart and revision.
+fn store_agrees_with_the_cluster(c: &Cluster, app: &str) -> Vec<(String, u64)> {
+    use base64::Engine as _;
+    let shown = c.daemon.show(app);
+    let stored: Vec<(String, u64, Value)> = shown["releases"]
+        .as_array()
+        .expect("app show lists the releases")
+        .iter()
+        .map(|r| {
+            (
+                r["chart"].as_str().unwrap_or_default().to_owned(),
+                r["revision"].as_u64().expect("a revision"),
+                r["objects"].clone(),
+            )
+        })
+        .collect();
+    let mut in_cluster: Vec<(String, u64, Value)> = c
+        .double
+        .objects()
+        .into_iter()
+        .filter(|o| o["type"] == "capstan.dev/release.v1")
+        .filter(|o| o["metadata"]["labels"][APP_LABEL] == app)
+        .map(|secret| {
+            let data = secret["data"]["release"].as_str().unwrap_or_default();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .expect("base64 data");
+            let inventory: Value = serde_json::from_slice(&bytes).expect("inventory JSON");
+            let objects: Vec<Value> = inventory["objects"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|mut entry| {
+                    let object = entry.as_object_mut().expect("an entry");
+                    object.remove("method");
+                    object.remove("state");
+                    entry
+                })
+                .collect();
+            (
+                inventory["chart"].as_str().unwrap_or_default().to_owned(),
+                inventory["revision"].as_u64().expect("a revision"),
+                Value::Array(objects),
+            )
+        })
+        .collect();
+    in_cluster.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        stored, in_cluster,
+        "the store and the release Secrets agree"
+    );
+    stored
+        .into_iter()
+        .map(|(chart, rev, _)| (chart, rev))
+        .collect()
+}
+
 /// Writes (not dry runs) the double received.
 fn writes(double: &KubeDouble) -> Vec<String> {
     double
@@ -100,11 +161,19 @@ fn the_shop_app_applies_to_the_cluster_and_a_reapply_writes_nothing() {
         .object("v1", "Secret", Some("shop"), "capstan.release.v1.shop.web")
         .expect("the release Secret records the inventory");
     assert_eq!(secret["type"], "capstan.dev/release.v1");
+    let first = store_agrees_with_the_cluster(&c, "shop");
+    assert!(!first.is_empty());
+    assert!(first.iter().all(|(_, rev)| *rev == 1), "{first:?}");
 
     c.double.clear_requests();
     c.daemon.ok(&["app", "apply", "shop"]);
     assert_eq!(c.daemon.state_of("shop"), "applied");
     assert_eq!(writes(&c.double), Vec::<String>::new(), "nothing changed");
+    assert_eq!(
+        store_agrees_with_the_cluster(&c, "shop"),
+        first,
+        "an apply that writes nothing keeps the revisions"
+    );
 
     c.daemon
         .ok(&["override", "set", "shop", "web", "--set", "replicaCount=3"]);
@@ -124,10 +193,16 @@ fn the_shop_app_applies_to_the_cluster_and_a_reapply_writes_nothing() {
         !written.iter().any(|w| w.ends_with("/deployments/api")),
         "only what changed is written: {written:?}"
     );
+    let revisions = store_agrees_with_the_cluster(&c, "shop");
+    for (chart, revision) in &revisions {
+        let expected = if chart == "web" { 2 } else { 1 };
+        assert_eq!(*revision, expected, "{chart}: {revisions:?}");
+    }
 
     c.daemon.ok(&["app", "remove", "shop"]);
     assert_eq!(c.daemon.state_of("shop"), "uploaded");
     assert_eq!(owned_by(&c.double, "shop"), Vec::<String>::new());
+    assert_eq!(store_agrees_with_the_cluster(&c, "shop"), []);
     assert!(
         c.double
             .object("v1", "Secret", Some("shop"), "capstan.release.v1.shop.web")
@@ -268,6 +343,7 @@ fn a_daemon_killed_mid_apply_recovers_with_nothing_orphaned() {
     assert_eq!(c.daemon.state_of("shop"), "apply-failed");
     c.daemon.ok(&["app", "recover", "shop"]);
     assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    store_agrees_with_the_cluster(&c, "shop");
     for (kind, name) in [
         ("Deployment", "web"),
         ("Deployment", "api"),

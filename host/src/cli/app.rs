@@ -576,17 +576,28 @@ fn show_table(details: &AppDetails) -> String {
         .charts
         .iter()
         .map(|c| {
+            let release = details.releases.iter().find(|r| r.chart == c.name);
             vec![
                 c.group.clone(),
                 c.name.clone(),
                 c.namespace.clone(),
                 c.release.clone(),
                 c.enabled.to_string(),
+                release.map_or_else(|| "-".into(), |r| r.revision.to_string()),
+                release.map_or_else(|| "-".into(), |r| r.objects.len().to_string()),
             ]
         })
         .collect();
     out.push_str(&table(
-        &["GROUP", "CHART", "NAMESPACE", "RELEASE", "ENABLED"],
+        &[
+            "GROUP",
+            "CHART",
+            "NAMESPACE",
+            "RELEASE",
+            "ENABLED",
+            "REVISION",
+            "OBJECTS",
+        ],
         &rows,
     ));
     if !details.decisions.is_empty() {

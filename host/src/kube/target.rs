@@ -92,6 +92,18 @@ pub trait ApplyTarget: Send + Sync {
     /// When the record cannot be read or parsed.
     fn applied(&self, release: &Release) -> Result<Vec<Resource>, Error>;
 
+    /// The release's revision as the target records it (the release
+    /// Secret's on a cluster): how many applies changed something. `None`
+    /// (the default) when the target keeps no revision or has no record of
+    /// the release; the lifecycle then counts with the store's copy.
+    ///
+    /// # Errors
+    /// When the record cannot be read or parsed.
+    fn revision(&self, release: &Release) -> Result<Option<u64>, Error> {
+        let _ = release;
+        Ok(None)
+    }
+
     /// [`ApplyTarget::apply`] with the operator's options and a progress
     /// sink. A cluster target waits for readiness here (per
     /// [`ApplyOptions::timeout`]) and reports each stage, object and
@@ -216,6 +228,11 @@ pub struct ApplyOptions {
     /// field and this option. A StatefulSet is deleted with orphan
     /// propagation, so its Pods and claims survive the recreate.
     pub recreate: Vec<String>,
+    /// The revision this apply was rendered as (`.Release.Revision`): a
+    /// cluster target records it in the release Secret when the apply
+    /// writes or deletes something. `None` counts one up from the
+    /// Secret's.
+    pub revision: Option<u64>,
 }
 
 /// Objects that pruning and removal leave in place unless told otherwise.

@@ -19,7 +19,7 @@ use crate::model::{AppName, Hook};
 use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
 use crate::store::{
     AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId, Outcome,
-    OverrideLayer, SqliteStore, Store, TargetChange, VersionRecord,
+    OverrideLayer, ReleaseRecord, SqliteStore, Store, TargetChange, VersionRecord,
 };
 use crate::trust::TrustStore;
 
@@ -121,6 +121,10 @@ pub struct AppDetails {
     pub charts: Vec<ChartSummary>,
     /// Its sticky workload decisions.
     pub decisions: Vec<DecisionRecord>,
+    /// The store's copy of each applied release's inventory (objects and
+    /// revision), by chart; what the cluster's release Secrets hold too.
+    #[serde(default)]
+    pub releases: Vec<ReleaseRecord>,
 }
 
 /// One stored version.
@@ -389,11 +393,13 @@ impl Lifecycle {
             Err(_) => Vec::new(),
         };
         let decisions = self.store().list_decisions(app)?;
+        let releases = self.store().list_releases(app)?;
         Ok(AppDetails {
             app: record,
             versions,
             charts,
             decisions,
+            releases,
         })
     }
 

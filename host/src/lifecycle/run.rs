@@ -23,7 +23,7 @@ use crate::kube::{
 use crate::model::{AppName, ComponentSpec, Hook, HookOutcome, Layer};
 use crate::render::{self, Capabilities, ReleaseInfo};
 use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Plugin};
-use crate::store::{DecisionRecord, OperationId, OverrideLayer, Store};
+use crate::store::{DecisionRecord, OperationId, OverrideLayer, ReleaseRecord, Store};
 use crate::values::{self, Map};
 use crate::volumes::LocalVolume;
 use crate::workload::{DecidedBy, Decision};
@@ -90,6 +90,8 @@ struct RenderedChart {
     desired: Vec<Resource>,
     hooks: Vec<Resource>,
     new_decisions: Vec<NewDecision>,
+    /// `.Release.Revision` it was rendered with.
+    revision: u64,
     timeout: Option<std::time::Duration>,
     adopt: bool,
     recreate: Vec<String>,
@@ -229,7 +231,8 @@ impl Job<'_> {
                         chart: name.clone(),
                         source: Box::new(source),
                     })?;
-                let planned = self.plan_chart(prepared, chart, !live.is_empty())?;
+                let revision = self.next_revision(&release, &live)?;
+                let planned = self.plan_chart(prepared, chart, !live.is_empty(), revision)?;
                 for warning in planned.warnings {
                     self.warn(warning);
                 }
@@ -240,6 +243,7 @@ impl Job<'_> {
                     desired: planned.desired,
                     hooks: planned.hooks,
                     new_decisions: planned.new_decisions,
+                    revision,
                     timeout: chart.timeout,
                     adopt: prepared.request.adopt,
                     recreate: prepared.request.recreate.to_vec(),
@@ -327,6 +331,7 @@ impl Job<'_> {
                     &progress,
                 )
                 .map_err(kube_err);
+            self.release_removed(&release, removed.is_ok())?;
             self.forced(force, removed.map(drop))?;
             let after = self
                 .target()
@@ -370,7 +375,12 @@ impl Job<'_> {
         if !chart.enabled || version.version != prepared.request.version.version {
             return Vec::new();
         }
-        match self.plan_chart(prepared, chart, true) {
+        let release = version.release(&self.app, chart);
+        let applied_revision = match self.next_revision(&release, &[]) {
+            Ok(next) => next.saturating_sub(1).max(1),
+            Err(_) => 1,
+        };
+        match self.plan_chart(prepared, chart, true, applied_revision) {
             Ok(plan) => plan.hooks,
             Err(e) => {
                 self.warn(format!(
@@ -496,6 +506,7 @@ impl Job<'_> {
             adopt: chart.adopt,
             timeout: chart.timeout,
             recreate: chart.recreate.clone(),
+            revision: Some(chart.revision),
             ..ApplyOptions::default()
         };
         let progress = StoreProgress {
@@ -510,9 +521,20 @@ impl Job<'_> {
         self.target()
             .run_hooks(&chart.release, before, &chart.hooks, &options, &progress)
             .map_err(kube_err)?;
-        self.target()
-            .apply_with(&chart.release, &plan, &options, &progress)
-            .map_err(kube_err)?;
+        let outcome = self
+            .target()
+            .apply_with(&chart.release, &plan, &options, &progress);
+        match outcome {
+            Ok(applied) => {
+                let changed =
+                    applied.applied.len() > applied.unchanged || !applied.pruned.is_empty();
+                self.record_release(&chart.release, changed.then_some(chart.revision))?;
+            }
+            Err(source) => {
+                self.record_release_after_failure(&chart.release, Some(chart.revision));
+                return Err(kube_err(source));
+            }
+        }
         self.target()
             .run_hooks(&chart.release, after, &chart.hooks, &options, &progress)
             .map_err(kube_err)?;
@@ -550,12 +572,12 @@ impl Job<'_> {
                 &format!("prune:{}", chart.name),
                 &format!("removing chart {} (not in this version)", chart.name),
             )?;
-            self.target()
-                .remove(&release)
-                .map_err(|source| Error::Kube {
-                    chart: chart.name.to_string(),
-                    source: Box::new(source),
-                })?;
+            let removed = self.target().remove(&release);
+            self.release_removed(&release, removed.is_ok())?;
+            removed.map_err(|source| Error::Kube {
+                chart: chart.name.to_string(),
+                source: Box::new(source),
+            })?;
         }
         Ok(())
     }
@@ -585,7 +607,9 @@ impl Job<'_> {
             };
             let live = self.target().applied(&release).map_err(kube_err)?;
             let desired = if chart.enabled {
-                self.plan_chart(&prepared, chart, !live.is_empty())?.desired
+                let revision = self.next_revision(&release, &live)?;
+                self.plan_chart(&prepared, chart, !live.is_empty(), revision)?
+                    .desired
             } else {
                 Vec::new()
             };
@@ -617,6 +641,7 @@ impl Job<'_> {
         prepared: &Prepared<'_>,
         chart: &bundle::Chart,
         is_upgrade: bool,
+        revision: u64,
     ) -> Result<plan::ChartPlan, Error> {
         let name = chart.name.to_string();
         let version = prepared.request.version;
@@ -629,7 +654,7 @@ impl Job<'_> {
         let release = ReleaseInfo {
             name: chart.release.to_string(),
             namespace: chart.namespace.to_string(),
-            revision: 1,
+            revision: i64::try_from(revision).unwrap_or(i64::MAX),
             is_upgrade,
         };
         let kube_version = format!("v{}", prepared.facts.kubernetes_version);
@@ -664,6 +689,97 @@ impl Job<'_> {
             rekind: &rekind,
             local_volumes: &local_volumes,
         })
+    }
+
+    /// The revision the next apply of `release` renders as
+    /// (`.Release.Revision`): one more than the target's record says (the
+    /// release Secret on a cluster), or than the store's copy where the
+    /// target keeps none; 1 for an install. A release with objects but no
+    /// revision anywhere (applied before revisions were recorded) has had
+    /// one.
+    fn next_revision(&self, release: &Release, live: &[Resource]) -> Result<u64, Error> {
+        let recorded = match self
+            .target()
+            .revision(release)
+            .map_err(|source| Error::Kube {
+                chart: release.chart.clone(),
+                source: Box::new(source),
+            })? {
+            Some(revision) => revision,
+            None => self
+                .store()
+                .release(&self.app, &release.chart)?
+                .map_or(0, |r| r.revision),
+        };
+        let recorded = if recorded == 0 && !live.is_empty() {
+            1
+        } else {
+            recorded
+        };
+        Ok(recorded.saturating_add(1))
+    }
+
+    /// Writes the store's copy of `release`'s inventory from what the
+    /// target recorded after an apply: its objects, and the revision the
+    /// target keeps, else `changed_revision` when the apply changed
+    /// something, else the stored one. So the store and the release Secret
+    /// agree after every attempt.
+    fn record_release(
+        &self,
+        release: &Release,
+        changed_revision: Option<u64>,
+    ) -> Result<(), Error> {
+        let kube_err = |source| Error::Kube {
+            chart: release.chart.clone(),
+            source: Box::new(source),
+        };
+        let objects = self
+            .target()
+            .applied(release)
+            .map_err(kube_err)?
+            .iter()
+            .map(|resource| resource.id().clone())
+            .collect();
+        let stored = self.store().release(&self.app, &release.chart)?;
+        let revision = match self.target().revision(release).map_err(kube_err)? {
+            Some(revision) => revision,
+            None => changed_revision
+                .or(stored.as_ref().map(|r| r.revision))
+                .unwrap_or(0),
+        };
+        self.store().record_release(&ReleaseRecord {
+            app: self.app.clone(),
+            chart: release.chart.clone(),
+            namespace: release.namespace.clone(),
+            release_name: release.release_name.clone(),
+            revision,
+            objects,
+            updated_at: 0,
+        })?;
+        Ok(())
+    }
+
+    /// [`Job::record_release`] after a failed step: the failure is what
+    /// the operation reports, so a failure to record is a warning (the
+    /// next operation records again from the target).
+    fn record_release_after_failure(&self, release: &Release, revision: Option<u64>) {
+        if let Err(e) = self.record_release(release, revision) {
+            self.warn(format!(
+                "release {release}: could not record its inventory: {}",
+                e.one_line()
+            ));
+        }
+    }
+
+    /// After a remove of `release`: forgets the store's copy when the
+    /// remove succeeded, else records what the target still holds.
+    fn release_removed(&self, release: &Release, succeeded: bool) -> Result<(), Error> {
+        if succeeded {
+            self.store().delete_release(&self.app, &release.chart)?;
+        } else {
+            self.record_release_after_failure(release, None);
+        }
+        Ok(())
     }
 
     /// The stored decisions of `components`, by component name.

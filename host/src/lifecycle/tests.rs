@@ -328,3 +328,75 @@ fn rendered_manifests_reach_the_target_with_helms_yaml_meaning() {
     assert!(text.contains("defaultMode: 420"), "{text}");
     assert!(text.contains("quoted: \"yes\""), "{text}");
 }
+
+const REVISION_MAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  revision: {{ .Release.Revision | quote }}\n  install: {{ .Release.IsInstall | quote }}\n";
+
+#[test]
+fn release_revision_counts_the_applies_that_changed_something_and_the_store_keeps_it() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc
+        .upload(f.bundle_with_template("demo", "1.0.0", &["a"], "", REVISION_MAP))
+        .unwrap();
+    let revision_of = |lc: &Lifecycle| {
+        let shown = lc.show(&app.name).unwrap();
+        assert_eq!(
+            shown.app.state,
+            AppState::Applied,
+            "{:?}",
+            shown.app.message
+        );
+        let applied = std::fs::read_to_string(f.path("applied/demo/a.yaml")).unwrap();
+        (shown.releases, applied)
+    };
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let (releases, applied) = revision_of(&lc);
+    assert!(applied.contains("revision: \"1\""), "{applied}");
+    assert!(applied.contains("install: \"true\""), "{applied}");
+    assert_eq!(releases.len(), 1);
+    assert_eq!(releases[0].chart, "a");
+    assert_eq!(releases[0].revision, 1);
+    assert_eq!(
+        releases[0]
+            .objects
+            .iter()
+            .map(|o| format!("{}/{}", o.kind, o.name))
+            .collect::<Vec<_>>(),
+        ["ConfigMap/a"]
+    );
+
+    // The template names the revision, so each apply changes the object.
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let (releases, applied) = revision_of(&lc);
+    assert!(applied.contains("revision: \"2\""), "{applied}");
+    assert!(applied.contains("install: \"false\""), "{applied}");
+    assert_eq!(releases[0].revision, 2);
+
+    // The count survives a restart of the daemon.
+    drop(lc);
+    let lc = f.open().unwrap();
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let (releases, applied) = revision_of(&lc);
+    assert!(applied.contains("revision: \"3\""), "{applied}");
+    assert_eq!(releases[0].revision, 3);
+
+    // A remove forgets the release; the next apply is an install again.
+    lc.remove(&app.name, false).unwrap().wait();
+    assert_eq!(lc.show(&app.name).unwrap().releases, []);
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let (releases, applied) = revision_of(&lc);
+    assert!(applied.contains("revision: \"1\""), "{applied}");
+    assert_eq!(releases[0].revision, 1);
+}
+
+#[test]
+fn an_apply_that_changes_nothing_keeps_the_revision() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    let shown = lc.show(&app.name).unwrap();
+    assert_eq!(shown.app.state, AppState::Applied);
+    assert_eq!(shown.releases[0].revision, 1, "nothing changed: still 1");
+}

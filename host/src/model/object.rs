@@ -2,19 +2,27 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 /// Which object a manifest describes.
 ///
 /// `namespace` is what the manifest says; `None` when it names none (a
 /// cluster-scoped kind, or a namespaced one that takes the release's
 /// namespace). Two refs that differ only there are different refs: the
 /// plan does not guess scopes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Serialized as Kubernetes spells the fields (`apiVersion`, `kind`,
+/// `namespace` when set, `name`): the shape the store's inventory copy
+/// and the cluster's release Secret share.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
     /// `apiVersion`, e.g. `apps/v1` or `v1`.
     pub api_version: String,
     /// `kind`, e.g. `Deployment`.
     pub kind: String,
     /// `metadata.namespace`, if the manifest sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// `metadata.name`.
     pub name: String,

@@ -30,7 +30,7 @@ use crate::model::AppName;
 pub use error::Error;
 pub use records::{
     AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
-    TargetChange, UnixMillis, VersionRecord, VolumeRecord,
+    ReleaseRecord, TargetChange, UnixMillis, VersionRecord, VolumeRecord,
 };
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, known_version as schema_version};
 pub use sqlite::{DATABASE_FILE, SqliteStore};
@@ -272,6 +272,35 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// [`Error::UnknownApp`].
     fn delete_decision(&self, app: &AppName, component: &str) -> Result<bool, Error>;
+
+    // ---- release inventories ----
+
+    /// Records (or replaces) the inventory copy of one release.
+    /// `updated_at` is stamped by the store; the stored record is returned.
+    ///
+    /// # Errors
+    /// [`Error::UnknownApp`].
+    fn record_release(&self, release: &ReleaseRecord) -> Result<ReleaseRecord, Error>;
+
+    /// The inventory copy of one release, if recorded.
+    ///
+    /// # Errors
+    /// [`Error::UnknownApp`]; [`Error::Database`] for a row whose objects
+    /// do not parse.
+    fn release(&self, app: &AppName, chart: &str) -> Result<Option<ReleaseRecord>, Error>;
+
+    /// Every recorded release of the app, by chart.
+    ///
+    /// # Errors
+    /// [`Error::UnknownApp`].
+    fn list_releases(&self, app: &AppName) -> Result<Vec<ReleaseRecord>, Error>;
+
+    /// Forgets one release (it was removed); returns whether it was
+    /// recorded.
+    ///
+    /// # Errors
+    /// [`Error::UnknownApp`].
+    fn delete_release(&self, app: &AppName, chart: &str) -> Result<bool, Error>;
 
     // ---- history ----
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
-use crate::model::{AppName, WorkloadKind};
+use crate::model::{AppName, ObjectRef, WorkloadKind};
 
 /// Milliseconds since the unix epoch, UTC.
 pub type UnixMillis = i64;
@@ -104,6 +104,32 @@ pub struct DecisionRecord {
     /// When it was decided; stamped by the store when recorded (the value
     /// given is ignored).
     pub decided_at: UnixMillis,
+}
+
+/// The store's copy of one release's inventory: what the target recorded
+/// as applied for one chart of an app after its last apply or remove
+/// attempt, and the release's revision. The cluster keeps the same in the
+/// release Secret; the lifecycle writes this row from what the target
+/// reports after every attempt, success or failure, so the two agree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRecord {
+    /// The app.
+    pub app: AppName,
+    /// The chart within the app.
+    pub chart: String,
+    /// The release's namespace.
+    pub namespace: String,
+    /// The Helm release name.
+    pub release_name: String,
+    /// How many applies of the release changed something, the first being
+    /// 1; `.Release.Revision` of the next apply is this plus one.
+    pub revision: u64,
+    /// The objects recorded as applied (or possibly applied, after a
+    /// failure), in the order the target recorded them.
+    pub objects: Vec<ObjectRef>,
+    /// When it was last written; stamped by the store (the value given is
+    /// ignored).
+    pub updated_at: UnixMillis,
 }
 
 /// One operation in an app's history.

@@ -100,6 +100,20 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE volumes ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
     "#,
+    // 3: the store's copy of each release's inventory and its revision
+    // (objects is a JSON list of {apiVersion, kind, namespace?, name}).
+    r#"
+    CREATE TABLE releases (
+        app             TEXT NOT NULL REFERENCES apps(name) ON DELETE CASCADE,
+        chart           TEXT NOT NULL,
+        namespace       TEXT NOT NULL,
+        release_name    TEXT NOT NULL,
+        revision        INTEGER NOT NULL CHECK (revision >= 0),
+        objects         TEXT NOT NULL,
+        updated_at      INTEGER NOT NULL,
+        PRIMARY KEY (app, chart)
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -951,6 +951,122 @@ fn decisions_are_recorded_replaced_and_forgotten() {
     ));
 }
 
+// ---- release inventories ----
+
+fn release(app: &str, chart: &str, revision: u64, names: &[&str]) -> ReleaseRecord {
+    ReleaseRecord {
+        app: name(app),
+        chart: chart.to_owned(),
+        namespace: "shop".to_owned(),
+        release_name: format!("{app}-{chart}"),
+        revision,
+        objects: names
+            .iter()
+            .map(|n| crate::model::ObjectRef {
+                api_version: "v1".to_owned(),
+                kind: "ConfigMap".to_owned(),
+                namespace: (*n != "cluster-wide").then(|| "shop".to_owned()),
+                name: (*n).to_owned(),
+            })
+            .collect(),
+        updated_at: 0,
+    }
+}
+
+#[test]
+fn releases_are_recorded_replaced_listed_and_forgotten() {
+    let (dir, store) = new_store();
+    let app = uploaded(&store, "shop");
+    assert_eq!(store.release(&app, "web").unwrap(), None);
+    let first = store
+        .record_release(&release("shop", "web", 1, &["a", "cluster-wide"]))
+        .unwrap();
+    assert!(first.updated_at > 0, "stamped by the store");
+    assert_eq!(store.release(&app, "web").unwrap(), Some(first.clone()));
+    store
+        .record_release(&release("shop", "web", 2, &["b"]))
+        .unwrap();
+    store
+        .record_release(&release("shop", "db", 1, &[]))
+        .unwrap();
+    drop(store);
+    let store = reopen(&dir);
+    let listed: Vec<_> = store
+        .list_releases(&app)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.chart, r.revision, r.objects.len()))
+        .collect();
+    assert_eq!(listed, [("db".to_owned(), 1, 0), ("web".to_owned(), 2, 1)]);
+    assert_eq!(
+        store.release(&app, "web").unwrap().unwrap().objects[0].name,
+        "b"
+    );
+    assert!(store.delete_release(&app, "web").unwrap());
+    assert!(!store.delete_release(&app, "web").unwrap());
+    assert!(matches!(
+        store.record_release(&release("ghost", "web", 1, &[])),
+        Err(Error::UnknownApp { .. })
+    ));
+}
+
+#[test]
+fn release_objects_serialize_as_the_inventory_secret_spells_them() {
+    let (_dir, store) = new_store();
+    let app = uploaded(&store, "shop");
+    store
+        .record_release(&release("shop", "web", 3, &["a", "cluster-wide"]))
+        .unwrap();
+    let text: String = store
+        .connection()
+        .query_row("SELECT objects FROM releases", [], |row| row.get(0))
+        .unwrap();
+    let objects: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        objects,
+        json!([
+            {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "a"},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "cluster-wide"}
+        ])
+    );
+    store
+        .connection()
+        .execute("UPDATE releases SET objects = '[{\"kind\": 3}]'", [])
+        .unwrap();
+    let error = store.release(&app, "web").unwrap_err().to_string();
+    assert!(error.contains("reading release shop/web"), "{error}");
+}
+
+#[test]
+fn a_version_2_store_gains_the_releases_table_and_keeps_its_apps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    std::fs::create_dir_all(&path).unwrap();
+    let db = path.join(DATABASE_FILE);
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+        conn.execute_batch(schema::MIGRATIONS[1]).unwrap();
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.execute(
+            "INSERT INTO apps VALUES ('shop', 'applied', '1.0.0', NULL, NULL, NULL, 1, 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(pragma(&db, "user_version"), schema_version());
+    let app = name("shop");
+    assert_eq!(store.app(&app).unwrap().state, AppState::Applied);
+    assert_eq!(store.list_releases(&app).unwrap(), []);
+    store
+        .record_release(&release("shop", "web", 1, &["a"]))
+        .unwrap();
+    assert_eq!(store.list_releases(&app).unwrap().len(), 1);
+}
+
 // ---- volumes ----
 
 #[test]

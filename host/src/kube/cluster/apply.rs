@@ -68,6 +68,9 @@ pub struct Record {
     exists: bool,
     saved: Option<Value>,
     touched: bool,
+    /// The revision a touch records ([`ApplyOptions::revision`]); one up
+    /// from the Secret's when `None`.
+    next_revision: Option<u64>,
 }
 
 fn secrets() -> Kind {
@@ -101,6 +104,7 @@ impl Record {
                 exists: false,
                 saved: None,
                 touched: false,
+                next_revision: None,
             }),
             Some(secret) => {
                 let inventory =
@@ -115,6 +119,7 @@ impl Record {
                     exists: true,
                     saved,
                     touched: false,
+                    next_revision: None,
                 })
             }
         }
@@ -131,7 +136,9 @@ impl Record {
     pub fn touch(&mut self) {
         if !self.touched {
             self.touched = true;
-            self.inventory.revision += 1;
+            self.inventory.revision = self
+                .next_revision
+                .unwrap_or(self.inventory.revision.saturating_add(1));
         }
     }
 
@@ -194,6 +201,7 @@ pub async fn apply_release(
     let timeout = options.timeout.unwrap_or(settings.timeout);
     let deadline = Instant::now() + timeout;
     let mut record = Record::load(cluster, release).await?;
+    record.next_revision = options.revision;
     let owned_before: HashSet<ObjectKey> = record
         .inventory
         .objects

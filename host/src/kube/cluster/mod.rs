@@ -196,6 +196,14 @@ impl ApplyTarget for ClusterTarget {
         })
     }
 
+    /// The release Secret's revision; `None` when there is no Secret.
+    fn revision(&self, release: &Release) -> Result<Option<u64>, crate::kube::Error> {
+        self.block_on(release, async {
+            let record = Record::load(&self.cluster, release).await?;
+            Ok(record.exists().then_some(record.inventory.revision))
+        })
+    }
+
     fn apply_with(
         &self,
         release: &Release,

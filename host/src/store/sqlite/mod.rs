@@ -15,8 +15,9 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use serde_json::Value;
 
 use rows::{
-    APP_COLUMNS, DECISION_COLUMNS, HISTORY_COLUMNS, OVERRIDE_COLUMNS, VOLUME_COLUMNS, app_from_row,
-    decision_from_row, history_from_row, override_from_row, volume_from_row,
+    APP_COLUMNS, DECISION_COLUMNS, HISTORY_COLUMNS, OVERRIDE_COLUMNS, RELEASE_COLUMNS,
+    VOLUME_COLUMNS, app_from_row, decision_from_row, history_from_row, override_from_row,
+    release_from_row, volume_from_row,
 };
 use steps::{
     check_allowed, collect, find_app, find_volume, insert_override, insert_version, load_app,
@@ -28,7 +29,7 @@ use super::Store;
 use super::error::{Context, Error};
 use super::records::{
     AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
-    TargetChange, VersionRecord, VolumeRecord,
+    ReleaseRecord, TargetChange, VersionRecord, VolumeRecord,
 };
 use super::schema;
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
@@ -626,6 +627,80 @@ impl Store for SqliteStore {
                 .execute(
                     "DELETE FROM decisions WHERE app = ?1 AND component = ?2",
                     params![app, component],
+                )
+                .context(context)?;
+            Ok(deleted > 0)
+        })
+    }
+
+    fn record_release(&self, release: &ReleaseRecord) -> Result<ReleaseRecord, Error> {
+        let app = &release.app;
+        let context = || format!("recording release {app}/{}", release.chart);
+        self.write(context, |tx| {
+            require_app(tx, app)?;
+            let stored = ReleaseRecord {
+                updated_at: now(),
+                ..release.clone()
+            };
+            let objects =
+                serde_json::to_string(&stored.objects).map_err(|source| Error::Database {
+                    context: context(),
+                    source: rusqlite::Error::ToSqlConversionFailure(Box::new(source)),
+                })?;
+            let revision = i64::try_from(stored.revision).unwrap_or(i64::MAX);
+            tx.execute(
+                &format!(
+                    "INSERT INTO releases ({RELEASE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                     ON CONFLICT (app, chart) DO UPDATE SET namespace = excluded.namespace, \
+                     release_name = excluded.release_name, revision = excluded.revision, \
+                     objects = excluded.objects, updated_at = excluded.updated_at"
+                ),
+                params![
+                    stored.app,
+                    stored.chart,
+                    stored.namespace,
+                    stored.release_name,
+                    revision,
+                    objects,
+                    stored.updated_at
+                ],
+            )
+            .context(context)?;
+            Ok(stored)
+        })
+    }
+
+    fn release(&self, app: &AppName, chart: &str) -> Result<Option<ReleaseRecord>, Error> {
+        let context = || format!("reading release {app}/{chart}");
+        self.read(context, |tx| {
+            require_app(tx, app)?;
+            tx.query_row(
+                &format!("SELECT {RELEASE_COLUMNS} FROM releases WHERE app = ?1 AND chart = ?2"),
+                params![app, chart],
+                release_from_row,
+            )
+            .optional()
+            .context(context)
+        })
+    }
+
+    fn list_releases(&self, app: &AppName) -> Result<Vec<ReleaseRecord>, Error> {
+        self.rows_of_app(
+            app,
+            "listing releases",
+            &format!("SELECT {RELEASE_COLUMNS} FROM releases WHERE app = ?1 ORDER BY chart"),
+            release_from_row,
+        )
+    }
+
+    fn delete_release(&self, app: &AppName, chart: &str) -> Result<bool, Error> {
+        let context = || format!("forgetting release {app}/{chart}");
+        self.write(context, |tx| {
+            require_app(tx, app)?;
+            let deleted = tx
+                .execute(
+                    "DELETE FROM releases WHERE app = ?1 AND chart = ?2",
+                    params![app, chart],
                 )
                 .context(context)?;
             Ok(deleted > 0)

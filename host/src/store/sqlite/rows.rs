@@ -7,8 +7,8 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 
 use crate::model::{AppName, WorkloadKind};
 use crate::store::records::{
-    AppRecord, DecisionRecord, HistoryEntry, OperationId, OverrideRecord, VersionRecord,
-    VolumeRecord,
+    AppRecord, DecisionRecord, HistoryEntry, OperationId, OverrideRecord, ReleaseRecord,
+    VersionRecord, VolumeRecord,
 };
 use crate::store::state::{AppState, Operation, Outcome, OverrideLayer};
 
@@ -112,6 +112,28 @@ pub(super) fn decision_from_row(row: &Row<'_>) -> rusqlite::Result<DecisionRecor
         decided_by: row.get(3)?,
         traits_digest: row.get(4)?,
         decided_at: row.get(5)?,
+    })
+}
+
+pub(super) const RELEASE_COLUMNS: &str =
+    "app, chart, namespace, release_name, revision, objects, updated_at";
+
+pub(super) fn release_from_row(row: &Row<'_>) -> rusqlite::Result<ReleaseRecord> {
+    let objects: String = row.get(5)?;
+    let objects = serde_json::from_str(&objects).map_err(|error| {
+        rusqlite::Error::FromSqlConversionFailure(5, Type::Text, Box::new(error))
+    })?;
+    let revision: i64 = row.get(4)?;
+    Ok(ReleaseRecord {
+        app: row.get(0)?,
+        chart: row.get(1)?,
+        namespace: row.get(2)?,
+        release_name: row.get(3)?,
+        revision: u64::try_from(revision).map_err(|error| {
+            rusqlite::Error::FromSqlConversionFailure(4, Type::Integer, Box::new(error))
+        })?,
+        objects,
+        updated_at: row.get(6)?,
     })
 }
 
