@@ -493,3 +493,343 @@ fn helm_hooks_run_around_the_apply_and_the_remove() {
         .expect("the pre-delete hook ran and, with no delete policy but the default, stays");
     assert_eq!(goodbye["data"]["said"], "goodbye");
 }
+
+const WIDGETS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: {{ .Release.Name }}-widget
+  finalizers: [example.com/cleanup]
+spec:
+  size: 3
+{{- if .Values.extras }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-kept
+  annotations:
+    helm.sh/resource-policy: keep
+data: {kept: "yes"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-extra
+data: {pruned: "yes"}
+{{- end }}
+"#;
+
+/// Position of the first write (not a dry run) `method` whose path ends
+/// with `suffix`.
+fn first_write(double: &KubeDouble, method: &str, suffix: &str) -> Option<usize> {
+    double
+        .requests()
+        .iter()
+        .position(|r| r.method == method && !r.query.contains("dryRun") && r.path.ends_with(suffix))
+}
+
+/// One chart holding a CRD and a custom resource of it: the CRD is applied
+/// first and waited for until its kind resolves, then the resource. A
+/// re-apply without some objects prunes them, except the one annotated
+/// `keep`. Remove deletes the resource before its CRD and, while a
+/// finalizer holds it, fails naming the object and the finalizer; once the
+/// finalizer is gone a second remove finishes.
+#[test]
+fn a_crd_and_its_resource_in_one_chart_then_prune_with_keep_then_remove_past_a_finalizer() {
+    let c = start("cluster-crd", quick());
+    upload_shop(&c, |app| {
+        std::fs::write(app.join("charts/config/templates/widgets.yaml"), WIDGETS).unwrap();
+        let values = app.join("charts/config/values.yaml");
+        let mut text = std::fs::read_to_string(&values).unwrap();
+        text.push_str("extras: true\n");
+        std::fs::write(&values, text).unwrap();
+        edit(
+            &app.join("capstan.yaml"),
+            "release: shop-config}",
+            "release: shop-config, timeout: 3s}",
+        );
+    });
+    c.daemon.ok(&["app", "apply", "shop"]);
+    assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    let crd = first_write(
+        &c.double,
+        "PATCH",
+        "/customresourcedefinitions/widgets.example.com",
+    )
+    .expect("the CRD was applied");
+    let widget = first_write(&c.double, "PATCH", "/widgets/shop-config-widget")
+        .expect("the custom resource was applied");
+    assert!(crd < widget, "the CRD goes first");
+    assert!(
+        c.double
+            .object(
+                "example.com/v1",
+                "Widget",
+                Some("shop"),
+                "shop-config-widget"
+            )
+            .is_some()
+    );
+
+    c.daemon
+        .ok(&["override", "set", "shop", "config", "--set", "extras=false"]);
+    c.daemon.ok(&["app", "apply", "shop"]);
+    assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    assert!(
+        c.double
+            .object("v1", "ConfigMap", Some("shop"), "shop-config-extra")
+            .is_none(),
+        "dropped from the render: pruned"
+    );
+    assert!(
+        c.double
+            .object("v1", "ConfigMap", Some("shop"), "shop-config-kept")
+            .is_some(),
+        "helm.sh/resource-policy: keep is never pruned"
+    );
+    let releases = store_agrees_with_the_cluster(&c, "shop");
+    assert!(releases.contains(&("config".to_owned(), 2)), "{releases:?}");
+    let config = &c.daemon.show("shop")["releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["chart"] == "config")
+        .unwrap()["objects"]
+        .clone();
+    let names: Vec<&str> = config
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["name"].as_str())
+        .collect();
+    assert!(
+        !names.contains(&"shop-config-kept"),
+        "kept objects leave the inventory: {names:?}"
+    );
+
+    c.double.clear_requests();
+    let out = c.daemon.cli(&["app", "remove", "shop"]);
+    assert!(!out.status.success(), "the finalizer holds the widget");
+    let shown = c.daemon.show("shop");
+    let message = shown["message"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(shown["state"], "remove-failed", "{message}");
+    assert!(
+        message.contains("shop-config-widget") && message.contains("example.com/cleanup"),
+        "{message}"
+    );
+    assert!(
+        first_write(
+            &c.double,
+            "DELETE",
+            "/customresourcedefinitions/widgets.example.com"
+        )
+        .is_none(),
+        "the CRD waits for its resources"
+    );
+    store_agrees_with_the_cluster(&c, "shop");
+
+    assert!(c.double.remove_finalizers(
+        "example.com/v1",
+        "Widget",
+        Some("shop"),
+        "shop-config-widget"
+    ));
+    c.double.clear_requests();
+    c.daemon.ok(&["app", "remove", "shop"]);
+    assert_eq!(c.daemon.state_of("shop"), "uploaded", "{}", c.daemon.log());
+    assert!(
+        c.double
+            .object(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                None,
+                "widgets.example.com"
+            )
+            .is_none(),
+        "the CRD goes with the release on remove"
+    );
+    assert!(
+        c.double
+            .object("v1", "ConfigMap", Some("shop"), "shop-config-kept")
+            .is_some(),
+        "kept objects outlive the release"
+    );
+    assert_eq!(store_agrees_with_the_cluster(&c, "shop"), []);
+}
+
+/// A field another manager owns is a 409 naming the field and the
+/// manager; the apply fails and nothing is forced.
+#[test]
+fn a_field_owned_by_another_manager_is_a_conflict_naming_both() {
+    let c = start("cluster-conflict", quick());
+    upload_shop(&c, |_| {});
+    c.daemon.ok(&["app", "apply", "shop"]);
+    let mut web = c
+        .double
+        .object("apps/v1", "Deployment", Some("shop"), "web")
+        .unwrap();
+    web["spec"]["replicas"] = serde_json::json!(7);
+    c.double.put_object(web, "hpa-controller");
+    c.daemon
+        .ok(&["override", "set", "shop", "web", "--set", "replicaCount=4"]);
+    let out = c.daemon.cli(&["app", "apply", "shop"]);
+    assert!(!out.status.success());
+    let shown = c.daemon.show("shop");
+    let message = shown["message"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(shown["state"], "apply-failed", "{message}");
+    assert!(
+        message.contains("spec.replicas") && message.contains("hpa-controller"),
+        "{message}"
+    );
+    let web = c
+        .double
+        .object("apps/v1", "Deployment", Some("shop"), "web")
+        .unwrap();
+    assert_eq!(web["spec"]["replicas"], 7, "not forced");
+    store_agrees_with_the_cluster(&c, "shop");
+}
+
+const SEED_JOB: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-seed
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: seed
+          image: busybox:1.36
+          command: ["echo", {{ .Values.currency | quote }}]
+"#;
+
+/// Cuts the db component's traits from the shop's `capstan.yaml`.
+fn drop_db_traits(app: &Path) {
+    let meta = app.join("capstan.yaml");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let cut = text
+        .find("    traits:")
+        .expect("the db component has traits");
+    std::fs::write(&meta, &text[..cut]).unwrap();
+}
+
+/// A change the server refuses as immutable (a Job's template) fails the
+/// apply naming the object, the field and `--recreate`; with
+/// `--recreate Job/NAME` the Job is deleted and created again. The
+/// database's kind change (a Deployment, decided before its volume trait
+/// came with an update, to a StatefulSet by `--rekind`) deletes the
+/// Deployment with orphan propagation and keeps its claim.
+#[test]
+fn an_immutable_change_needs_recreate_and_a_kind_change_keeps_the_claims() {
+    let c = start("cluster-immutable", quick());
+    upload_shop(&c, |app| {
+        std::fs::write(app.join("charts/config/templates/seed.yaml"), SEED_JOB).unwrap();
+        drop_db_traits(app);
+    });
+    c.daemon.ok(&["app", "apply", "shop"]);
+    assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    assert!(
+        c.double
+            .object("apps/v1", "Deployment", Some("shop"), "db")
+            .is_some(),
+        "no volume trait: a Deployment"
+    );
+
+    c.daemon
+        .ok(&["override", "set", "shop", "config", "--set", "currency=USD"]);
+    let out = c.daemon.cli(&["app", "apply", "shop"]);
+    assert!(!out.status.success());
+    let message = c.daemon.show("shop")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("shop-config-seed") && message.contains("--recreate"),
+        "{message}"
+    );
+    c.double.clear_requests();
+    c.daemon
+        .ok(&["app", "apply", "shop", "--recreate", "Job/shop-config-seed"]);
+    assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    assert!(first_write(&c.double, "DELETE", "/jobs/shop-config-seed").is_some());
+    let job = c
+        .double
+        .object("batch/v1", "Job", Some("shop"), "shop-config-seed")
+        .unwrap();
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["command"][1],
+        "USD"
+    );
+
+    let v2 = c.daemon.shop_bundle("1.1.0", |app| {
+        std::fs::write(app.join("charts/config/templates/seed.yaml"), SEED_JOB).unwrap();
+    });
+    c.daemon
+        .ok(&["app", "update", v2.to_str().unwrap_or_default()]);
+    assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    assert!(
+        c.double
+            .object("apps/v1", "Deployment", Some("shop"), "db")
+            .is_some(),
+        "the decision is sticky across the update"
+    );
+    let claims = |double: &KubeDouble| -> Vec<String> {
+        double
+            .objects()
+            .into_iter()
+            .filter(|o| o["kind"] == "PersistentVolumeClaim")
+            .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let before = claims(&c.double);
+    assert!(
+        !before.is_empty(),
+        "the volume trait gave the Deployment a claim"
+    );
+
+    c.double.clear_requests();
+    c.daemon.ok(&["app", "apply", "shop", "--rekind", "db"]);
+    assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    assert!(
+        c.double
+            .object("apps/v1", "Deployment", Some("shop"), "db")
+            .is_none()
+    );
+    assert!(
+        c.double
+            .object("apps/v1", "StatefulSet", Some("shop"), "db")
+            .is_some()
+    );
+    let delete = c
+        .double
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "DELETE" && r.path.ends_with("/deployments/db"))
+        .expect("the Deployment was deleted");
+    assert!(delete.body.contains("Orphan"), "{}", delete.body);
+    let after = claims(&c.double);
+    for claim in &before {
+        assert!(
+            after.contains(claim),
+            "{claim} survives the kind change: {after:?}"
+        );
+    }
+    store_agrees_with_the_cluster(&c, "shop");
+}
