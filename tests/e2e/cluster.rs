@@ -370,6 +370,100 @@ fn a_daemon_killed_mid_apply_recovers_with_nothing_orphaned() {
     assert!(secrets.is_empty(), "{secrets:?}");
 }
 
+/// The entries of a release Secret: `(kind/name, state)`.
+fn inventory_entries(double: &KubeDouble, namespace: &str, secret: &str) -> Vec<(String, String)> {
+    use base64::Engine as _;
+    let Some(secret) = double.object("v1", "Secret", Some(namespace), secret) else {
+        return Vec::new();
+    };
+    let data = secret["data"]["release"].as_str().unwrap_or_default();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .expect("base64 data");
+    let inventory: Value = serde_json::from_slice(&bytes).expect("inventory JSON");
+    inventory["objects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            (
+                format!(
+                    "{}/{}",
+                    e["kind"].as_str().unwrap_or_default(),
+                    e["name"].as_str().unwrap_or_default()
+                ),
+                e["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A SIGKILL inside a stage: the api chart's Service and
+/// PodDisruptionBudget are applied, its Deployment's request is in flight
+/// (the double holds it). The release Secret already names the Deployment
+/// as pending, so nothing the apply may have created is unknown; after a
+/// restart, `recover` finishes the apply, the store and the Secrets agree,
+/// and a remove leaves nothing behind.
+#[test]
+fn a_daemon_killed_inside_a_stage_has_the_object_in_flight_recorded_as_pending() {
+    let mut c = start("cluster-crash-stage", quick());
+    upload_shop(&c, |_| {});
+    c.double.inject_fault(kube_double::Fault {
+        method: Some("PATCH".into()),
+        path_contains: "/deployments/api".into(),
+        times: 1,
+        kind: kube_double::FaultKind::Delay(Duration::from_secs(3)),
+    });
+    let _ = c.daemon.cli(&["app", "apply", "shop", "--no-wait"]);
+    let started = std::time::Instant::now();
+    while !c
+        .double
+        .requests()
+        .iter()
+        .any(|r| r.method == "PATCH" && r.path.ends_with("/deployments/api"))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{}",
+            c.daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    c.daemon.kill();
+    assert!(
+        c.double
+            .object("v1", "Service", Some("shop"), "api")
+            .is_some(),
+        "the stage's Service went before the Deployment"
+    );
+    assert!(
+        c.double
+            .object("apps/v1", "Deployment", Some("shop"), "api")
+            .is_none(),
+        "the Deployment's request is still in flight"
+    );
+    let entries = inventory_entries(&c.double, "shop", "capstan.release.v1.shop.api");
+    assert!(
+        entries.contains(&("Deployment/api".to_owned(), "pending".to_owned())),
+        "the object in flight is recorded before it is sent: {entries:?}"
+    );
+
+    c.daemon.spawn(&[]);
+    assert_eq!(c.daemon.state_of("shop"), "apply-failed");
+    c.daemon.ok(&["app", "recover", "shop"]);
+    assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
+    let entries = inventory_entries(&c.double, "shop", "capstan.release.v1.shop.api");
+    assert!(
+        entries.iter().all(|(_, state)| state == "applied"),
+        "{entries:?}"
+    );
+    store_agrees_with_the_cluster(&c, "shop");
+    c.daemon.ok(&["app", "remove", "shop"]);
+    assert_eq!(owned_by(&c.double, "shop"), Vec::<String>::new());
+    assert_eq!(store_agrees_with_the_cluster(&c, "shop"), []);
+}
+
 /// The opt-in suite against a real cluster (kind, k3d or any):
 /// `CAPSTAN_E2E_KUBECONFIG=path cargo xtask test -- --ignored real_cluster`.
 /// Installs the shop app (its Pods must become ready: the apply waits for
