@@ -68,6 +68,9 @@ fn owned_by(double: &KubeDouble, app: &str) -> Vec<String> {
 fn store_agrees_with_the_cluster(c: &Cluster, app: &str) -> Vec<(String, u64)> {
     use base64::Engine as _;
     let shown = c.daemon.show(app);
+    for release in shown["releases"].as_array().into_iter().flatten() {
+        assert_eq!(release["method"], "server-side-apply", "{release}");
+    }
     let stored: Vec<(String, u64, Value)> = shown["releases"]
         .as_array()
         .expect("app show lists the releases")

@@ -92,6 +92,13 @@ pub trait ApplyTarget: Send + Sync {
     /// When the record cannot be read or parsed.
     fn applied(&self, release: &Release) -> Result<Vec<Resource>, Error>;
 
+    /// How this target writes objects, as the store's inventory copy
+    /// records it: `server-side-apply` on a cluster (field manager
+    /// `capstan`), `file` for the directory target (the default).
+    fn apply_method(&self) -> &'static str {
+        "file"
+    }
+
     /// The release's revision as the target records it (the release
     /// Secret's on a cluster): how many applies changed something. `None`
     /// (the default) when the target keeps no revision or has no record of

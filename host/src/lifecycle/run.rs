@@ -752,6 +752,7 @@ impl Job<'_> {
             chart: release.chart.clone(),
             namespace: release.namespace.clone(),
             release_name: release.release_name.clone(),
+            method: self.target().apply_method().to_owned(),
             revision,
             objects,
             updated_at: 0,

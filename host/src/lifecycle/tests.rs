@@ -355,6 +355,7 @@ fn release_revision_counts_the_applies_that_changed_something_and_the_store_keep
     assert!(applied.contains("install: \"true\""), "{applied}");
     assert_eq!(releases.len(), 1);
     assert_eq!(releases[0].chart, "a");
+    assert_eq!(releases[0].method, "file");
     assert_eq!(releases[0].revision, 1);
     assert_eq!(
         releases[0]

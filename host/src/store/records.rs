@@ -121,6 +121,9 @@ pub struct ReleaseRecord {
     pub namespace: String,
     /// The Helm release name.
     pub release_name: String,
+    /// How the target wrote the objects: `server-side-apply` (a cluster)
+    /// or `file` (the directory target).
+    pub method: String,
     /// How many applies of the release changed something, the first being
     /// 1; `.Release.Revision` of the next apply is this plus one.
     pub revision: u64,

@@ -108,6 +108,7 @@ pub const MIGRATIONS: &[&str] = &[
         chart           TEXT NOT NULL,
         namespace       TEXT NOT NULL,
         release_name    TEXT NOT NULL,
+        method          TEXT NOT NULL,
         revision        INTEGER NOT NULL CHECK (revision >= 0),
         objects         TEXT NOT NULL,
         updated_at      INTEGER NOT NULL,

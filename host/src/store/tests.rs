@@ -959,6 +959,7 @@ fn release(app: &str, chart: &str, revision: u64, names: &[&str]) -> ReleaseReco
         chart: chart.to_owned(),
         namespace: "shop".to_owned(),
         release_name: format!("{app}-{chart}"),
+        method: "server-side-apply".to_owned(),
         revision,
         objects: names
             .iter()

@@ -196,6 +196,10 @@ impl ApplyTarget for ClusterTarget {
         })
     }
 
+    fn apply_method(&self) -> &'static str {
+        "server-side-apply"
+    }
+
     /// The release Secret's revision; `None` when there is no Secret.
     fn revision(&self, release: &Release) -> Result<Option<u64>, crate::kube::Error> {
         self.block_on(release, async {

@@ -650,9 +650,10 @@ impl Store for SqliteStore {
             let revision = i64::try_from(stored.revision).unwrap_or(i64::MAX);
             tx.execute(
                 &format!(
-                    "INSERT INTO releases ({RELEASE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                    "INSERT INTO releases ({RELEASE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
                      ON CONFLICT (app, chart) DO UPDATE SET namespace = excluded.namespace, \
-                     release_name = excluded.release_name, revision = excluded.revision, \
+                     release_name = excluded.release_name, method = excluded.method, \
+                     revision = excluded.revision, \
                      objects = excluded.objects, updated_at = excluded.updated_at"
                 ),
                 params![
@@ -660,6 +661,7 @@ impl Store for SqliteStore {
                     stored.chart,
                     stored.namespace,
                     stored.release_name,
+                    stored.method,
                     revision,
                     objects,
                     stored.updated_at

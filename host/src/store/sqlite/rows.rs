@@ -116,24 +116,25 @@ pub(super) fn decision_from_row(row: &Row<'_>) -> rusqlite::Result<DecisionRecor
 }
 
 pub(super) const RELEASE_COLUMNS: &str =
-    "app, chart, namespace, release_name, revision, objects, updated_at";
+    "app, chart, namespace, release_name, method, revision, objects, updated_at";
 
 pub(super) fn release_from_row(row: &Row<'_>) -> rusqlite::Result<ReleaseRecord> {
-    let objects: String = row.get(5)?;
+    let objects: String = row.get(6)?;
     let objects = serde_json::from_str(&objects).map_err(|error| {
-        rusqlite::Error::FromSqlConversionFailure(5, Type::Text, Box::new(error))
+        rusqlite::Error::FromSqlConversionFailure(6, Type::Text, Box::new(error))
     })?;
-    let revision: i64 = row.get(4)?;
+    let revision: i64 = row.get(5)?;
     Ok(ReleaseRecord {
         app: row.get(0)?,
         chart: row.get(1)?,
         namespace: row.get(2)?,
         release_name: row.get(3)?,
+        method: row.get(4)?,
         revision: u64::try_from(revision).map_err(|error| {
-            rusqlite::Error::FromSqlConversionFailure(4, Type::Integer, Box::new(error))
+            rusqlite::Error::FromSqlConversionFailure(5, Type::Integer, Box::new(error))
         })?,
         objects,
-        updated_at: row.get(6)?,
+        updated_at: row.get(7)?,
     })
 }
 
