@@ -643,26 +643,29 @@ fn first_write(double: &KubeDouble, method: &str, suffix: &str) -> Option<usize>
 }
 
 /// One chart holding a CRD and a custom resource of it: the CRD is applied
-/// first and waited for until its kind resolves, then the resource. A
-/// re-apply without some objects prunes them, except the one annotated
+/// first and waited for until its kind resolves, then the resource. An
+/// update whose render lacks some objects prunes them, except the one annotated
 /// `keep`. Remove deletes the resource before its CRD and, while a
 /// finalizer holds it, fails naming the object and the finalizer; once the
 /// finalizer is gone a second remove finishes.
 #[test]
 fn a_crd_and_its_resource_in_one_chart_then_prune_with_keep_then_remove_past_a_finalizer() {
     let c = start("cluster-crd", quick());
-    upload_shop(&c, |app| {
-        std::fs::write(app.join("charts/config/templates/widgets.yaml"), WIDGETS).unwrap();
-        let values = app.join("charts/config/values.yaml");
-        let mut text = std::fs::read_to_string(&values).unwrap();
-        text.push_str("extras: true\n");
-        std::fs::write(&values, text).unwrap();
-        edit(
-            &app.join("capstan.yaml"),
-            "release: shop-config}",
-            "release: shop-config, timeout: 3s}",
-        );
-    });
+    let widgets = |extras: bool| {
+        move |app: &Path| {
+            std::fs::write(app.join("charts/config/templates/widgets.yaml"), WIDGETS).unwrap();
+            let values = app.join("charts/config/values.yaml");
+            let mut text = std::fs::read_to_string(&values).unwrap();
+            text.push_str(&format!("extras: {extras}\n"));
+            std::fs::write(&values, text).unwrap();
+            edit(
+                &app.join("capstan.yaml"),
+                "release: shop-config}",
+                "release: shop-config, timeout: 3s}",
+            );
+        }
+    };
+    upload_shop(&c, widgets(true));
     c.daemon.ok(&["app", "apply", "shop"]);
     assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
     let crd = first_write(
@@ -685,15 +688,15 @@ fn a_crd_and_its_resource_in_one_chart_then_prune_with_keep_then_remove_past_a_f
             .is_some()
     );
 
+    let v2 = c.daemon.shop_bundle("1.1.0", widgets(false));
     c.daemon
-        .ok(&["override", "set", "shop", "config", "--set", "extras=false"]);
-    c.daemon.ok(&["app", "apply", "shop"]);
+        .ok(&["app", "update", v2.to_str().unwrap_or_default()]);
     assert_eq!(c.daemon.state_of("shop"), "applied", "{}", c.daemon.log());
     assert!(
         c.double
             .object("v1", "ConfigMap", Some("shop"), "shop-config-extra")
             .is_none(),
-        "dropped from the render: pruned"
+        "dropped from the new version's render: pruned by the update"
     );
     assert!(
         c.double
