@@ -154,7 +154,11 @@ fn helm_conformance_cases() {
     });
     let (same, total, report) = run_all(&dir);
     eprintln!("{same}/{total} cases identical to Helm v4.3");
-    assert!(total > 0, "no cases listed in {}", dir.join("cases.txt").display());
+    assert!(
+        total > 0,
+        "no cases listed in {}",
+        dir.join("cases.txt").display()
+    );
     assert!(
         report.is_empty() && same == total,
         "{same}/{total} conformance cases identical to Helm v4.3:\n{}",
