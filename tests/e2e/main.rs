@@ -26,6 +26,10 @@ mod bundle_cli;
 /// conformance set, when present) and the charts under `tests/charts/`.
 mod render_conformance;
 
+/// Hostile charts against the render limits: each ends in its typed error,
+/// within the deadline plus a margin, with bounded peak memory.
+mod render_limits;
+
 /// The daemon through the real binary: lifecycle, overrides, bad input,
 /// authentication, and SIGKILL at named steps.
 mod daemon;

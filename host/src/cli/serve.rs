@@ -48,6 +48,9 @@ pub struct ServeArgs {
     /// all-in-one node.
     #[arg(long, value_name = "FILE")]
     pub facts: Option<PathBuf>,
+    /// Deadline of one chart render in seconds (render limits; default 10).
+    #[arg(long = "render-timeout", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub render_timeout: Option<u64>,
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -55,6 +58,13 @@ pub struct ServeArgs {
 /// # Errors
 /// Unreadable keys, facts or token, a state folder in use, a bind failure.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(secs) = args.render_timeout {
+        crate::render::RenderLimits {
+            deadline: std::time::Duration::from_secs(secs),
+            ..crate::render::RenderLimits::default()
+        }
+        .configure();
+    }
     let state = args.state.clone().unwrap_or_else(api::default_state_dir);
     let trust = TrustStore::load_dir(&args.trust)
         .with_context(|| format!("loading trusted keys from {}", args.trust.display()))?;

@@ -53,9 +53,27 @@ pub struct TemplateArgs {
     /// Render as an upgrade (.Release.IsUpgrade true, IsInstall false).
     #[arg(long = "is-upgrade")]
     pub is_upgrade: bool,
+    /// Render deadline in seconds (render limits; default 10).
+    #[arg(long = "render-timeout", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub render_timeout: Option<u64>,
+    /// Cap on the chart's rendered output in MiB (default 64).
+    #[arg(long = "render-max-output-mib", value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub render_max_output_mib: Option<u64>,
 }
 
 impl TemplateArgs {
+    /// The render limits: the defaults with the flags given.
+    pub fn limits(&self) -> render::RenderLimits {
+        let mut limits = render::RenderLimits::default();
+        if let Some(secs) = self.render_timeout {
+            limits.deadline = std::time::Duration::from_secs(secs);
+        }
+        if let Some(mib) = self.render_max_output_mib {
+            limits.max_output_bytes = usize::try_from(mib << 20).unwrap_or(usize::MAX);
+        }
+        limits
+    }
+
     /// The render options these arguments ask for.
     pub fn options(&self) -> TemplateOptions {
         let (release_name, chart) = match self.args.as_slice() {
@@ -80,6 +98,7 @@ impl TemplateArgs {
             include_crds: self.include_crds,
             skip_tests: self.skip_tests,
             is_upgrade: self.is_upgrade,
+            limits: self.limits(),
         }
     }
 }

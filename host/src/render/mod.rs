@@ -13,6 +13,7 @@ pub mod chart;
 pub mod deps;
 pub mod funcs;
 mod head;
+pub mod limits;
 pub mod output;
 mod parsed;
 mod process;
@@ -22,6 +23,7 @@ pub mod template;
 use std::path::PathBuf;
 
 pub use chart::Chart;
+pub use limits::{LimitKind, RenderLimits};
 pub use output::{Manifest, RenderedObject, read_objects};
 
 use crate::values::{self, Map, Value};
@@ -204,6 +206,17 @@ pub enum Error {
         range: String,
         /// The target version.
         version: String,
+    },
+    /// A template ran into a render limit (`render::limits`): the message
+    /// names the template, line and column, and the limit.
+    #[error("{}", helm_exec_message(.message))]
+    Limit {
+        /// Which limit.
+        kind: LimitKind,
+        /// The template being executed.
+        template: String,
+        /// The engine's message.
+        message: String,
     },
     /// The render thread could not run.
     #[error("rendering thread failed")]
@@ -399,6 +412,8 @@ pub struct TemplateOptions {
     pub skip_tests: bool,
     /// `--is-upgrade`.
     pub is_upgrade: bool,
+    /// The render limits (default: [`RenderLimits::configured`]).
+    pub limits: RenderLimits,
 }
 
 impl Default for TemplateOptions {
@@ -414,6 +429,7 @@ impl Default for TemplateOptions {
             include_crds: false,
             skip_tests: false,
             is_upgrade: false,
+            limits: RenderLimits::configured(),
         }
     }
 }
@@ -517,18 +533,37 @@ fn objects_of(manifests: &[Manifest]) -> Result<Vec<RenderedObject>, Error> {
 /// coalesces values, validates schemas and renders every template.
 ///
 /// Runs on a thread with a large stack so that deep `include` nesting ends
-/// in a template error, never a stack overflow.
+/// in a template error, never a stack overflow, under the process's
+/// [`RenderLimits::configured`] limits.
 ///
 /// # Errors
-/// Any [`Error`] of the steps above.
+/// Any [`Error`] of the steps above; [`Error::Limit`] when the chart runs
+/// into a render limit.
 pub fn render(
     chart: &Chart,
     values: &Map,
     release: &ReleaseInfo,
     caps: &Capabilities,
 ) -> Result<Rendered, Error> {
-    template::with_big_stack(|| render_here(chart, values, release, caps))
-        .unwrap_or(Err(Error::Thread))
+    render_with(chart, values, release, caps, RenderLimits::configured())
+}
+
+/// [`render`] under the given `limits`.
+///
+/// # Errors
+/// As [`render`].
+pub fn render_with(
+    chart: &Chart,
+    values: &Map,
+    release: &ReleaseInfo,
+    caps: &Capabilities,
+    limits: RenderLimits,
+) -> Result<Rendered, Error> {
+    template::with_big_stack(|| {
+        let _budget = limits::start(limits);
+        render_here(chart, values, release, caps)
+    })
+    .unwrap_or(Err(Error::Thread))
 }
 
 /// [`render`], returning the manifests then the hooks, as the daemon applies them.
@@ -679,7 +714,7 @@ pub fn template(opts: &TemplateOptions) -> Result<String, Error> {
         revision: 1,
         is_upgrade: opts.is_upgrade,
     };
-    let rendered = render(&chart, &user, &release, &caps)?;
+    let rendered = render_with(&chart, &user, &release, &caps, opts.limits)?;
     let print = output::PrintOptions {
         crds: if opts.include_crds {
             rendered.crds.clone()

@@ -74,6 +74,7 @@ pub fn render(
     }
     let mut roots: Vec<Rc<Value>> = contexts.into_iter().map(Rc::new).collect();
     let mut out = Vec::new();
+    let mut total = 0usize;
     for &i in &order {
         let src = &sources[i];
         let base = src.path.rsplit('/').next().unwrap_or(&src.path);
@@ -84,12 +85,28 @@ pub fn render(
         if let Value::Map(m) = Rc::make_mut(root) {
             set_template_object(m, &src.path, &src.base_path);
         }
-        let text = engine
-            .execute_shared(&src.path, root)
-            .map_err(|e| Error::Execute {
+        let text =
+            engine
+                .execute_shared(&src.path, root)
+                .map_err(|e| match super::limits::tripped() {
+                    Some(kind) => Error::Limit {
+                        kind,
+                        template: src.path.clone(),
+                        message: e.to_string(),
+                    },
+                    None => Error::Execute {
+                        template: src.path.clone(),
+                        message: e.to_string(),
+                    },
+                })?;
+        total = total.saturating_add(text.len());
+        if let Err(message) = super::limits::check_output(total) {
+            return Err(Error::Limit {
+                kind: super::limits::LimitKind::Output,
                 template: src.path.clone(),
-                message: e.to_string(),
-            })?;
+                message: format!("template: {}: {message}", src.path),
+            });
+        }
         out.push((src.path.clone(), without_no_value(text)));
     }
     Ok(out)
@@ -183,13 +200,14 @@ fn collect<'c>(
         .iter()
         .map(|f| (f.name.clone(), f.data.clone()))
         .collect();
+    let files_empty = files.is_empty();
     file_sets.push(files);
     let files_id = file_sets.len() - 1;
     let mut ctx = Map::new();
     ctx.insert("Chart".into(), chart_object(chart, parent_path.is_none()));
     ctx.insert(
         "Files".into(),
-        super::template::objects::files_value(files_id),
+        super::template::objects::files_value(files_id, files_empty),
     );
     ctx.insert("Release".into(), release.clone());
     ctx.insert("Capabilities".into(), caps.clone());

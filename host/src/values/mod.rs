@@ -57,7 +57,7 @@ pub use strvals::{
     MAX_LIST_INDEX, MAX_NAME_LEVELS, ValueFlags, merge_value_flags, merge_value_flags_onto,
     parse_set, parse_set_file, parse_set_json, parse_set_literal, parse_set_string,
 };
-pub use value::{Map, Value, format_go_float};
+pub use value::{EMPTY_OBJECT_KEY, Map, Value, format_go_float};
 pub use yaml::{
     MAX_ALIAS_NODES, MAX_DEPTH, parse_manifest_documents, parse_values, parse_yaml,
     parse_yaml_documents,
@@ -103,6 +103,17 @@ pub enum Error {
         /// 1-based column of the alias that passed the limit.
         column: usize,
         /// The node limit.
+        limit: usize,
+    },
+    /// Expanding aliases would copy more text than the limit (one huge
+    /// string aliased many times).
+    #[error("yaml aliases at line {line}, column {column} expand past {limit} bytes")]
+    YamlAliasBytes {
+        /// 1-based line of the alias that passed the limit.
+        line: usize,
+        /// 1-based column of the alias that passed the limit.
+        column: usize,
+        /// The byte limit.
         limit: usize,
     },
     /// A map key that JSON cannot name (a list, a map or null), which

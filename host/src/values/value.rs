@@ -33,6 +33,11 @@ pub enum Value {
     Map(Map),
 }
 
+/// The key that marks a map standing for an empty built-in object (the
+/// renderer's `.Files` value of an empty set): such a map is not truthy
+/// and counts as empty, as an empty Go map does.
+pub const EMPTY_OBJECT_KEY: &str = "\u{0}empty";
+
 impl Value {
     /// Go's name for the kind of this value, as Sprig's `kindOf` reports it.
     pub fn kind_name(&self) -> &'static str {
@@ -49,6 +54,9 @@ impl Value {
 
     /// Go template truthiness: false, 0, nil, and empty strings, lists and
     /// maps are false; everything else is true.
+    ///
+    /// A map holding [`EMPTY_OBJECT_KEY`] stands for an empty built-in
+    /// object (an empty `.Files` set) and is false, as Go's empty map is.
     pub fn is_truthy(&self) -> bool {
         match self {
             Value::Null => false,
@@ -57,7 +65,7 @@ impl Value {
             Value::Float(f) => *f != 0.0,
             Value::String(s) => !s.is_empty(),
             Value::List(l) => !l.is_empty(),
-            Value::Map(m) => !m.is_empty(),
+            Value::Map(m) => !m.is_empty() && !m.contains_key(EMPTY_OBJECT_KEY),
         }
     }
 

@@ -22,6 +22,12 @@ pub const MAX_DEPTH: usize = 100;
 /// that a "billion laughs" document fails instead of exhausting memory.
 pub const MAX_ALIAS_NODES: usize = 1_000_000;
 
+/// The most bytes of scalar text that aliases may add to one document by
+/// expansion (64 MiB). go-yaml bounds alias expansion by a ratio of nodes;
+/// its strings share memory, ours are copied, so a few aliases of one huge
+/// string need a bound of their own.
+pub const MAX_ALIAS_EXPANSION_BYTES: usize = 64 << 20;
+
 /// Parses the first YAML document of `text` the way Helm reads a values
 /// file or `fromYaml` reads a string (`sigs.k8s.io/yaml.Unmarshal`).
 ///
@@ -223,6 +229,8 @@ struct Shape {
     height: usize,
     /// Nodes in the subtree, this one included.
     nodes: usize,
+    /// Bytes of scalar text in the subtree.
+    bytes: usize,
 }
 
 /// The key of a map entry whose value has not arrived yet.
@@ -275,6 +283,8 @@ struct Loader<'a> {
     anchors: HashMap<usize, Anchored>,
     stack: Vec<Frame>,
     alias_nodes: usize,
+    /// Bytes of scalar text aliases have copied into this document.
+    alias_bytes: usize,
     done: bool,
 }
 
@@ -290,6 +300,7 @@ impl<'a> Loader<'a> {
             anchors: HashMap::new(),
             stack: Vec::new(),
             alias_nodes: 0,
+            alias_bytes: 0,
             done: false,
         }
     }
@@ -320,6 +331,7 @@ impl<'a> Loader<'a> {
         self.anchors.clear();
         self.stack.clear();
         self.alias_nodes = 0;
+        self.alias_bytes = 0;
         let mut root = None;
         loop {
             let (event, span) = self.next_event()?;
@@ -380,6 +392,7 @@ impl<'a> Loader<'a> {
         self.stack.push(frame(Shape {
             height: 1,
             nodes: 1,
+            bytes: 0,
         }));
         Ok(())
     }
@@ -422,6 +435,7 @@ impl<'a> Loader<'a> {
         let shape = Shape {
             height: 0,
             nodes: 1,
+            bytes: text.len(),
         };
         let key = scalar_key(&scalar);
         if anchor != 0 {
@@ -457,6 +471,7 @@ impl<'a> Loader<'a> {
         };
         if self.expecting_key() {
             let key = anchored.key.clone().unwrap_or(Err(()));
+            self.count_alias_bytes(anchored.shape.bytes, span)?;
             self.set_key(key, span.start)?;
             return Ok(None);
         }
@@ -475,17 +490,37 @@ impl<'a> Loader<'a> {
                 limit: MAX_ALIAS_NODES,
             });
         }
-        Ok(Some((anchored.value.clone(), anchored.shape)))
+        let (value, shape) = (anchored.value.clone(), anchored.shape);
+        self.count_alias_bytes(shape.bytes, span)?;
+        Ok(Some((value, shape)))
+    }
+
+    /// Adds the text an alias copies to the document's total.
+    fn count_alias_bytes(&mut self, bytes: usize, span: Span) -> Result<(), Error> {
+        self.alias_bytes = self.alias_bytes.saturating_add(bytes);
+        if self.alias_bytes > MAX_ALIAS_EXPANSION_BYTES {
+            return Err(Error::YamlAliasBytes {
+                line: span.start.line(),
+                column: span.start.col() + 1,
+                limit: MAX_ALIAS_EXPANSION_BYTES,
+            });
+        }
+        Ok(())
     }
 
     fn set_key(&mut self, key: Result<KeyOrMerge, ()>, at: Marker) -> Result<(), Error> {
+        let key_len = match &key {
+            Ok(KeyOrMerge::Key(k)) => k.len(),
+            _ => 0,
+        };
         let pending = match key {
             Ok(KeyOrMerge::Key(k)) => PendingKey::Key(k),
             Ok(KeyOrMerge::Merge) => PendingKey::Merge(at),
             Err(()) => return Err(key_error(at)),
         };
-        if let Some(Frame::Map { key, .. }) = self.stack.last_mut() {
+        if let Some(Frame::Map { key, shape, .. }) = self.stack.last_mut() {
             *key = Some(pending);
+            shape.bytes = shape.bytes.saturating_add(key_len);
         }
         Ok(())
     }
@@ -520,6 +555,7 @@ impl<'a> Loader<'a> {
 fn grow(parent: &mut Shape, child: Shape) {
     parent.height = parent.height.max(child.height + 1);
     parent.nodes = parent.nodes.saturating_add(child.nodes);
+    parent.bytes = parent.bytes.saturating_add(child.bytes);
 }
 
 /// go-yaml v2's merge: a map's entries are written over the map being

@@ -29,7 +29,17 @@ fn println(args: &[Value]) -> Result<Value, FuncError> {
 fn printf(args: &[Value]) -> Result<Value, FuncError> {
     super::args::at_least("printf", args, 1)?;
     let format = super::args::text(&args[0])?;
-    Ok(Value::String(sprintf(format, &args[1..])))
+    let mut printer = Printer::new(format, &args[1..]);
+    printer.run();
+    if printer.overflow {
+        let len = printer.out.len();
+        return Err(FuncError::call(
+            crate::render::limits::check_string("printf", len)
+                .err()
+                .unwrap_or_default(),
+        ));
+    }
+    Ok(Value::String(printer.out))
 }
 
 fn urlquery(args: &[Value]) -> Result<Value, FuncError> {
@@ -99,16 +109,10 @@ struct Spec {
 /// `%!d(string=x)` for a verb that does not fit, `%!d(MISSING)`,
 /// `%!(EXTRA type=value)`, `%!(NOVERB)`, `%!(BADWIDTH)`, `%!(BADPREC)` and
 /// `%!d(BADINDEX)`.
+/// Stops (at the directive that crosses it) once the output is over
+/// [`crate::render::limits::MAX_STRING_BYTES`]; `printf` then fails.
 pub fn sprintf(format: &str, args: &[Value]) -> String {
-    let mut printer = Printer {
-        format,
-        args,
-        i: 0,
-        arg_num: 0,
-        reordered: false,
-        good_arg_num: true,
-        out: String::with_capacity(format.len() + text_len(args)),
-    };
+    let mut printer = Printer::new(format, args);
     printer.run();
     printer.out
 }
@@ -136,9 +140,24 @@ struct Printer<'a> {
     /// False after a bad explicit index in the current directive.
     good_arg_num: bool,
     out: String,
+    /// Set when the output went over the string cap and printing stopped.
+    overflow: bool,
 }
 
-impl Printer<'_> {
+impl<'a> Printer<'a> {
+    fn new(format: &'a str, args: &'a [Value]) -> Self {
+        Printer {
+            format,
+            args,
+            i: 0,
+            arg_num: 0,
+            reordered: false,
+            good_arg_num: true,
+            out: String::with_capacity(format.len() + text_len(args)),
+            overflow: false,
+        }
+    }
+
     fn byte(&self) -> Option<u8> {
         self.format.as_bytes().get(self.i).copied()
     }
@@ -155,6 +174,10 @@ impl Printer<'_> {
             self.i += 1;
             if !self.directive() {
                 break;
+            }
+            if self.out.len() > crate::render::limits::MAX_STRING_BYTES {
+                self.overflow = true;
+                return;
             }
         }
         if !self.reordered && self.arg_num < self.args.len() {

@@ -350,7 +350,8 @@ fn int_list(values: Vec<i64>) -> Value {
     Value::List(values.into_iter().map(Value::Int).collect())
 }
 
-const MAX_RANGE: i64 = 10_000_000;
+/// The longest list `until`, `untilStep` and `seq` make (render limits).
+const MAX_RANGE: i64 = 1_000_000;
 
 fn check_range(start: i64, stop: i64, step: i64) -> Result<(), FuncError> {
     let span = (stop as i128 - start as i128).unsigned_abs();

@@ -7,6 +7,7 @@
 
 use super::args::{at_least, exactly, integer, string_list, strslice, text};
 use super::{FuncError, Function};
+use crate::render::limits;
 use crate::values::{Map, Value};
 
 pub(super) const FUNCTIONS: &[(&str, Function)] = &[
@@ -57,10 +58,6 @@ pub(super) const FUNCTIONS: &[(&str, Function)] = &[
     ("osExt", ext),
     ("osIsAbs", is_abs),
 ];
-
-/// The largest string `repeat` and `indent` build (64 MiB), so that a
-/// template cannot make the renderer allocate without bound.
-pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
 
 /// Applies a `string -> string` function to a one-string call.
 fn map_text(name: &str, args: &[Value], f: impl Fn(&str) -> String) -> Result<Value, FuncError> {
@@ -196,9 +193,7 @@ fn repeat(args: &[Value]) -> Result<Value, FuncError> {
     let (count, s) = (integer(count)?, text(s)?);
     let count =
         usize::try_from(count).map_err(|_| FuncError::call("strings: negative Repeat count"))?;
-    if s.len().saturating_mul(count) > MAX_OUTPUT_BYTES {
-        return Err(FuncError::call("strings: Repeat output length overflow"));
-    }
+    limits::check_string("repeat", s.len().saturating_mul(count)).map_err(FuncError::call)?;
     Ok(s.repeat(count).into())
 }
 
@@ -524,11 +519,7 @@ fn indent_text(name: &str, args: &[Value], prefix: &str) -> Result<String, FuncE
         usize::try_from(spaces).map_err(|_| FuncError::call("strings: negative Repeat count"))?;
     let lines = s.bytes().filter(|b| *b == b'\n').count() + 1;
     let padding = spaces.saturating_mul(lines);
-    if padding > MAX_OUTPUT_BYTES {
-        return Err(FuncError::call(format!(
-            "indent of {spaces} spaces is too large"
-        )));
-    }
+    limits::check_string(name, padding.saturating_add(s.len())).map_err(FuncError::call)?;
     let mut out = String::with_capacity(prefix.len() + s.len() + padding);
     out.push_str(prefix);
     push_spaces(&mut out, spaces);
@@ -619,7 +610,13 @@ fn splitn(args: &[Value]) -> Result<Value, FuncError> {
 /// `join SEP LIST`: the list's non-nil elements as strings, joined.
 fn join(args: &[Value]) -> Result<Value, FuncError> {
     let [sep, list] = exactly::<2>("join", args)?;
-    Ok(strslice(list).join(text(sep)?).into())
+    let sep = text(sep)?;
+    let parts = strslice(list);
+    let len = parts.iter().fold(0usize, |n, p| {
+        n.saturating_add(p.len()).saturating_add(sep.len())
+    });
+    limits::check_string("join", len).map_err(FuncError::call)?;
+    Ok(parts.join(sep).into())
 }
 
 /// Go's `path.Clean`.

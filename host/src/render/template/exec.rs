@@ -11,7 +11,7 @@ use super::ast::{Arg, Branch, Command, List, Node, Number, Pipeline, Tree};
 use super::builtins;
 use super::objects;
 use super::{ExecError, TemplateSet};
-use crate::render::funcs;
+use crate::render::{funcs, limits};
 use crate::values::Value;
 
 /// Helm's limit on how often one template name may be nested through `include`.
@@ -160,8 +160,9 @@ impl<'s> Engine<'s> {
     /// Registers a file set and returns the `.Files` value that refers to it.
     pub fn register_files(&self, files: objects::FileSet) -> Value {
         let mut all = self.files.borrow_mut();
+        let empty = files.is_empty();
         all.push(Rc::new(files));
-        objects::files_value(all.len() - 1)
+        objects::files_value(all.len() - 1, empty)
     }
 
     /// Executes the template `name` with `data` as `.` and `$`.
@@ -215,9 +216,13 @@ impl<'s> Engine<'s> {
     ) -> Res<Rc<Value>> {
         let depth = self.depth.get() + 1;
         if depth > MAX_DEPTH {
-            return Err(ExecError(format!(
-                "template: {name}: exceeded maximum template depth ({MAX_DEPTH})"
+            return Err(ExecError(limits::trip(
+                limits::LimitKind::Recursion,
+                format!("template: {name}: exceeded maximum template depth ({MAX_DEPTH})"),
             )));
+        }
+        if let Err(msg) = limits::check_deadline() {
+            return Err(ExecError(format!("template: {name}: {msg}")));
         }
         self.depth.set(depth);
         let mut vars = self.take_vars();
@@ -260,6 +265,10 @@ impl<'s> Engine<'s> {
         out: &mut String,
     ) -> Res<Flow> {
         for node in list {
+            if let Err(msg) = limits::tick().and_then(|()| limits::check_output(out.len())) {
+                f.at = Some((node_pos(node), node_context(node)));
+                return Err(self.err(f, msg));
+            }
             let flow = self.walk(f, dot, node, out)?;
             if flow != Flow::Normal {
                 return Ok(flow);
@@ -351,28 +360,53 @@ impl<'s> Engine<'s> {
         // The pipeline's declarations are bound per element, not to the whole value.
         let decl = &b.pipe.decl;
         let v = self.eval_commands(f, dot, &b.pipe)?;
-        // A value the pipeline made is taken apart; a shared one is copied.
-        let items: Vec<(Value, Rc<Value>)> = match v {
-            Val::Owned(Value::List(items)) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, x)| (Value::Int(i as i64), Rc::new(x)))
-                .collect(),
-            Val::Owned(Value::Map(m)) if !objects::is_files_map(&m) => m
-                .into_iter()
-                .map(|(k, x)| (Value::String(k), Rc::new(x)))
-                .collect(),
-            v => self.shared_range_items(f, b, &v)?,
+        // A value the pipeline made is taken apart; a shared one is copied,
+        // one element at a time, so that a large range never holds a second
+        // copy of what it walks.
+        let mut items: Box<dyn Iterator<Item = (Value, Rc<Value>)>> = match v {
+            Val::Owned(Value::List(items)) => Box::new(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, x)| (Value::Int(i as i64), Rc::new(x))),
+            ),
+            Val::Owned(Value::Map(m)) if !objects::is_files_map(&m) => {
+                Box::new(m.into_iter().map(|(k, x)| (Value::String(k), Rc::new(x))))
+            }
+            Val::Shared(rc) if matches!(*rc, Value::List(_)) => {
+                let len = match &*rc {
+                    Value::List(items) => items.len(),
+                    _ => 0,
+                };
+                Box::new((0..len).filter_map(move |i| match &*rc {
+                    Value::List(items) => {
+                        Some((Value::Int(i as i64), Rc::new(items.get(i)?.clone())))
+                    }
+                    _ => None,
+                }))
+            }
+            v if matches!(v.get(), Value::Int(_)) && b.pipe.decl.len() < 2 => {
+                let n = match v.get() {
+                    Value::Int(n) => *n,
+                    _ => 0,
+                };
+                Box::new((0..n).map(|i| (Value::Int(i), Rc::new(Value::Int(i)))))
+            }
+            v => Box::new(self.shared_range_items(f, b, &v)?.into_iter()),
         };
-        if items.is_empty() {
+        let Some(first) = items.next() else {
             let flow = match &b.else_list {
                 Some(e) => self.walk_list(f, dot, e, out)?,
                 None => Flow::Normal,
             };
             f.vars.truncate(mark);
             return Ok(flow);
-        }
-        for (key, mut elem) in items {
+        };
+        for (key, mut elem) in std::iter::once(first).chain(items) {
+            if let Err(msg) = limits::tick() {
+                f.at = Some((b.pipe.pos, b.pipe.to_string()));
+                return Err(self.err(f, msg));
+            }
             match decl.len() {
                 0 => {}
                 1 => f.vars.push((decl[0].clone(), elem.clone())),
@@ -705,7 +739,16 @@ impl<'s> Engine<'s> {
             if let Some(v) = fin {
                 plain.push(v.into_value());
             }
-            let called = func(&plain);
+            let called =
+                func(&plain).and_then(|v| match &v {
+                    Value::String(text) => limits::check_string(name, text.len())
+                        .map(|()| v)
+                        .map_err(|m| funcs::FuncError {
+                            kind: funcs::FuncErrorKind::Call,
+                            message: m,
+                        }),
+                    _ => Ok(v),
+                });
             self.give_args(plain);
             let result = match called {
                 Ok(v) => Val::Owned(v),
@@ -881,13 +924,13 @@ impl<'s> Engine<'s> {
             nested > INCLUDE_NESTING_LIMIT
         };
         if too_deep {
-            return fail(
-                self,
-                f,
+            let msg = limits::trip(
+                limits::LimitKind::Recursion,
                 format!(
                     "rendering template has a nested reference name: {name}: unable to execute template"
                 ),
             );
+            return fail(self, f, msg);
         }
         let mut buffer = self.take_text();
         let result = match self.lookup(&name, &f.locals) {
@@ -969,6 +1012,31 @@ impl<'s> Engine<'s> {
                 format!("error during tpl function execution for {text:?}: {}", e.0),
             ),
         }
+    }
+}
+
+/// Where `node` starts, for an error raised before it runs.
+fn node_pos(node: &Node) -> usize {
+    match node {
+        Node::Text(span) => span.start,
+        Node::Action(pipe) => pipe.pos,
+        Node::If(b) | Node::With(b) | Node::Range(b) => b.pos,
+        Node::Template { pos, .. } => *pos,
+        Node::Break | Node::Continue => 0,
+    }
+}
+
+/// The `<...>` context of an error raised before `node` runs.
+fn node_context(node: &Node) -> String {
+    match node {
+        Node::Action(pipe) => pipe.to_string(),
+        Node::If(b) => format!("if {}", b.pipe),
+        Node::With(b) => format!("with {}", b.pipe),
+        Node::Range(b) => format!("range {}", b.pipe),
+        Node::Template { name, .. } => format!("{{{{template {name:?}}}}}"),
+        Node::Text(_) => "text".into(),
+        Node::Break => "break".into(),
+        Node::Continue => "continue".into(),
     }
 }
 

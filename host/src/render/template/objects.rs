@@ -17,10 +17,17 @@ pub type FileSet = BTreeMap<String, Arc<[u8]>>;
 
 const FILES_KEY: &str = "\u{0}files";
 
-/// The `.Files` value for file set `id`.
-pub fn files_value(id: usize) -> Value {
+/// The `.Files` value for file set `id`; an empty set's value is false
+/// in `if`, `and`, `empty`... as Go's empty `Files` map is.
+pub fn files_value(id: usize, empty: bool) -> Value {
     let mut m = Map::new();
     m.insert(FILES_KEY.to_string(), Value::Int(id as i64));
+    if empty {
+        m.insert(
+            crate::values::EMPTY_OBJECT_KEY.to_string(),
+            Value::Bool(true),
+        );
+    }
     Value::Map(m)
 }
 
@@ -143,11 +150,13 @@ pub fn call_method(
         }
         Method::Glob => {
             let pattern = one_string("Glob", args)?;
+            let matcher = Glob::cached(&pattern);
             let set: FileSet = files
                 .iter()
-                .filter(|(name, _)| glob_match(&pattern, name))
+                .filter(|(name, _)| matcher.is_match(name))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
+            crate::render::limits::count_glob_matches(set.len())?;
             return Ok(MethodResult::Files(set));
         }
         Method::AsConfig | Method::AsSecrets => {
@@ -197,67 +206,150 @@ pub fn base64(data: &[u8]) -> String {
 /// separator): `*` and `?` stay within a path segment, `**` crosses them,
 /// `[...]` classes and `{a,b}` alternatives.
 pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    match_from(&p, &n)
+    Glob::new(pattern).is_match(name)
 }
 
-fn match_from(p: &[char], n: &[char]) -> bool {
-    let Some(&c) = p.first() else {
-        return n.is_empty();
-    };
-    match c {
-        '*' => {
-            let super_star = p.get(1) == Some(&'*');
-            let rest = if super_star { &p[2..] } else { &p[1..] };
-            for i in 0..=n.len() {
-                if match_from(rest, &n[i..]) {
-                    return true;
-                }
-                if i < n.len() && !super_star && n[i] == '/' {
-                    return false;
-                }
-            }
-            false
+/// A compiled glob. It is translated to a regular expression of the
+/// `regex` crate, whose matching is linear in the name's length whatever
+/// the pattern (a backtracking matcher takes exponential time on patterns
+/// such as `*a*a*a*a*b`).
+pub struct Glob(Option<regex::Regex>);
+
+/// Cap on the compiled size of a glob's expression.
+const GLOB_REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+impl Glob {
+    /// Compiles `pattern`; a pattern that cannot compile matches nothing.
+    pub fn new(pattern: &str) -> Glob {
+        let p: Vec<char> = pattern.chars().collect();
+        let mut re = String::with_capacity(pattern.len() * 2 + 8);
+        re.push_str("^(?s:");
+        translate(&p, false, &mut re);
+        re.push_str(")$");
+        Glob(
+            regex::RegexBuilder::new(&re)
+                .size_limit(GLOB_REGEX_SIZE_LIMIT)
+                .build()
+                .ok(),
+        )
+    }
+
+    /// The compiled `pattern`, from a small per-thread cache: templates
+    /// call `Glob` with the same few patterns, often in a loop.
+    pub fn cached(pattern: &str) -> Rc<Glob> {
+        const CACHED_PATTERNS: usize = 64;
+        thread_local! {
+            static CACHE: std::cell::RefCell<std::collections::HashMap<String, Rc<Glob>>> =
+                std::cell::RefCell::new(std::collections::HashMap::new());
         }
-        '?' => !n.is_empty() && n[0] != '/' && match_from(&p[1..], &n[1..]),
-        '[' => {
-            let Some(end) = p.iter().position(|x| *x == ']') else {
-                return !n.is_empty() && n[0] == '[' && match_from(&p[1..], &n[1..]);
-            };
-            if n.is_empty() {
-                return false;
+        CACHE.with(|c| {
+            let mut cache = c.borrow_mut();
+            if let Some(g) = cache.get(pattern) {
+                return g.clone();
             }
-            let class = &p[1..end];
-            let (negate, class) = match class.first() {
-                Some('!') | Some('^') => (true, &class[1..]),
-                _ => (false, class),
-            };
-            let mut hit = false;
-            let mut i = 0;
-            while i < class.len() {
-                if i + 2 < class.len() && class[i + 1] == '-' {
-                    hit |= class[i] <= n[0] && n[0] <= class[i + 2];
-                    i += 3;
-                } else {
-                    hit |= class[i] == n[0];
+            if cache.len() >= CACHED_PATTERNS {
+                cache.clear();
+            }
+            let g = Rc::new(Glob::new(pattern));
+            cache.insert(pattern.to_string(), g.clone());
+            g
+        })
+    }
+
+    /// Whether `name` matches.
+    pub fn is_match(&self, name: &str) -> bool {
+        self.0.as_ref().is_some_and(|re| re.is_match(name))
+    }
+}
+
+/// A character as a regex escape that is literal anywhere, inside a class too.
+fn literal(c: char, out: &mut String) {
+    out.push_str(&format!("\\x{{{:x}}}", u32::from(c)));
+}
+
+/// Appends the regex for glob `p`; inside `{...}` a `,` ends an alternative
+/// (the caller splits on it first).
+fn translate(p: &[char], _in_braces: bool, out: &mut String) {
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            '*' if p.get(i + 1) == Some(&'*') => {
+                out.push_str(".*");
+                i += 2;
+                // gobwas treats a run of stars after `**` as one super star.
+                while p.get(i) == Some(&'*') {
                     i += 1;
                 }
             }
-            hit != negate && match_from(&p[end + 1..], &n[1..])
+            '*' => {
+                out.push_str("[^/]*");
+                i += 1;
+            }
+            '?' => {
+                out.push_str("[^/]");
+                i += 1;
+            }
+            '[' => match p[i + 1..].iter().position(|x| *x == ']') {
+                None => {
+                    literal('[', out);
+                    i += 1;
+                }
+                Some(len) => {
+                    let end = i + 1 + len;
+                    let class = &p[i + 1..end];
+                    let (negate, class) = match class.first() {
+                        Some('!') | Some('^') => (true, &class[1..]),
+                        _ => (false, class),
+                    };
+                    if class.is_empty() {
+                        // Nothing can match an empty class.
+                        out.push_str(if negate { "." } else { "[^\\x{0}-\\x{10ffff}]" });
+                    } else {
+                        out.push_str(if negate { "[^" } else { "[" });
+                        let mut k = 0;
+                        while k < class.len() {
+                            if k + 2 < class.len() && class[k + 1] == '-' {
+                                literal(class[k], out);
+                                out.push('-');
+                                literal(class[k + 2], out);
+                                k += 3;
+                            } else {
+                                literal(class[k], out);
+                                k += 1;
+                            }
+                        }
+                        out.push(']');
+                    }
+                    i = end + 1;
+                }
+            },
+            '{' => match p[i + 1..].iter().position(|x| *x == '}') {
+                None => {
+                    literal('{', out);
+                    i += 1;
+                }
+                Some(len) => {
+                    let end = i + 1 + len;
+                    out.push_str("(?:");
+                    for (k, alt) in p[i + 1..end].split(|x| *x == ',').enumerate() {
+                        if k > 0 {
+                            out.push('|');
+                        }
+                        translate(alt, true, out);
+                    }
+                    out.push(')');
+                    i = end + 1;
+                }
+            },
+            '\\' if i + 1 < p.len() => {
+                literal(p[i + 1], out);
+                i += 2;
+            }
+            c => {
+                literal(c, out);
+                i += 1;
+            }
         }
-        '{' => {
-            let Some(end) = p.iter().position(|x| *x == '}') else {
-                return !n.is_empty() && n[0] == '{' && match_from(&p[1..], &n[1..]);
-            };
-            p[1..end].split(|x| *x == ',').any(|alt| {
-                let mut candidate: Vec<char> = alt.to_vec();
-                candidate.extend_from_slice(&p[end + 1..]);
-                match_from(&candidate, n)
-            })
-        }
-        '\\' if p.len() > 1 => !n.is_empty() && n[0] == p[1] && match_from(&p[2..], &n[1..]),
-        c => !n.is_empty() && n[0] == c && match_from(&p[1..], &n[1..]),
     }
 }
 
