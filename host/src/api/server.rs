@@ -196,6 +196,10 @@ pub(super) fn code_of(error: &lifecycle::Error) -> ErrorCode {
     use crate::store::Error as S;
     use lifecycle::Error as L;
     match error {
+        L::Ended { source, .. } => match code_of(source) {
+            ErrorCode::Internal => ErrorCode::Conflict,
+            code => code,
+        },
         L::Store(S::Busy { .. }) | L::Busy { .. } => ErrorCode::Busy,
         L::Store(S::IllegalTransition { .. }) | L::NothingToAbort { .. } => {
             ErrorCode::IllegalTransition
