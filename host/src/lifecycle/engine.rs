@@ -30,7 +30,7 @@ use super::metrics::Metrics;
 use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
 use super::run::{ApplyRequest, ChartDiff, Job, UserLayer};
 use super::state_dir::{
-    StatePaths, create_private_dir, load_secret, lock_state, read_dir, remove_dir,
+    StatePaths, create_private_dir, load_secret, lock_state, make_private, read_dir, remove_dir,
 };
 use super::stored::StoredVersion;
 use super::volumes::{self, VolumeRequest, VolumeView};
@@ -179,6 +179,7 @@ impl Lifecycle {
         let paths = StatePaths::new(&options.state);
         create_private_dir(paths.root())?;
         let lock = lock_state(&paths)?;
+        make_private(&paths, crate::store::DATABASE_FILE)?;
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(paths.root())?);
         let secret = load_secret(&paths.secret_file())?;
         let cache = ComponentCache::open(paths.cache()).map_err(|source| Error::PluginCache {
