@@ -192,3 +192,28 @@ fn an_app_name_longer_than_53_characters_is_refused_at_build() {
         let _ = std::fs::remove_file(dir.join("long.tgz"));
     }
 }
+
+/// Issue 13: a name capstan uses for its own releases (`capstan-volumes`,
+/// the local volumes) is refused at build with the rule.
+#[test]
+fn a_reserved_app_name_is_refused_at_build_with_the_rule() {
+    let dir = fresh_dir("bundle-cli-reserved-name");
+    keygen(&dir, "author");
+    let app = example_app(&dir);
+    let meta = app.join("capstan.yaml");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    std::fs::write(
+        &meta,
+        text.replace("name: hello\nversion", "name: capstan-volumes\nversion"),
+    )
+    .unwrap();
+    let out = build(&app, &dir.join("author.key"), &dir.join("reserved.tgz"));
+    assert!(!out.status.success());
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("capstan-volumes"), "{stderr}");
+    assert!(
+        stderr.contains("it is reserved for capstan's own use"),
+        "{stderr}"
+    );
+    assert!(!dir.join("reserved.tgz").exists());
+}

@@ -689,6 +689,10 @@ fn tcp_needs_a_token_and_refuses_a_wrong_or_missing_one() {
     drop(listener);
     let token_file = dir.join("token");
     std::fs::write(&token_file, "s3cret-token-of-32-characters-xx\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let mut child = capstan()
         .args([
             "serve",

@@ -40,3 +40,7 @@ mod workloads;
 /// The daemon against the Kubernetes API-server double: server-side apply,
 /// readiness, inventory, ownership, retries, crash recovery.
 mod cluster;
+
+/// Issue 13: private state, token rules, damaged stored bundles as state
+/// errors, concurrent operations.
+mod hardening;

@@ -101,7 +101,9 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
 }
 
 /// Serves the API on `address` until `shutdown` completes. A unix socket
-/// is created 0600 (a stale socket file is replaced); TCP needs a token.
+/// is created 0600 inside a fresh 0700 folder and renamed into place, so
+/// no one else can connect in the moment between bind and chmod (a stale
+/// socket file is replaced); TCP needs a token.
 ///
 /// # Errors
 /// [`ServeError`].
@@ -120,8 +122,7 @@ pub async fn serve(
     match address {
         Address::Unix(path) => {
             remove_stale_socket(path).map_err(bind)?;
-            let listener = tokio::net::UnixListener::bind(path).map_err(bind)?;
-            set_private(path).map_err(bind)?;
+            let listener = bind_private(path).map_err(bind)?;
             tracing::info!(address = %shown, "listening");
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
@@ -163,6 +164,27 @@ fn remove_stale_socket(path: &std::path::Path) -> std::io::Result<()> {
     }
 }
 
+/// Binds `path` with mode 0600 and no window in which another user could
+/// connect: bound in a new 0700 folder beside it, chmodded, then renamed.
+fn bind_private(path: &std::path::Path) -> std::io::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::DirBuilderExt;
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    let private = parent.join(format!(".sock{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&private);
+    std::fs::DirBuilder::new().mode(0o700).create(&private)?;
+    let inside = private.join("s");
+    let bound = tokio::net::UnixListener::bind(&inside).and_then(|listener| {
+        set_private(&inside)?;
+        std::fs::rename(&inside, path)?;
+        Ok(listener)
+    });
+    let _ = std::fs::remove_dir_all(&private);
+    bound
+}
+
 fn set_private(path: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
@@ -196,6 +218,10 @@ pub(super) fn code_of(error: &lifecycle::Error) -> ErrorCode {
     use crate::store::Error as S;
     use lifecycle::Error as L;
     match error {
+        L::Ended { source, .. } => match code_of(source) {
+            ErrorCode::Internal => ErrorCode::Conflict,
+            code => code,
+        },
         L::Store(S::Busy { .. }) | L::Busy { .. } => ErrorCode::Busy,
         L::Store(S::IllegalTransition { .. }) | L::NothingToAbort { .. } => {
             ErrorCode::IllegalTransition

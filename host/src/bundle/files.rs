@@ -321,15 +321,26 @@ impl Worker<'_> {
 /// One `mkdir`. The staging folder is fresh and only this worker writes in
 /// it, so anything already there is a file the bundle put in the way.
 fn make_folder(root: &Path, path: &str) -> Result<(), Error> {
-    fs::create_dir(root.join(path)).map_err(|source| Error::StagingWrite {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(root.join(path))
+        .map_err(|source| Error::StagingWrite {
         path: path.to_string(),
         source,
     })
 }
 
-/// One `open(O_WRONLY|O_CREAT|O_EXCL)`: never an existing file or a link.
+/// One `open(O_WRONLY|O_CREAT|O_EXCL)`, mode 0600: never an existing file
+/// or a link.
 fn create_file(root: &Path, path: &str) -> Result<fs::File, Error> {
-    fs::File::create_new(root.join(path)).map_err(|source| Error::StagingWrite {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(root.join(path))
+        .map_err(|source| Error::StagingWrite {
         path: path.to_string(),
         source,
     })

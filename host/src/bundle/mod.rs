@@ -22,6 +22,7 @@ mod files;
 mod manifest;
 mod metadata;
 mod paths;
+mod stored;
 mod stream;
 mod unpack;
 mod upgrade;
@@ -34,6 +35,7 @@ pub use metadata::{
     Chart, ChartGroup, GroupMode, KubeVersion, KubernetesRange, Metadata, Plugin, Upgrades,
     VersionSpec, check_plugin_routing,
 };
+pub use stored::{StoredCheck, sync_dir, sync_tree, verify_stored};
 pub use unpack::{Inspection, VerifiedBundle, inspect, verify, verify_and_unpack};
 pub use upgrade::check_upgrade;
 
@@ -326,6 +328,33 @@ pub enum Error {
     Commit {
         /// The destination.
         dest: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A stored bundle's signature is valid but not by the key recorded
+    /// when it was uploaded.
+    #[error("stored {SIGNATURE_PATH} is by {found}, not by {recorded} who signed the upload")]
+    StoredSigner {
+        /// The key that signed what is stored now.
+        found: String,
+        /// The key recorded at upload.
+        recorded: String,
+    },
+    /// Reading a file of a stored bundle failed.
+    #[error("cannot read stored bundle file {path:?}")]
+    StoredRead {
+        /// The file, relative to the bundle folder.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Syncing an unpacked bundle to disk failed.
+    #[error("cannot sync {} to disk", path.display())]
+    StoredSync {
+        /// The file or folder.
+        path: PathBuf,
         /// The cause.
         #[source]
         source: std::io::Error,

@@ -86,17 +86,27 @@ impl VerifiedBundle {
     }
 
     /// Moves the folder to `dest` (which must not exist, on the same file
-    /// system) and keeps it there.
+    /// system) and keeps it there: every file and folder is fsynced first,
+    /// and `dest`'s parent after the rename, so a recorded bundle survives
+    /// a power loss.
     ///
     /// # Errors
     ///
-    /// [`Error::Commit`] if the rename fails; the staging folder is then
-    /// removed with the dropped bundle.
+    /// [`Error::StoredSync`] if a sync fails, [`Error::Commit`] if the
+    /// rename fails; the staging folder is then removed with the dropped
+    /// bundle.
     pub fn move_to(mut self, dest: &Path) -> Result<Self, Error> {
+        super::sync_tree(&self.folder.path)?;
         fs::rename(&self.folder.path, dest).map_err(|source| Error::Commit {
             dest: dest.to_path_buf(),
             source,
         })?;
+        if let Some(parent) = dest.parent() {
+            super::sync_dir(parent).map_err(|source| Error::StoredSync {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
         self.folder.path = dest.to_path_buf();
         self.folder.kept = true;
         Ok(self)
@@ -123,10 +133,9 @@ pub struct Inspection {
 /// when this returns. The new folder is removed on every error, so after an
 /// `Err` `staging_parent` holds nothing new. Does not bound time.
 ///
-/// Nothing is fsynced: after a power loss the folder (or wherever
-/// [`VerifiedBundle::move_to`] put it) may hold empty or partial files, so
-/// whoever keeps unpacked bundles across restarts re-verifies them from the
-/// archive.
+/// Nothing is fsynced here; [`VerifiedBundle::move_to`] syncs the folder
+/// before it moves it into place, and [`super::verify_stored`] checks a kept
+/// folder again before it is used.
 ///
 /// # Errors
 ///

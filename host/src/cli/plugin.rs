@@ -41,7 +41,7 @@ pub(crate) struct RunArgs {
     /// The app version the plugin is told.
     #[arg(long, default_value = "0.1.0")]
     app_version: String,
-    /// CPU deadline per call, in milliseconds.
+    /// Wall-clock deadline per call, in milliseconds.
     #[arg(long, value_name = "N", default_value_t = crate::sandbox::DEFAULT_DEADLINE.as_millis() as u64)]
     timeout_ms: u64,
     /// Memory cap per call, in MiB.

@@ -66,6 +66,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .configure();
     }
     let state = args.state.clone().unwrap_or_else(api::default_state_dir);
+    // The state folder first, private, so nothing below (the default
+    // directory target inside it) makes it with the umask's mode.
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&state)
+        .with_context(|| format!("creating state folder {}", state.display()))?;
     let trust = TrustStore::load_dir(&args.trust)
         .with_context(|| format!("loading trusted keys from {}", args.trust.display()))?;
     let target = target(&args, &state)?;
@@ -140,6 +145,17 @@ fn one_line(error: &dyn std::error::Error) -> String {
 }
 
 fn read_token(path: &std::path::Path) -> anyhow::Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .with_context(|| format!("reading token file {}", path.display()))?
+        .permissions()
+        .mode();
+    anyhow::ensure!(
+        mode & 0o077 == 0,
+        "token file {} is open to group or others (mode {:o}); make it 0600",
+        path.display(),
+        mode & 0o777
+    );
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading token file {}", path.display()))?;
     let token = text.lines().next().unwrap_or_default().trim().to_owned();

@@ -79,7 +79,9 @@ impl ApplyTarget for DirTarget {
         let write_error = |path: &Path| io_error(WRITE, release, path);
         fs::create_dir_all(&self.root).map_err(write_error(&self.root))?;
         if !dir_exists(release, &dir)? {
-            fs::create_dir(&dir).map_err(write_error(&dir))?;
+            std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700)
+                .create(&dir)
+                .map_err(write_error(&dir))?;
             sync_dir(&self.root).map_err(write_error(&self.root))?;
         }
         write_atomically(&dir, &path, &release.chart, text.as_bytes())

@@ -22,12 +22,28 @@ pub const PAUSE_ENV: &str = "CAPSTAN_TEST_PAUSE_AT";
 /// The environment variable giving a delay at every point.
 pub const DELAY_ENV: &str = "CAPSTAN_TEST_STEP_DELAY_MS";
 
+/// What a unit test runs at every point (to break something there).
+#[cfg(test)]
+pub type Hook = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
 /// The points this daemon pauses at, read once at start.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Checkpoints {
     pause_at: Vec<String>,
     delay: Option<Duration>,
     marker: Option<PathBuf>,
+    #[cfg(test)]
+    hook: Option<Hook>,
+}
+
+impl std::fmt::Debug for Checkpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoints")
+            .field("pause_at", &self.pause_at)
+            .field("delay", &self.delay)
+            .field("marker", &self.marker)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Checkpoints {
@@ -63,11 +79,26 @@ impl Checkpoints {
             pause_at,
             delay,
             marker: Some(marker),
+            #[cfg(test)]
+            hook: None,
+        }
+    }
+
+    /// Runs `hook` with the name of every point reached (unit tests only).
+    #[cfg(test)]
+    pub fn with_hook(hook: Hook) -> Self {
+        Checkpoints {
+            hook: Some(hook),
+            ..Checkpoints::default()
         }
     }
 
     /// Marks reaching `point`; pauses for ever if it is listed.
     pub fn reach(&self, point: &str) {
+        #[cfg(test)]
+        if let Some(hook) = &self.hook {
+            hook(point);
+        }
         if let Some(delay) = self.delay {
             std::thread::sleep(delay);
         }

@@ -30,7 +30,7 @@ use super::metrics::Metrics;
 use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
 use super::run::{ApplyRequest, ChartDiff, Job, UserLayer};
 use super::state_dir::{
-    StatePaths, create_private_dir, load_secret, lock_state, read_dir, remove_dir,
+    StatePaths, create_private_dir, load_secret, lock_state, make_private, read_dir, remove_dir,
 };
 use super::stored::StoredVersion;
 use super::volumes::{self, VolumeRequest, VolumeView};
@@ -183,6 +183,7 @@ impl Lifecycle {
         let paths = StatePaths::new(&options.state);
         create_private_dir(paths.root())?;
         let lock = lock_state(&paths)?;
+        make_private(&paths, crate::store::DATABASE_FILE)?;
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(paths.root())?);
         let secret = load_secret(&paths.secret_file())?;
         let cache = ComponentCache::open(paths.cache()).map_err(|source| Error::PluginCache {
@@ -308,11 +309,8 @@ impl Lifecycle {
             }
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&record.bundle_dir);
-                let finish = Finish::failed(AppState::UploadFailed, e.one_line());
-                self.store().finish_operation(op, &finish)?;
-                self.inner.metrics.operation("upload", "failed");
                 tracing::warn!(app = %app, error = %e.one_line(), "upload failed");
-                Err(e)
+                Err(self.end_early(&app, op, Operation::Upload, failed(AppState::UploadFailed, &e), e))
             }
         }
     }
@@ -388,7 +386,8 @@ impl Lifecycle {
                 uploaded_at: v.uploaded_at,
             })
             .collect();
-        let charts = match StoredVersion::load(self.store(), app, &record.active_version) {
+        let charts = match StoredVersion::load_metadata(self.store(), app, &record.active_version)
+        {
             Ok(version) => chart_summaries(&version),
             Err(_) => Vec::new(),
         };
@@ -417,8 +416,7 @@ impl Lifecycle {
     /// # Errors
     /// As an apply's steps would fail.
     pub fn diff(&self, app: &AppName) -> Result<Vec<ChartDiff>, Error> {
-        let record = self.store().app(app)?;
-        let version = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let version = self.active_version_checked(app)?;
         let abort = AtomicBool::new(false);
         let job = Job {
             inner: &self.inner,
@@ -487,16 +485,64 @@ impl Lifecycle {
         Ok(existed)
     }
 
-    /// A failed update's target version, if it is set and still readable
-    /// (its charts are then removed or pruned with the active version's).
-    fn target_version(&self, record: &AppRecord) -> Option<StoredVersion> {
-        let version = record.target_version.as_deref()?;
-        StoredVersion::load(self.store(), &record.name, version).ok()
+    /// A failed update's target version, if one is set (its charts are
+    /// then removed or pruned with the active version's), checked like
+    /// every version an operation works from.
+    fn target_version(&self, record: &AppRecord) -> Result<Option<StoredVersion>, Error> {
+        match record.target_version.as_deref() {
+            Some(version) => StoredVersion::load(self.store(), &record.name, version).map(Some),
+            None => Ok(None),
+        }
     }
 
+    /// The active version's metadata, for the override commands.
     fn active_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
         let record = self.store().app(app)?;
+        StoredVersion::load_metadata(self.store(), app, &record.active_version)
+    }
+
+    /// Finishes an operation that failed before its work started, leaving
+    /// the app in `state` with the error as its message, and returns the
+    /// error as [`Error::Ended`] (a state error, never an internal one).
+    fn end_early(
+        &self,
+        app: &AppName,
+        op: OperationId,
+        operation: Operation,
+        finish: Finish,
+        error: Error,
+    ) -> Error {
+        let state = finish.state;
+        if let Err(e) = self.store().finish_operation(op, &finish) {
+            tracing::error!(app = %app, operation = %operation, error = %e,
+                "could not record the end of the operation");
+            return Error::Store(e);
+        }
+        self.inner.metrics.operation(operation.as_str(), "failed");
+        tracing::warn!(app = %app, operation = %operation, state = %state,
+            error = %error.one_line(), "operation failed before it started its work");
+        Error::Ended {
+            operation,
+            app: app.to_string(),
+            state,
+            source: Box::new(error),
+        }
+    }
+
+    /// The active version, checked against its `MANIFEST`.
+    fn active_version_checked(&self, app: &AppName) -> Result<StoredVersion, Error> {
+        let record = self.store().app(app)?;
         StoredVersion::load(self.store(), app, &record.active_version)
+    }
+
+    /// The active version and a failed update's target, both checked.
+    fn versions_checked(
+        &self,
+        app: &AppName,
+    ) -> Result<(StoredVersion, Option<StoredVersion>), Error> {
+        let record = self.store().app(app)?;
+        let version = StoredVersion::load(self.store(), app, &record.active_version)?;
+        Ok((version, self.target_version(&record)?))
     }
 
     fn unlocked_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
@@ -507,7 +553,7 @@ impl Lifecycle {
                 state: record.state,
             });
         }
-        StoredVersion::load(self.store(), app, &record.active_version)
+        StoredVersion::load_metadata(self.store(), app, &record.active_version)
     }
 
     // ---- local volumes ----
@@ -613,7 +659,18 @@ impl Lifecycle {
             adopt,
             recreate,
         } = flags;
-        let version = self.active_version(app)?;
+        let before = self.store().app(app)?.state;
+        let op = self.store().begin_operation(
+            app,
+            Operation::Apply,
+            rules::APPLY_FROM,
+            AppState::Applying,
+        )?;
+        self.inner.checkpoints.reach("apply:begun");
+        let version = match self.active_version_checked(app) {
+            Ok(version) => version,
+            Err(e) => return Err(self.end_early(app, op, Operation::Apply, failed(AppState::ApplyFailed, &e), e)),
+        };
         if let Some(unknown) = rekind.iter().find(|c| {
             !version
                 .metadata
@@ -621,17 +678,13 @@ impl Lifecycle {
                 .iter()
                 .any(|m| m.name.as_str() == c.as_str())
         }) {
-            return Err(Error::UnknownComponent {
+            // A bad request: the app goes back to where it was.
+            let e = Error::UnknownComponent {
                 app: app.to_string(),
                 component: unknown.clone(),
-            });
+            };
+            return Err(self.end_early(app, op, Operation::Apply, failed(before, &e), e));
         }
-        let op = self.store().begin_operation(
-            app,
-            Operation::Apply,
-            rules::APPLY_FROM,
-            AppState::Applying,
-        )?;
         Ok(self.spawn(app, op, Operation::Apply, move |job| {
             let request = ApplyRequest {
                 version: &version,
@@ -657,9 +710,6 @@ impl Lifecycle {
     /// # Errors
     /// The store's busy and illegal-transition errors.
     pub fn remove(&self, app: &AppName, force: bool) -> Result<Started, Error> {
-        let record = self.store().app(app)?;
-        let version = StoredVersion::load(self.store(), app, &record.active_version)?;
-        let target = self.target_version(&record);
         let from = if force {
             rules::FORCE_REMOVE_FROM
         } else {
@@ -668,6 +718,14 @@ impl Lifecycle {
         let op = self
             .store()
             .begin_operation(app, Operation::Remove, from, AppState::Removing)?;
+        self.inner.checkpoints.reach("remove:begun");
+        let (version, target) = match self.versions_checked(app) {
+            Ok(versions) => versions,
+            Err(e) => {
+                let finish = failed(AppState::RemoveFailed, &e);
+                return Err(self.end_early(app, op, Operation::Remove, finish, e));
+            }
+        };
         Ok(self.spawn(app, op, Operation::Remove, move |job| {
             let result = job.remove_version(&version, target.as_ref(), force);
             Ending {
@@ -721,20 +779,25 @@ impl Lifecycle {
             AppState::Updating,
         )?;
         self.inner.checkpoints.reach("update:begun");
-        if let Err(e) = self.stage_update(bundle, &record) {
-            let _ = self.store().delete_version(&app, &record.version);
-            let _ = std::fs::remove_dir_all(&record.bundle_dir);
-            let finish = Finish::failed(
-                AppState::Applied,
-                format!("update to {} failed: {}", record.version, e.one_line()),
-            )
-            .with_target(TargetChange::Discard);
-            self.store().finish_operation(op, &finish)?;
-            self.inner.metrics.operation("update", "failed");
-            return Err(e);
-        }
-        let old = StoredVersion::load(self.store(), &app, &current.active_version)?;
-        let new = StoredVersion::load(self.store(), &app, &record.version)?;
+        let staged = self.stage_update(bundle, &record).and_then(|()| {
+            let old = StoredVersion::load(self.store(), &app, &current.active_version)?;
+            let new = StoredVersion::load(self.store(), &app, &record.version)?;
+            Ok((old, new))
+        });
+        let (old, new) = match staged {
+            Ok(versions) => versions,
+            Err(e) => {
+                let _ = self.store().set_target_version(&app, None);
+                let _ = self.store().delete_version(&app, &record.version);
+                let _ = std::fs::remove_dir_all(&record.bundle_dir);
+                let finish = Finish::failed(
+                    AppState::Applied,
+                    format!("update to {} failed: {}", record.version, e.one_line()),
+                )
+                .with_target(TargetChange::Discard);
+                return Err(self.end_early(&app, op, Operation::Update, finish, e));
+            }
+        };
         Ok(self.spawn(&app, op, Operation::Update, move |job| {
             job.update(&old, &new, keep_user)
         }))
@@ -747,15 +810,21 @@ impl Lifecycle {
     /// # Errors
     /// The store's busy and illegal-transition errors.
     pub fn recover(&self, app: &AppName) -> Result<Started, Error> {
-        let record = self.store().app(app)?;
-        let version = StoredVersion::load(self.store(), app, &record.active_version)?;
-        let target = self.target_version(&record);
+        let before = self.store().app(app)?.state;
         let op = self.store().begin_operation(
             app,
             Operation::Recover,
             rules::RECOVER_FROM,
             AppState::Recovering,
         )?;
+        self.inner.checkpoints.reach("recover:begun");
+        let (version, target) = match self.versions_checked(app) {
+            Ok(versions) => versions,
+            Err(e) => {
+                let finish = failed(AppState::failed_state_of(before), &e);
+                return Err(self.end_early(app, op, Operation::Recover, finish, e));
+            }
+        };
         Ok(self.spawn(app, op, Operation::Recover, move |job| {
             let request = ApplyRequest {
                 version: &version,

@@ -41,9 +41,10 @@ pub enum Error {
         #[source]
         source: Box<crate::bundle::Error>,
     },
-    /// A stored bundle could not be read back (its files were removed or
-    /// damaged behind the daemon's back).
-    #[error("stored bundle of {app} {version} is unreadable")]
+    /// A stored bundle could not be read back, or no longer matches its
+    /// signed `MANIFEST` (its files were removed or damaged behind the
+    /// daemon's back); the cause names the file.
+    #[error("stored bundle of {app} {version} is damaged")]
     StoredBundle {
         /// The app.
         app: String,
@@ -218,6 +219,22 @@ pub enum Error {
         /// Which table.
         what: &'static str,
     },
+    /// An operation that had begun failed before its work started (a
+    /// stored version that is missing or damaged, a component that is not
+    /// the app's, a bundle that could not be stored); it was finished at
+    /// once, leaving the app in `state`.
+    #[error("{operation} of {app} failed; the app is {state}")]
+    Ended {
+        /// The operation.
+        operation: store::Operation,
+        /// The app.
+        app: String,
+        /// The state the operation left the app in.
+        state: store::AppState,
+        /// Why it failed.
+        #[source]
+        source: Box<Error>,
+    },
     /// The state folder is held by another running daemon.
     #[error("state folder {path} is in use by another capstan daemon")]
     StateLocked {
@@ -257,7 +274,16 @@ impl Error {
                 | S::VersionInUse { .. }
                 | S::VolumeExists { .. },
             ) => ErrorClass::Conflict,
-            Error::Store(_) | Error::StoredBundle { .. } | Error::Io { .. } => ErrorClass::Internal,
+            // A damaged stored version is this app's state, not the
+            // daemon's: the request conflicts with it.
+            Error::StoredBundle { .. } => ErrorClass::Conflict,
+            // An operation that ended early is a state of its app: never
+            // an internal error.
+            Error::Ended { source, .. } => match source.class() {
+                ErrorClass::Internal => ErrorClass::Conflict,
+                class => class,
+            },
+            Error::Store(_) | Error::Io { .. } => ErrorClass::Internal,
             Error::StateLocked { .. }
             | Error::Engine(_)
             | Error::PluginCache { .. }
@@ -282,6 +308,14 @@ impl Error {
             | Error::Workload { .. }
             | Error::Kube { .. }
             | Error::Aborted => ErrorClass::Failed,
+        }
+    }
+
+    /// The error an [`Error::Ended`] wraps, else this one.
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::Ended { source, .. } => source.cause(),
+            other => other,
         }
     }
 

@@ -1,5 +1,7 @@
 //! The daemon's state folder: its layout, and every file operation on
-//! the folder itself (private folders, the lock, the secret).
+//! the folder itself (private folders and files, the lock, the secret).
+//! The folder is 0700 and everything in it 0600 (folders 0700), whatever
+//! made it: [`make_private`] runs at every open.
 //!
 //! ```text
 //! STATE/state.db            the store
@@ -82,6 +84,58 @@ pub(super) fn create_private_dir(path: &Path) -> Result<(), Error> {
         })
 }
 
+/// Makes the state folder private whatever made it: the folder and every
+/// folder in it 0700, every file (the database and its `-wal`/`-shm`, the
+/// secret, the lock, bundles, cache, a directory target inside it) 0600,
+/// and creates the database file 0600 if it is missing, so SQLite (which
+/// gives its `-wal` and `-shm` files the database's mode) never makes a
+/// readable one. Links are left alone (never followed).
+pub(super) fn make_private(paths: &StatePaths, database: &str) -> Result<(), Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let db = paths.root().join(database);
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&db)
+        .map_err(|source| Error::Io {
+            what: format!("creating {}", db.display()),
+            source,
+        })?;
+    let mut folders = vec![paths.root().to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        set_mode(&folder, 0o700)?;
+        for entry in read_dir(&folder)? {
+            let path = entry.path();
+            let kind = entry.file_type().map_err(|source| Error::Io {
+                what: format!("reading {}", path.display()),
+                source,
+            })?;
+            if kind.is_dir() {
+                folders.push(path);
+            } else if !kind.is_symlink() {
+                set_mode(&path, 0o600)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sets `path`'s permission bits to `mode` unless they already are.
+fn set_mode(path: &Path, mode: u32) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let io = |source| Error::Io {
+        what: format!("making {} private", path.display()),
+        source,
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(io)?;
+    if meta.permissions().mode() & 0o7777 != mode {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)?;
+    }
+    Ok(())
+}
+
 /// Removes a folder and what it holds; a missing folder is fine.
 pub(super) fn remove_dir(path: &Path) -> Result<(), Error> {
     match std::fs::remove_dir_all(path) {
@@ -109,8 +163,10 @@ pub(super) fn read_dir(path: &Path) -> Result<Vec<std::fs::DirEntry>, Error> {
 
 /// Takes the state folder's lock, or says another daemon holds it.
 pub(super) fn lock_state(paths: &StatePaths) -> Result<File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = paths.lock_file();
     let file = File::options()
+        .mode(0o600)
         .create(true)
         .truncate(false)
         .write(true)

@@ -21,8 +21,37 @@ pub(crate) struct StoredVersion {
 }
 
 impl StoredVersion {
-    /// Reads `capstan.yaml` of the version stored for `app`.
+    /// Checks the version stored for `app` against its signed `MANIFEST`
+    /// (every file hashed, nothing unlisted, the signer the one recorded
+    /// at upload) and reads its `capstan.yaml`. Every operation that
+    /// renders or applies from a stored version loads it this way.
+    ///
+    /// # Errors
+    /// [`Error::Store`] for a missing version; [`Error::StoredBundle`]
+    /// naming the file that is missing or changed.
     pub fn load(store: &dyn Store, app: &AppName, version: &str) -> Result<Self, Error> {
+        let record = store.version(app, version)?;
+        let checked = bundle::verify_stored(&record.bundle_dir, &record.signer).map_err(|e| {
+            Error::StoredBundle {
+                app: app.to_string(),
+                version: version.to_owned(),
+                source: Box::new(e),
+            }
+        })?;
+        Ok(StoredVersion {
+            version: version.to_owned(),
+            dir: record.bundle_dir,
+            metadata: checked.metadata,
+        })
+    }
+
+    /// Reads `capstan.yaml` of a stored version without checking the
+    /// other files: for what only shows the metadata (`app show`, the
+    /// override commands), never for rendering or applying.
+    ///
+    /// # Errors
+    /// As [`StoredVersion::load`].
+    pub fn load_metadata(store: &dyn Store, app: &AppName, version: &str) -> Result<Self, Error> {
         let record = store.version(app, version)?;
         let unreadable = |source: Box<dyn std::error::Error + Send + Sync>| Error::StoredBundle {
             app: app.to_string(),

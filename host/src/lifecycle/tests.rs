@@ -254,7 +254,8 @@ fn rekind_of_an_unknown_component_is_refused_before_anything_starts() {
     let lc = f.open().unwrap();
     let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
     let err = lc.apply(&app.name, vec!["ghost".into()]).unwrap_err();
-    assert!(matches!(err, Error::UnknownComponent { .. }));
+    assert!(matches!(err.cause(), Error::UnknownComponent { .. }));
+    assert_eq!(err.class(), ErrorClass::BadRequest);
     assert_eq!(lc.show(&app.name).unwrap().app.state, AppState::Uploaded);
     let _ = Store::history(lc.inner.store.as_ref(), &app.name).unwrap();
 }
@@ -400,4 +401,167 @@ fn an_apply_that_changes_nothing_keeps_the_revision() {
     let shown = lc.show(&app.name).unwrap();
     assert_eq!(shown.app.state, AppState::Applied);
     assert_eq!(shown.releases[0].revision, 1, "nothing changed: still 1");
+}
+
+// ---- issue 13: every operation begins first and ends in one finish ----
+
+impl Fixture {
+    /// Opens the lifecycle with `hook` run at every checkpoint.
+    fn open_with_hook(&self, hook: super::checkpoint::Hook) -> Lifecycle {
+        let mut lc = self.open().unwrap();
+        Arc::get_mut(&mut lc.inner)
+            .expect("no other handle yet")
+            .checkpoints = super::checkpoint::Checkpoints::with_hook(hook);
+        lc
+    }
+}
+
+/// Every entry of the app's history is finished, and the last one is
+/// `operation`, ended in `state`, failed.
+fn assert_one_failed_finish(lc: &Lifecycle, app: &AppName, operation: Operation, state: AppState) {
+    let history = lc.history(app).unwrap();
+    assert!(
+        history.iter().all(|h| h.to_state.is_some()),
+        "an operation was left running: {history:?}"
+    );
+    let last = history.last().unwrap();
+    assert_eq!(last.operation, operation, "{history:?}");
+    assert_eq!(last.to_state, Some(state), "{history:?}");
+    assert_eq!(last.outcome, crate::store::Outcome::Failed, "{history:?}");
+    assert_eq!(lc.show(app).unwrap().app.state, state);
+}
+
+fn truncate(path: &Path) {
+    std::fs::write(path, b"").unwrap();
+}
+
+#[test]
+fn a_damaged_stored_template_fails_each_operation_naming_the_file_and_leaves_the_target_untouched()
+{
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+    lc.apply(&app.name, vec![]).unwrap().wait();
+    assert_eq!(lc.show(&app.name).unwrap().app.state, AppState::Applied);
+    let applied = std::fs::read(f.path("applied/demo/a.yaml")).unwrap();
+    truncate(&f.path("state/bundles/demo/1.0.0/charts/a/templates/cm.yaml"));
+
+    let err = lc.apply(&app.name, vec![]).unwrap_err();
+    let line = err.one_line();
+    assert!(line.contains("charts/a/templates/cm.yaml"), "{line}");
+    assert!(line.contains("apply-failed"), "{line}");
+    assert_eq!(err.class(), ErrorClass::Conflict, "a state error, not a 500");
+    assert!(matches!(err.cause(), Error::StoredBundle { .. }), "{line}");
+    assert_one_failed_finish(&lc, &app.name, Operation::Apply, AppState::ApplyFailed);
+    assert_eq!(std::fs::read(f.path("applied/demo/a.yaml")).unwrap(), applied);
+
+    let err = lc.diff(&app.name).unwrap_err();
+    assert!(err.one_line().contains("charts/a/templates/cm.yaml"));
+    assert_eq!(err.class(), ErrorClass::Conflict);
+
+    let err = lc.recover(&app.name).unwrap_err();
+    assert!(err.one_line().contains("charts/a/templates/cm.yaml"));
+    assert_one_failed_finish(&lc, &app.name, Operation::Recover, AppState::ApplyFailed);
+
+    let err = lc.remove(&app.name, false).unwrap_err();
+    assert!(err.one_line().contains("charts/a/templates/cm.yaml"));
+    assert_one_failed_finish(&lc, &app.name, Operation::Remove, AppState::RemoveFailed);
+    assert_eq!(std::fs::read(f.path("applied/demo/a.yaml")).unwrap(), applied);
+
+}
+
+#[test]
+fn a_stored_file_added_behind_the_daemons_back_is_refused() {
+    let f = Fixture::new();
+    let lc = f.open().unwrap();
+    let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+    std::fs::write(
+        f.path("state/bundles/demo/1.0.0/charts/a/templates/extra.yaml"),
+        CONFIG_MAP,
+    )
+    .unwrap();
+    let err = lc.apply(&app.name, vec![]).unwrap_err();
+    assert!(
+        err.one_line().contains("charts/a/templates/extra.yaml"),
+        "{}",
+        err.one_line()
+    );
+    assert!(!f.path("applied/demo").exists());
+}
+
+#[test]
+fn a_failure_injected_at_each_read_ends_the_operation_once() {
+    // (checkpoint where the damage is done, the file damaged, the operation)
+    let cases: [(&str, &str, Operation); 4] = [
+        ("apply:begun", "1.0.0/charts/a/values.yaml", Operation::Apply),
+        ("update:staged", "1.0.0/capstan.yaml", Operation::Update),
+        ("update:staged", "2.0.0/charts/a/templates/cm.yaml", Operation::Update),
+        ("remove:begun", "1.0.0/MANIFEST", Operation::Remove),
+    ];
+    for (point, file, operation) in cases {
+        let f = Fixture::new();
+        let victim = f.path(&format!("state/bundles/demo/{file}"));
+        let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hook_armed = armed.clone();
+        let hook_point = point.to_owned();
+        let lc = f.open_with_hook(Arc::new(move |reached: &str| {
+            if reached == hook_point && hook_armed.swap(false, std::sync::atomic::Ordering::SeqCst)
+            {
+                std::fs::write(&victim, b"").unwrap();
+            }
+        }));
+        let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+        lc.apply(&app.name, vec![]).unwrap().wait();
+        let applied = std::fs::read(f.path("applied/demo/a.yaml")).unwrap();
+        armed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (err, state) = match operation {
+            Operation::Apply => (
+                lc.apply(&app.name, vec![]).unwrap_err(),
+                AppState::ApplyFailed,
+            ),
+            Operation::Update => (
+                lc.update(f.bundle("demo", "2.0.0", &["a"]), None)
+                    .unwrap_err(),
+                AppState::Applied,
+            ),
+            _ => (
+                lc.remove(&app.name, false).unwrap_err(),
+                AppState::RemoveFailed,
+            ),
+        };
+        let line = err.one_line();
+        let name = file.split_once('/').unwrap().1;
+        assert!(line.contains(name), "{point} {file}: {line}");
+        assert!(line.contains(state.as_str()), "{point} {file}: {line}");
+        assert_ne!(err.class(), ErrorClass::Internal, "{line}");
+        assert_one_failed_finish(&lc, &app.name, operation, state);
+        assert_eq!(
+            std::fs::read(f.path("applied/demo/a.yaml")).unwrap(),
+            applied,
+            "{point} {file}: the target is untouched"
+        );
+        if operation == Operation::Update {
+            let shown = lc.show(&app.name).unwrap();
+            assert_eq!(shown.app.active_version, "1.0.0");
+            assert_eq!(shown.app.target_version, None);
+            assert_eq!(shown.versions.len(), 1, "the staged version is forgotten");
+        }
+    }
+}
+
+#[test]
+fn an_upload_whose_files_cannot_be_stored_is_a_state_error() {
+    let f = Fixture::new();
+    let blocker = f.path("state/bundles/demo");
+    let lc = f.open_with_hook(Arc::new(move |reached: &str| {
+        if reached == "upload:begun" {
+            // A file where the app's bundle folder goes.
+            std::fs::write(&blocker, b"in the way").unwrap();
+        }
+    }));
+    let err = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap_err();
+    let line = err.one_line();
+    assert!(line.contains("upload-failed"), "{line}");
+    assert_eq!(err.class(), ErrorClass::Conflict, "{line}");
+    assert_one_failed_finish(&lc, &name("demo"), Operation::Upload, AppState::UploadFailed);
 }

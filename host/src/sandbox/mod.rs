@@ -7,7 +7,7 @@
 //! WASI interfaces a `wasm32-wasip2` component needs to link, each of them
 //! empty (no preopened directories, no environment, closed stdin, fixed
 //! clocks, seeded randomness). Every call gets a fresh store from a
-//! pre-instantiated component, a CPU deadline, a memory cap and caps on
+//! pre-instantiated component, a wall-clock deadline, a memory cap and caps on
 //! output and log size; a plugin that breaks any of them ends in a typed
 //! [`Fault`], and the host goes on.
 //!
@@ -164,7 +164,7 @@ impl fmt::Display for PluginError {
 /// [`Fault::kind`]), and the host process survives every one of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
-    /// The call ran past its CPU deadline and was interrupted.
+    /// The call ran past its wall-clock deadline and was interrupted.
     Timeout {
         /// The deadline it ran past.
         deadline: Duration,

@@ -6,12 +6,14 @@
 
 use std::time::Duration;
 
-/// CPU time a single call may run before it is interrupted.
+/// Wall-clock time a single call may run before it is interrupted (not
+/// CPU time: on a loaded machine a call gets less CPU in it, so a memory
+/// bomb may end as `timeout` before it reaches the memory cap).
 ///
 /// Enforced by epoch interruption: a ticker thread advances the engine's
 /// epoch every [`EPOCH_TICK`], so a call ends within one tick of its
-/// deadline. It does not interrupt a host call that blocks; the only host
-/// import, `log`, never blocks.
+/// deadline. No host call blocks: `log` never does, and the monotonic
+/// clock's waits (a plugin's `sleep`) are ready at once.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Linear memory a single call's instance may grow to, in bytes.
@@ -70,7 +72,7 @@ impl Policy {
         }
     }
 
-    /// Sets the CPU deadline per call. Default: [`DEFAULT_DEADLINE`].
+    /// Sets the wall-clock deadline per call. Default: [`DEFAULT_DEADLINE`].
     #[must_use]
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
@@ -98,7 +100,7 @@ impl Policy {
         self
     }
 
-    /// The CPU deadline per call.
+    /// The wall-clock deadline per call.
     pub fn get_deadline(&self) -> Duration {
         self.deadline
     }

@@ -9,16 +9,23 @@
 //! in-memory stdout and stderr, a wall clock fixed at the call's instant, a
 //! monotonic clock that does not move, and random generators seeded from
 //! the call's seed.
+//!
+//! Sleeping: the monotonic clock's `subscribe-duration` and
+//! `subscribe-instant` pollables are ready at once (time does not pass for
+//! a plugin, so every wait is already over). A `sleep` never blocks the
+//! host outside wasm, where the epoch deadline could not reach it; a plugin
+//! that sleeps in a loop spins until its deadline like any other loop.
 
 use std::time::{Duration, SystemTime};
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use wasmtime::component::{HasData, Linker, ResourceTable};
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sync};
+use wasmtime_wasi::p2::DynPollable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::random::WasiRandom;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiView};
@@ -30,7 +37,9 @@ pub(crate) fn add_to_linker<T: WasiView>(linker: &mut Linker<T>) -> wasmtime::Re
     sync::io::poll::add_to_linker::<T, Table>(l, table_of)?;
     sync::io::streams::add_to_linker::<T, Table>(l, table_of)?;
     clocks::wall_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
-    clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<T, FrozenClock>(l, |t| {
+        FrozenClockView(t.ctx().table)
+    })?;
     filesystem::preopens::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
     sync::filesystem::types::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
     random::random::add_to_linker::<T, WasiRandom>(l, |t| t.ctx().ctx.random())?;
@@ -124,4 +133,53 @@ impl HostMonotonicClock for FrozenMonotonicClock {
     fn now(&self) -> u64 {
         0
     }
+}
+
+/// The monotonic-clock interface a plugin gets: frozen at 0, and every
+/// wait it subscribes to is ready at once.
+struct FrozenClock;
+
+impl HasData for FrozenClock {
+    type Data<'a> = FrozenClockView<'a>;
+}
+
+/// The call's resource table, where the ready pollables go.
+struct FrozenClockView<'a>(&'a mut ResourceTable);
+
+impl clocks::monotonic_clock::Host for FrozenClockView<'_> {
+    fn now(&mut self) -> wasmtime::Result<u64> {
+        Ok(FrozenMonotonicClock.now())
+    }
+
+    fn resolution(&mut self) -> wasmtime::Result<u64> {
+        Ok(FrozenMonotonicClock.resolution())
+    }
+
+    fn subscribe_instant(&mut self, _when: u64) -> wasmtime::Result<Resource<DynPollable>> {
+        ready_now(self.0)
+    }
+
+    fn subscribe_duration(&mut self, _duration: u64) -> wasmtime::Result<Resource<DynPollable>> {
+        ready_now(self.0)
+    }
+}
+
+/// A wait that is already over.
+struct Elapsed;
+
+impl wasmtime_wasi_io::poll::Pollable for Elapsed {
+    fn ready<'a, 'b>(
+        &'a mut self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'b>>
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+fn ready_now(table: &mut ResourceTable) -> wasmtime::Result<Resource<DynPollable>> {
+    let elapsed = table.push(Elapsed)?;
+    wasmtime_wasi_io::poll::subscribe(table, elapsed)
 }

@@ -17,6 +17,8 @@ use capstan_plugin_sdk::bindings::capstan::plugin::types::{
 /// Every behaviour, by the chart name that selects it.
 const BEHAVIOURS: &[&str] = &[
     "loop",
+    "sleep",
+    "sleep-loop",
     "memory",
     "recursion",
     "huge-output",
@@ -48,6 +50,16 @@ impl Guest for Hostile {
     fn overrides(app: App, facts: Facts, chart: String) -> Result<String, PluginError> {
         match chart.as_str() {
             "loop" => spin_forever(),
+            // A WASI monotonic-clock pollable: the host makes it ready at
+            // once, so this returns.
+            "sleep" => {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+                Ok("{\"slept\":true}".into())
+            }
+            // Sleeps that never add up: only the deadline ends it.
+            "sleep-loop" => loop {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            },
             "memory" => balloon(),
             "recursion" => Ok(format!("{{\"depth\":{}}}", recurse(0, &mut [0u8; 64]))),
             "huge-output" => Ok(format!("{{\"blob\":\"{}\"}}", "x".repeat(4 << 20))),
