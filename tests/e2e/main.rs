@@ -30,6 +30,10 @@ mod render_conformance;
 /// authentication, and SIGKILL at named steps.
 mod daemon;
 
+/// Bundles through a real OCI registry (Debian's docker-registry):
+/// push, pull, upload and update from it, tampering, auth.
+mod registry;
+
 /// Workload kinds and local volumes through the daemon.
 mod workloads;
 

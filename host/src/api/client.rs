@@ -200,6 +200,57 @@ impl Client {
         )
     }
 
+    /// `POST /v1/apps` of a bundle fetched from `source`
+    /// (`oci://HOST/REPO@sha256:…`), which the app's version records.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn upload_from(
+        &self,
+        bundle: Vec<u8>,
+        source: &str,
+    ) -> Result<wire::AppRecord, ClientError> {
+        self.call_with_source(
+            Method::POST,
+            "/v1/apps",
+            (wire::BUNDLE_CONTENT_TYPE, bundle),
+            source,
+        )
+    }
+
+    /// `POST /v1/updates` of a bundle fetched from `source`, as
+    /// [`Client::upload_from`].
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn update_from(
+        &self,
+        bundle: Vec<u8>,
+        query: &wire::UpdateQuery,
+        source: &str,
+    ) -> Result<wire::Started, ClientError> {
+        self.call_with_source(
+            Method::POST,
+            &format!("/v1/updates{}", query.to_query()),
+            (wire::BUNDLE_CONTENT_TYPE, bundle),
+            source,
+        )
+    }
+
+    fn call_with_source<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: (&str, Vec<u8>),
+        source: &str,
+    ) -> Result<T, ClientError> {
+        let response =
+            self.runtime
+                .block_on(self.exchange_with(method, path, Some(body), Some(source)))?;
+        let response = self.status_checked(response)?;
+        serde_json::from_slice(&response.body).map_err(ClientError::Decode)
+    }
+
     /// `GET /v1/apps/{app}`.
     ///
     /// # Errors
@@ -421,6 +472,11 @@ impl Client {
         body: Option<(&str, Vec<u8>)>,
     ) -> Result<Response, ClientError> {
         let response = self.send(method, path, body)?;
+        self.status_checked(response)
+    }
+
+    /// A response, or its error status as [`ClientError::Status`].
+    fn status_checked(&self, response: Response) -> Result<Response, ClientError> {
         if response.status.is_success() {
             return Ok(response);
         }
@@ -462,6 +518,17 @@ impl Client {
         path: &str,
         body: Option<(&str, Vec<u8>)>,
     ) -> Result<Response, ClientError> {
+        self.exchange_with(method, path, body, None).await
+    }
+
+    /// [`Client::exchange`] with a bundle's [`wire::SOURCE_HEADER`].
+    async fn exchange_with(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, Vec<u8>)>,
+        source: Option<&str>,
+    ) -> Result<Response, ClientError> {
         let shown = self.address.to_string();
         let http = |source: Box<dyn std::error::Error + Send + Sync>| ClientError::Http {
             address: shown.clone(),
@@ -473,6 +540,9 @@ impl Client {
             .header(header::HOST, "capstan");
         if let Some(token) = &self.token {
             builder = builder.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        if let Some(source) = source {
+            builder = builder.header(wire::SOURCE_HEADER, source);
         }
         let bytes = match body {
             Some((content_type, bytes)) => {

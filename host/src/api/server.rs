@@ -372,6 +372,27 @@ fn started(started: Started) -> ApiResult {
     json(StatusCode::ACCEPTED, &body)
 }
 
+/// The [`wire::SOURCE_HEADER`]: absent, or a registry reference pinned to
+/// a digest.
+fn source_of(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(wire::SOURCE_HEADER) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| {
+        ApiError::bad_request(format!("{} header is not ASCII", wire::SOURCE_HEADER))
+    })?;
+    let reference: crate::oci::Reference = text.parse().map_err(|e: crate::oci::Error| {
+        ApiError::bad_request(format!("{} header {e}", wire::SOURCE_HEADER))
+    })?;
+    if reference.tag().is_some() {
+        return Err(ApiError::bad_request(format!(
+            "{} header {text:?} names a tag; send the digest it resolved to",
+            wire::SOURCE_HEADER
+        )));
+    }
+    Ok(Some(reference.to_string()))
+}
+
 fn check_bundle_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -424,8 +445,9 @@ async fn upload(
 ) -> ApiResult {
     let body = body_of(body)?;
     check_bundle_type(&headers)?;
+    let source = source_of(&headers)?;
     let lc = api.lifecycle.clone();
-    let app: wire::AppRecord = blocking(move || lc.upload(Cursor::new(body))).await?;
+    let app: wire::AppRecord = blocking(move || lc.upload_from(Cursor::new(body), source)).await?;
     json(StatusCode::CREATED, &app)
 }
 
@@ -438,8 +460,12 @@ async fn update(
     let query = query_of(query)?;
     let body = body_of(body)?;
     check_bundle_type(&headers)?;
+    let source = source_of(&headers)?;
     let lc = api.lifecycle.clone();
-    started(blocking(move || lc.update(Cursor::new(body), query.reuse_user_overrides)).await?)
+    started(
+        blocking(move || lc.update_from(Cursor::new(body), query.reuse_user_overrides, source))
+            .await?,
+    )
 }
 
 async fn show(State(api): State<Api>, app: AppPath) -> ApiResult {

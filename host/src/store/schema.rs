@@ -100,6 +100,11 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE volumes ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
     "#,
+    // 3: where a version's bundle came from (`oci://HOST/REPO@sha256:...`);
+    // NULL for a file upload.
+    r#"
+    ALTER TABLE versions ADD COLUMN source TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -32,6 +32,7 @@ fn bundle(app: &str, version: &str) -> VersionRecord {
         signer: "release-key".to_owned(),
         metadata: json!({"name": app, "version": version}),
         uploaded_at: 0,
+        source: None,
     }
 }
 
