@@ -358,10 +358,13 @@ impl Session {
                 expected: expected.clone(),
                 actual: actual.clone(),
             },
-            _ => Error::Registry {
-                host,
-                why: one_line(&e),
-            },
+            _ => {
+                let mut why = one_line(&e);
+                if why.contains("InvalidContentType") || why.contains("wrong version number") {
+                    why.push_str(" (a plain-HTTP registry? --plain-http)");
+                }
+                Error::Registry { host, why }
+            }
         }
     }
 }
