@@ -34,6 +34,9 @@ mod daemon;
 /// push, pull, upload and update from it, tampering, auth.
 mod registry;
 
+/// TLS on the TCP listener with certificates the test generates.
+mod tls;
+
 /// Workload kinds and local volumes through the daemon.
 mod workloads;
 

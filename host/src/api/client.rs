@@ -37,6 +37,15 @@ pub enum ClientError {
         /// The error.
         error: std::io::Error,
     },
+    /// The TLS handshake with the daemon failed (an untrusted or
+    /// mismatched certificate, or a plain-HTTP daemon).
+    #[error("TLS with the daemon at {address} failed: {why}")]
+    Tls {
+        /// The address.
+        address: String,
+        /// The handshake error, or the configuration that could not load.
+        why: String,
+    },
     /// The HTTP exchange failed.
     #[error("talking to the daemon at {address} failed")]
     Http {
@@ -132,6 +141,7 @@ pub struct Client {
     address: Address,
     token: Option<String>,
     runtime: tokio::runtime::Runtime,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Client {
@@ -149,7 +159,17 @@ impl Client {
             address,
             token,
             runtime,
+            tls: None,
         })
+    }
+
+    /// Speaks TLS to an `https://` address, trusting `config`'s roots
+    /// ([`super::tls::client_config`]); without it an `https://` address
+    /// uses the system's roots.
+    #[must_use]
+    pub fn with_tls(mut self, config: std::sync::Arc<rustls::ClientConfig>) -> Client {
+        self.tls = Some(config);
+        self
     }
 
     /// The daemon's address.
@@ -569,6 +589,32 @@ impl Client {
                         .await
                         .map_err(|_| self.connect_error(std::io::ErrorKind::TimedOut.into()))?
                         .map_err(|e| self.connect_error(e))?;
+                send_on(TokioIo::new(stream), request).await
+            }
+            Address::Https(addr) => {
+                let stream =
+                    tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr))
+                        .await
+                        .map_err(|_| self.connect_error(std::io::ErrorKind::TimedOut.into()))?
+                        .map_err(|e| self.connect_error(e))?;
+                let tls_error = |why: String| ClientError::Tls {
+                    address: shown.clone(),
+                    why,
+                };
+                let config = match &self.tls {
+                    Some(config) => config.clone(),
+                    None => {
+                        super::tls::client_config(None).map_err(|e| tls_error(e.to_string()))?
+                    }
+                };
+                let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+                let stream = tokio::time::timeout(
+                    CONNECT_TIMEOUT,
+                    tokio_rustls::TlsConnector::from(config).connect(name, stream),
+                )
+                .await
+                .map_err(|_| tls_error("the handshake timed out".into()))?
+                .map_err(|e| tls_error(e.to_string()))?;
                 send_on(TokioIo::new(stream), request).await
             }
         };

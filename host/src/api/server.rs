@@ -36,6 +36,19 @@ pub enum ServeError {
         /// The address.
         address: String,
     },
+    /// A TCP listener off loopback without TLS would send the token in
+    /// clear.
+    #[error(
+        "listening on {address} without TLS would send the token in clear; give --tls-cert and --tls-key, or --insecure-plain-http"
+    )]
+    PlainOffLoopback {
+        /// The address.
+        address: String,
+    },
+    /// TLS was asked for where it does not apply, or not given where the
+    /// address asks for it.
+    #[error("{0}")]
+    TlsMismatch(String),
     /// Binding the address failed.
     #[error("cannot listen on {address}")]
     Bind {
@@ -111,6 +124,32 @@ pub async fn serve(
     token: Option<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    serve_with(lifecycle, address, token, Listen::default(), shutdown).await
+}
+
+/// How a TCP listener speaks: TLS, or plain HTTP (allowed off loopback
+/// only when asked).
+#[derive(Clone, Default)]
+pub struct Listen {
+    /// Serve HTTPS with this configuration ([`super::tls::server_config`]).
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// Allow plain HTTP on an address other than loopback.
+    pub insecure_plain_http: bool,
+}
+
+/// [`serve`] with TLS options for a TCP listener.
+///
+/// # Errors
+/// As [`serve`]; [`ServeError::PlainOffLoopback`] for plain HTTP off
+/// loopback without `insecure_plain_http`; [`ServeError::TlsMismatch`] for
+/// TLS on a unix socket, or an `https://` address without TLS.
+pub async fn serve_with(
+    lifecycle: Lifecycle,
+    address: &Address,
+    token: Option<String>,
+    listen: Listen,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let shown = address.to_string();
     let bind = |source| ServeError::Bind {
         address: shown.clone(),
@@ -118,6 +157,12 @@ pub async fn serve(
     };
     let app = router(lifecycle, token.clone());
     match address {
+        Address::Unix(_) if listen.tls.is_some() => Err(ServeError::TlsMismatch(format!(
+            "TLS is for a TCP listener, not {shown}"
+        ))),
+        Address::Https(_) if listen.tls.is_none() => Err(ServeError::TlsMismatch(format!(
+            "listening on {shown} needs --tls-cert and --tls-key"
+        ))),
         Address::Unix(path) => {
             remove_stale_socket(path).map_err(bind)?;
             let listener = tokio::net::UnixListener::bind(path).map_err(bind)?;
@@ -133,11 +178,25 @@ pub async fn serve(
             let _ = std::fs::remove_file(path);
             Ok(())
         }
-        Address::Tcp(addr) => {
+        Address::Tcp(addr) | Address::Https(addr) => {
             if token.is_none() {
                 return Err(ServeError::TcpNeedsToken { address: shown });
             }
+            if listen.tls.is_none() && !addr.ip().is_loopback() && !listen.insecure_plain_http {
+                return Err(ServeError::PlainOffLoopback { address: shown });
+            }
             let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind)?;
+            if let Some(config) = listen.tls {
+                let listener = super::tls::TlsListener::new(listener, config).map_err(bind)?;
+                tracing::info!(address = %shown, "listening (TLS)");
+                return axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+                    .map_err(|source| ServeError::Serve {
+                        address: shown,
+                        source,
+                    });
+            }
             tracing::info!(address = %shown, "listening");
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)

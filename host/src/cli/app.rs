@@ -25,8 +25,8 @@ const POLL_EVERY: Duration = Duration::from_millis(100);
 /// How to reach the daemon.
 #[derive(Debug, Args)]
 pub struct Connection {
-    /// The daemon: `unix:PATH` or `http://HOST:PORT`. Default: the socket
-    /// in the state folder.
+    /// The daemon: `unix:PATH`, `https://HOST:PORT` or `http://HOST:PORT`.
+    /// Default: the socket in the state folder.
     #[arg(long, global = true, value_name = "ADDRESS", env = "CAPSTAN_SERVER")]
     pub server: Option<Address>,
     /// The state folder whose socket is the default server.
@@ -41,6 +41,11 @@ pub struct Connection {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// The CA certificate (PEM) that signed a TLS daemon's certificate;
+    /// default: the system's roots. Given with an `http://` or `tcp:`
+    /// server, that server is spoken to over TLS.
+    #[arg(long, global = true, value_name = "FILE", env = "CAPSTAN_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -65,7 +70,19 @@ impl Connection {
                 Address::default_for(&self.state.clone().unwrap_or_else(api::default_state_dir))
             }
         };
-        Ok(Client::new(address, self.token.clone())?)
+        let address = match (address, &self.tls_ca) {
+            (Address::Tcp(addr), Some(_)) => Address::Https(addr),
+            (address, _) => address,
+        };
+        let client = Client::new(address.clone(), self.token.clone())?;
+        Ok(match address {
+            Address::Https(_) => {
+                let config = api::tls::client_config(self.tls_ca.as_deref())
+                    .context("loading the daemon's CA (--tls-ca)")?;
+                client.with_tls(config)
+            }
+            _ => client,
+        })
     }
 }
 
