@@ -156,6 +156,9 @@ pub struct TlsListener {
 
 impl TlsListener {
     /// Starts accepting on `listener` (call inside the runtime).
+    ///
+    /// # Errors
+    /// The listener's address cannot be read.
     pub fn new(
         listener: tokio::net::TcpListener,
         config: Arc<rustls::ServerConfig>,
