@@ -10,6 +10,7 @@ pub mod cli;
 pub mod kube;
 pub mod lifecycle;
 pub mod model;
+pub mod oci;
 pub mod render;
 pub mod sandbox;
 pub mod store;

@@ -181,6 +181,30 @@ impl Daemon {
         (status, body)
     }
 
+    /// A raw `POST path` of a bundle with one extra header: (status, body).
+    pub fn http_with_header(
+        &self,
+        path: &str,
+        (name, value): (&str, &str),
+        body: &[u8],
+    ) -> (u16, String) {
+        let mut stream = UnixStream::connect(self.state().join("capstan.sock")).unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: capstan\r\nContent-Type: application/gzip\r\n{name}: {value}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, answer)
+    }
+
     /// Builds the example shop app as `name` at `version`, signed by the
     /// test key, after `tweak` edited its folder.
     pub fn shop_bundle(&self, version: &str, tweak: impl FnOnce(&Path)) -> PathBuf {

@@ -34,6 +34,13 @@ mod render_limits;
 /// authentication, and SIGKILL at named steps.
 mod daemon;
 
+/// Bundles through a real OCI registry (Debian's docker-registry):
+/// push, pull, upload and update from it, tampering, auth.
+mod registry;
+
+/// TLS on the TCP listener with certificates the test generates.
+mod tls;
+
 /// Workload kinds and local volumes through the daemon.
 mod workloads;
 

@@ -1,5 +1,6 @@
 //! Where the daemon listens and the CLI connects: `unix:PATH`,
-//! `tcp:HOST:PORT` (listen) or `http://HOST:PORT` (connect).
+//! `tcp:HOST:PORT` (listen), `http://HOST:PORT` or `https://HOST:PORT`
+//! (connect; a TLS listener is `tcp:` with `--tls-cert`).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -13,6 +14,8 @@ pub enum Address {
     Unix(PathBuf),
     /// A TCP address.
     Tcp(SocketAddr),
+    /// A TCP address spoken to over TLS (`https://HOST:PORT`).
+    Https(SocketAddr),
 }
 
 impl Address {
@@ -32,6 +35,13 @@ impl FromStr for Address {
             }
             return Ok(Address::Unix(PathBuf::from(path)));
         }
+        if let Some(addr) = text.strip_prefix("https://") {
+            let addr = addr.trim_end_matches('/');
+            return addr
+                .parse()
+                .map(Address::Https)
+                .map_err(|e| format!("{addr:?} is not HOST:PORT with an IP host: {e}"));
+        }
         let addr = text
             .strip_prefix("tcp:")
             .or_else(|| text.strip_prefix("http://"))
@@ -42,7 +52,7 @@ impl FromStr for Address {
                 .map(Address::Tcp)
                 .map_err(|e| format!("{addr:?} is not HOST:PORT with an IP host: {e}")),
             None => Err(format!(
-                "{text:?} is not unix:PATH, tcp:HOST:PORT or http://HOST:PORT"
+                "{text:?} is not unix:PATH, tcp:HOST:PORT, http://HOST:PORT or https://HOST:PORT"
             )),
         }
     }
@@ -53,6 +63,7 @@ impl fmt::Display for Address {
         match self {
             Address::Unix(path) => write!(f, "unix:{}", path.display()),
             Address::Tcp(addr) => write!(f, "tcp:{addr}"),
+            Address::Https(addr) => write!(f, "https://{addr}"),
         }
     }
 }
@@ -91,5 +102,8 @@ mod tests {
         assert!("localhost:80".parse::<Address>().is_err());
         assert!("tcp:nohost".parse::<Address>().is_err());
         assert_eq!(Address::Tcp(tcp).to_string(), "tcp:127.0.0.1:7070");
+        assert_eq!("https://127.0.0.1:7070".parse(), Ok(Address::Https(tcp)));
+        assert_eq!(Address::Https(tcp).to_string(), "https://127.0.0.1:7070");
+        assert!("https://localhost:1".parse::<Address>().is_err());
     }
 }

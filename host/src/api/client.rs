@@ -37,6 +37,15 @@ pub enum ClientError {
         /// The error.
         error: std::io::Error,
     },
+    /// The TLS handshake with the daemon failed (an untrusted or
+    /// mismatched certificate, or a plain-HTTP daemon).
+    #[error("TLS with the daemon at {address} failed: {why}")]
+    Tls {
+        /// The address.
+        address: String,
+        /// The handshake error, or the configuration that could not load.
+        why: String,
+    },
     /// The HTTP exchange failed.
     #[error("talking to the daemon at {address} failed")]
     Http {
@@ -132,6 +141,7 @@ pub struct Client {
     address: Address,
     token: Option<String>,
     runtime: tokio::runtime::Runtime,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Client {
@@ -149,7 +159,17 @@ impl Client {
             address,
             token,
             runtime,
+            tls: None,
         })
+    }
+
+    /// Speaks TLS to an `https://` address, trusting `config`'s roots
+    /// ([`super::tls::client_config`]); without it an `https://` address
+    /// uses the system's roots.
+    #[must_use]
+    pub fn with_tls(mut self, config: std::sync::Arc<rustls::ClientConfig>) -> Client {
+        self.tls = Some(config);
+        self
     }
 
     /// The daemon's address.
@@ -198,6 +218,57 @@ impl Client {
             "/v1/apps",
             Some((wire::BUNDLE_CONTENT_TYPE, bundle)),
         )
+    }
+
+    /// `POST /v1/apps` of a bundle fetched from `source`
+    /// (`oci://HOST/REPO@sha256:…`), which the app's version records.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn upload_from(
+        &self,
+        bundle: Vec<u8>,
+        source: &str,
+    ) -> Result<wire::AppRecord, ClientError> {
+        self.call_with_source(
+            Method::POST,
+            "/v1/apps",
+            (wire::BUNDLE_CONTENT_TYPE, bundle),
+            source,
+        )
+    }
+
+    /// `POST /v1/updates` of a bundle fetched from `source`, as
+    /// [`Client::upload_from`].
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn update_from(
+        &self,
+        bundle: Vec<u8>,
+        query: &wire::UpdateQuery,
+        source: &str,
+    ) -> Result<wire::Started, ClientError> {
+        self.call_with_source(
+            Method::POST,
+            &format!("/v1/updates{}", query.to_query()),
+            (wire::BUNDLE_CONTENT_TYPE, bundle),
+            source,
+        )
+    }
+
+    fn call_with_source<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: (&str, Vec<u8>),
+        source: &str,
+    ) -> Result<T, ClientError> {
+        let response =
+            self.runtime
+                .block_on(self.exchange_with(method, path, Some(body), Some(source)))?;
+        let response = self.status_checked(response)?;
+        serde_json::from_slice(&response.body).map_err(ClientError::Decode)
     }
 
     /// `GET /v1/apps/{app}`.
@@ -421,6 +492,11 @@ impl Client {
         body: Option<(&str, Vec<u8>)>,
     ) -> Result<Response, ClientError> {
         let response = self.send(method, path, body)?;
+        self.status_checked(response)
+    }
+
+    /// A response, or its error status as [`ClientError::Status`].
+    fn status_checked(&self, response: Response) -> Result<Response, ClientError> {
         if response.status.is_success() {
             return Ok(response);
         }
@@ -462,6 +538,17 @@ impl Client {
         path: &str,
         body: Option<(&str, Vec<u8>)>,
     ) -> Result<Response, ClientError> {
+        self.exchange_with(method, path, body, None).await
+    }
+
+    /// [`Client::exchange`] with a bundle's [`wire::SOURCE_HEADER`].
+    async fn exchange_with(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, Vec<u8>)>,
+        source: Option<&str>,
+    ) -> Result<Response, ClientError> {
         let shown = self.address.to_string();
         let http = |source: Box<dyn std::error::Error + Send + Sync>| ClientError::Http {
             address: shown.clone(),
@@ -473,6 +560,9 @@ impl Client {
             .header(header::HOST, "capstan");
         if let Some(token) = &self.token {
             builder = builder.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        if let Some(source) = source {
+            builder = builder.header(wire::SOURCE_HEADER, source);
         }
         let bytes = match body {
             Some((content_type, bytes)) => {
@@ -499,6 +589,32 @@ impl Client {
                         .await
                         .map_err(|_| self.connect_error(std::io::ErrorKind::TimedOut.into()))?
                         .map_err(|e| self.connect_error(e))?;
+                send_on(TokioIo::new(stream), request).await
+            }
+            Address::Https(addr) => {
+                let stream =
+                    tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr))
+                        .await
+                        .map_err(|_| self.connect_error(std::io::ErrorKind::TimedOut.into()))?
+                        .map_err(|e| self.connect_error(e))?;
+                let tls_error = |why: String| ClientError::Tls {
+                    address: shown.clone(),
+                    why,
+                };
+                let config = match &self.tls {
+                    Some(config) => config.clone(),
+                    None => {
+                        super::tls::client_config(None).map_err(|e| tls_error(e.to_string()))?
+                    }
+                };
+                let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+                let stream = tokio::time::timeout(
+                    CONNECT_TIMEOUT,
+                    tokio_rustls::TlsConnector::from(config).connect(name, stream),
+                )
+                .await
+                .map_err(|_| tls_error("the handshake timed out".into()))?
+                .map_err(|e| tls_error(e.to_string()))?;
                 send_on(TokioIo::new(stream), request).await
             }
         };

@@ -2,7 +2,8 @@
 //! client the CLI reaches it with.
 //!
 //! Owns: routes, authentication (a unix socket created 0600, or TCP with a
-//! bearer token on every request), turning lifecycle errors into HTTP
+//! bearer token on every request, over TLS unless the listener is on
+//! loopback or plain HTTP was asked for), turning lifecycle errors into HTTP
 //! statuses with a one-line JSON error and a stable code, request size
 //! limits, the `/metrics` text, and where the daemon listens. Every
 //! request and answer body is a type in [`wire`], shared by the server and
@@ -46,11 +47,12 @@ mod client;
 mod server;
 #[cfg(test)]
 mod tests;
+pub mod tls;
 pub mod wire;
 
 pub use address::{Address, default_state_dir};
 pub use client::{Client, ClientError, Response, encode_segment};
-pub use server::{MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, serve};
+pub use server::{Listen, MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, serve, serve_with};
 pub use wire::{ErrorBody, ErrorCode};
 
 /// The body of `202 Accepted` for a started operation; see [`wire::Started`].

@@ -36,6 +36,19 @@ pub enum ServeError {
         /// The address.
         address: String,
     },
+    /// A TCP listener off loopback without TLS would send the token in
+    /// clear.
+    #[error(
+        "listening on {address} without TLS would send the token in clear; give --tls-cert and --tls-key, or --insecure-plain-http"
+    )]
+    PlainOffLoopback {
+        /// The address.
+        address: String,
+    },
+    /// TLS was asked for where it does not apply, or not given where the
+    /// address asks for it.
+    #[error("{0}")]
+    TlsMismatch(String),
     /// Binding the address failed.
     #[error("cannot listen on {address}")]
     Bind {
@@ -113,6 +126,32 @@ pub async fn serve(
     token: Option<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    serve_with(lifecycle, address, token, Listen::default(), shutdown).await
+}
+
+/// How a TCP listener speaks: TLS, or plain HTTP (allowed off loopback
+/// only when asked).
+#[derive(Clone, Default)]
+pub struct Listen {
+    /// Serve HTTPS with this configuration ([`super::tls::server_config`]).
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// Allow plain HTTP on an address other than loopback.
+    pub insecure_plain_http: bool,
+}
+
+/// [`serve`] with TLS options for a TCP listener.
+///
+/// # Errors
+/// As [`serve`]; [`ServeError::PlainOffLoopback`] for plain HTTP off
+/// loopback without `insecure_plain_http`; [`ServeError::TlsMismatch`] for
+/// TLS on a unix socket, or an `https://` address without TLS.
+pub async fn serve_with(
+    lifecycle: Lifecycle,
+    address: &Address,
+    token: Option<String>,
+    listen: Listen,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let shown = address.to_string();
     let bind = |source| ServeError::Bind {
         address: shown.clone(),
@@ -120,6 +159,12 @@ pub async fn serve(
     };
     let app = router(lifecycle, token.clone());
     match address {
+        Address::Unix(_) if listen.tls.is_some() => Err(ServeError::TlsMismatch(format!(
+            "TLS is for a TCP listener, not {shown}"
+        ))),
+        Address::Https(_) if listen.tls.is_none() => Err(ServeError::TlsMismatch(format!(
+            "listening on {shown} needs --tls-cert and --tls-key"
+        ))),
         Address::Unix(path) => {
             remove_stale_socket(path).map_err(bind)?;
             let listener = bind_private(path).map_err(bind)?;
@@ -134,11 +179,25 @@ pub async fn serve(
             let _ = std::fs::remove_file(path);
             Ok(())
         }
-        Address::Tcp(addr) => {
+        Address::Tcp(addr) | Address::Https(addr) => {
             if token.is_none() {
                 return Err(ServeError::TcpNeedsToken { address: shown });
             }
+            if listen.tls.is_none() && !addr.ip().is_loopback() && !listen.insecure_plain_http {
+                return Err(ServeError::PlainOffLoopback { address: shown });
+            }
             let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind)?;
+            if let Some(config) = listen.tls {
+                let listener = super::tls::TlsListener::new(listener, config).map_err(bind)?;
+                tracing::info!(address = %shown, "listening (TLS)");
+                return axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+                    .map_err(|source| ServeError::Serve {
+                        address: shown,
+                        source,
+                    });
+            }
             tracing::info!(address = %shown, "listening");
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
@@ -398,6 +457,27 @@ fn started(started: Started) -> ApiResult {
     json(StatusCode::ACCEPTED, &body)
 }
 
+/// The [`wire::SOURCE_HEADER`]: absent, or a registry reference pinned to
+/// a digest.
+fn source_of(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(wire::SOURCE_HEADER) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| {
+        ApiError::bad_request(format!("{} header is not ASCII", wire::SOURCE_HEADER))
+    })?;
+    let reference: crate::oci::Reference = text.parse().map_err(|e: crate::oci::Error| {
+        ApiError::bad_request(format!("{} header {e}", wire::SOURCE_HEADER))
+    })?;
+    if reference.tag().is_some() {
+        return Err(ApiError::bad_request(format!(
+            "{} header {text:?} names a tag; send the digest it resolved to",
+            wire::SOURCE_HEADER
+        )));
+    }
+    Ok(Some(reference.to_string()))
+}
+
 fn check_bundle_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -450,8 +530,9 @@ async fn upload(
 ) -> ApiResult {
     let body = body_of(body)?;
     check_bundle_type(&headers)?;
+    let source = source_of(&headers)?;
     let lc = api.lifecycle.clone();
-    let app: wire::AppRecord = blocking(move || lc.upload(Cursor::new(body))).await?;
+    let app: wire::AppRecord = blocking(move || lc.upload_from(Cursor::new(body), source)).await?;
     json(StatusCode::CREATED, &app)
 }
 
@@ -464,8 +545,12 @@ async fn update(
     let query = query_of(query)?;
     let body = body_of(body)?;
     check_bundle_type(&headers)?;
+    let source = source_of(&headers)?;
     let lc = api.lifecycle.clone();
-    started(blocking(move || lc.update(Cursor::new(body), query.reuse_user_overrides)).await?)
+    started(
+        blocking(move || lc.update_from(Cursor::new(body), query.reuse_user_overrides, source))
+            .await?,
+    )
 }
 
 async fn show(State(api): State<Api>, app: AppPath) -> ApiResult {

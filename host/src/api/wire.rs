@@ -22,6 +22,12 @@ pub use crate::store::{AppRecord, DecisionRecord, HistoryEntry, OperationId, Vol
 
 /// The content type a bundle is sent with (`POST /v1/apps`, `POST /v1/updates`).
 pub const BUNDLE_CONTENT_TYPE: &str = "application/gzip";
+
+/// The request header of an upload or update whose bundle was fetched from
+/// a registry: `oci://HOST[:PORT]/REPO@sha256:DIGEST`, pinned to the
+/// manifest digest. The version records it as its source (provenance only:
+/// the bundle is verified as any other).
+pub const SOURCE_HEADER: &str = "capstan-source";
 /// The content type of every JSON body.
 pub const JSON_CONTENT_TYPE: &str = "application/json";
 

@@ -25,8 +25,8 @@ const POLL_EVERY: Duration = Duration::from_millis(100);
 /// How to reach the daemon.
 #[derive(Debug, Args)]
 pub struct Connection {
-    /// The daemon: `unix:PATH` or `http://HOST:PORT`. Default: the socket
-    /// in the state folder.
+    /// The daemon: `unix:PATH`, `https://HOST:PORT` or `http://HOST:PORT`.
+    /// Default: the socket in the state folder.
     #[arg(long, global = true, value_name = "ADDRESS", env = "CAPSTAN_SERVER")]
     pub server: Option<Address>,
     /// The state folder whose socket is the default server.
@@ -41,6 +41,11 @@ pub struct Connection {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// The CA certificate (PEM) that signed a TLS daemon's certificate;
+    /// default: the system's roots. Given with an `http://` or `tcp:`
+    /// server, that server is spoken to over TLS.
+    #[arg(long, global = true, value_name = "FILE", env = "CAPSTAN_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -65,7 +70,19 @@ impl Connection {
                 Address::default_for(&self.state.clone().unwrap_or_else(api::default_state_dir))
             }
         };
-        Ok(Client::new(address, self.token.clone())?)
+        let address = match (address, &self.tls_ca) {
+            (Address::Tcp(addr), Some(_)) => Address::Https(addr),
+            (address, _) => address,
+        };
+        let client = Client::new(address.clone(), self.token.clone())?;
+        Ok(match address {
+            Address::Https(_) => {
+                let config = api::tls::client_config(self.tls_ca.as_deref())
+                    .context("loading the daemon's CA (--tls-ca)")?;
+                client.with_tls(config)
+            }
+            _ => client,
+        })
     }
 }
 
@@ -82,8 +99,11 @@ pub struct AppArgs {
 enum AppCommand {
     /// Verify a bundle and store it as a new app.
     Upload {
-        /// The bundle (.tgz).
+        /// The bundle: a .tgz file, or `oci://HOST[:PORT]/REPO:TAG` (or
+        /// `@sha256:DIGEST`) in a registry; the app records the digest.
         bundle: PathBuf,
+        #[command(flatten)]
+        registry: super::bundle::RegistryArgs,
     },
     /// Apply (or re-apply) an app.
     Apply {
@@ -124,8 +144,10 @@ enum AppCommand {
     },
     /// Move an applied app to a newer bundle version (rolls back on failure).
     Update {
-        /// The new bundle (.tgz).
+        /// The new bundle: a .tgz file or an `oci://` reference, as for upload.
         bundle: PathBuf,
+        #[command(flatten)]
+        registry: super::bundle::RegistryArgs,
         /// Keep user overrides (default: the bundle's maintain_user_overrides).
         #[arg(long, conflicts_with = "drop_user_overrides")]
         reuse_user_overrides: bool,
@@ -333,9 +355,11 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
     let client = args.connection.client()?;
     let format = args.connection.output;
     match args.command {
-        AppCommand::Upload { bundle } => {
-            let bytes = read_bundle(&bundle)?;
-            let app = client.upload(bytes)?;
+        AppCommand::Upload { bundle, registry } => {
+            let app = match fetch_bundle(&bundle, &registry)? {
+                (bytes, Some(source)) => client.upload_from(bytes, &source)?,
+                (bytes, None) => client.upload(bytes)?,
+            };
             print_apps(format, &[app])?;
             Ok(ExitCode::SUCCESS)
         }
@@ -369,11 +393,12 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
         }
         AppCommand::Update {
             bundle,
+            registry,
             reuse_user_overrides,
             drop_user_overrides,
             no_wait,
         } => {
-            let bytes = read_bundle(&bundle)?;
+            let (bytes, source) = fetch_bundle(&bundle, &registry)?;
             let query = UpdateQuery {
                 reuse_user_overrides: match (reuse_user_overrides, drop_user_overrides) {
                     (true, _) => Some(true),
@@ -381,7 +406,10 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                     _ => None,
                 },
             };
-            let started = client.update(bytes, &query)?;
+            let started = match source {
+                Some(source) => client.update_from(bytes, &query, &source)?,
+                None => client.update(bytes, &query)?,
+            };
             let name = started.app.name.to_string();
             follow(&client, format, &name, &started, no_wait)
         }
@@ -465,6 +493,21 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A bundle's bytes from a file, or from a registry with the reference
+/// pinned to the manifest digest the tag resolved to.
+fn fetch_bundle(
+    bundle: &std::path::Path,
+    registry: &super::bundle::RegistryArgs,
+) -> anyhow::Result<(Vec<u8>, Option<String>)> {
+    match bundle.to_str().filter(|text| crate::oci::is_oci(text)) {
+        Some(reference) => {
+            let pulled = super::bundle::pull(reference, registry)?;
+            Ok((pulled.bytes, Some(pulled.pinned.to_string())))
+        }
+        None => Ok((read_bundle(bundle)?, None)),
+    }
 }
 
 fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
@@ -570,6 +613,25 @@ fn show_table(details: &AppDetails) -> String {
         ("message", or_dash(&app.message)),
     ] {
         out.push_str(&format!("{:<16}{value}\n", format!("{key}:")));
+    }
+    if !details.versions.is_empty() {
+        out.push_str("\nversions:\n");
+        let rows: Vec<Vec<String>> = details
+            .versions
+            .iter()
+            .map(|v| {
+                vec![
+                    v.version.clone(),
+                    v.source.clone().unwrap_or_else(|| "file".into()),
+                    format!("sha256:{}", v.bundle_digest),
+                    v.signer.clone(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &["VERSION", "SOURCE", "BUNDLE DIGEST", "SIGNER"],
+            &rows,
+        ));
     }
     out.push_str("\ncharts:\n");
     let rows: Vec<Vec<String>> = details

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::bundle::{self, Inspection, Limits, Metadata, PluginValidator};
+use crate::oci;
 use crate::trust::{SigningKey, TrustStore};
 
 /// `capstan keygen`: write a new ed25519 signing key pair.
@@ -39,6 +40,62 @@ pub enum BundleCommand {
     Verify(VerifyArgs),
     /// Show a bundle's metadata, files, digests and signer (trust not checked).
     Inspect(InspectArgs),
+    /// Store a bundle in an OCI registry (`oci://HOST[:PORT]/REPO:TAG`);
+    /// prints the pushed manifest digest.
+    Push(PushArgs),
+    /// Fetch a bundle from an OCI registry (by tag or `@sha256:DIGEST`),
+    /// checking the manifest and blob digests.
+    Pull(PullArgs),
+}
+
+/// How to reach OCI registries (`bundle push|pull`, `app upload|update oci://…`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RegistryArgs {
+    /// Talk to the registry over plain HTTP (a local or test registry).
+    #[arg(long)]
+    pub plain_http: bool,
+    /// Accept any TLS certificate from the registry.
+    #[arg(long)]
+    pub insecure: bool,
+    /// The Docker config file holding registry credentials (default:
+    /// $DOCKER_CONFIG/config.json, else ~/.docker/config.json; none: anonymous).
+    #[arg(long, value_name = "FILE", env = "CAPSTAN_REGISTRY_CONFIG")]
+    pub registry_config: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    /// The options of the `oci` module.
+    pub fn options(&self) -> oci::Options {
+        oci::Options {
+            plain_http: self.plain_http,
+            insecure: self.insecure,
+            registry_config: self.registry_config.clone(),
+        }
+    }
+}
+
+/// `capstan bundle push APP.tgz oci://HOST/REPO:TAG`.
+#[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// The bundle file.
+    pub archive: PathBuf,
+    /// Where to store it: `oci://HOST[:PORT]/REPO:TAG`.
+    pub reference: String,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `capstan bundle pull oci://HOST/REPO:TAG|@sha256:DIGEST [-o FILE]`.
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    /// The artifact: `oci://HOST[:PORT]/REPO:TAG` or `…/REPO@sha256:DIGEST`.
+    pub reference: String,
+    /// Where to write the bundle (default: NAME-VERSION.tgz in the current
+    /// folder, from the bundle's own metadata).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 /// `capstan bundle build APPDIR --key NAME.key --out APP.tgz`.
@@ -103,7 +160,71 @@ pub fn run(args: BundleArgs, validate_plugin: PluginValidator<'_>) -> anyhow::Re
         BundleCommand::Build(args) => run_build(args, validate_plugin),
         BundleCommand::Verify(args) => run_verify(args),
         BundleCommand::Inspect(args) => run_inspect(args),
+        BundleCommand::Push(args) => run_push(args),
+        BundleCommand::Pull(args) => run_pull(args),
     }
+}
+
+fn run_push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    let reference: oci::Reference = args.reference.parse()?;
+    let meta = fs::metadata(&args.archive)
+        .with_context(|| format!("reading bundle {}", args.archive.display()))?;
+    anyhow::ensure!(
+        meta.len() <= oci::MAX_BLOB_BYTES as u64,
+        "bundle {} is larger than the {} MiB a bundle may be",
+        args.archive.display(),
+        oci::MAX_BLOB_BYTES / (1024 * 1024)
+    );
+    let bytes = fs::read(&args.archive)
+        .with_context(|| format!("reading bundle {}", args.archive.display()))?;
+    let pushed = oci::push(&bytes, &reference, &args.registry.options())
+        .with_context(|| format!("pushing {} to {reference}", args.archive.display()))?;
+    eprintln!(
+        "{:>12} {} ({} bytes) to {reference}",
+        "Pushed",
+        args.archive.display(),
+        pushed.size
+    );
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{}", pushed.digest)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Fetches a bundle from a registry for `bundle pull` and `app upload|update`.
+///
+/// # Errors
+/// A malformed reference, or the registry step that failed.
+pub fn pull(reference: &str, registry: &RegistryArgs) -> anyhow::Result<oci::Pulled> {
+    let parsed: oci::Reference = reference.parse()?;
+    let pulled =
+        oci::pull(&parsed, &registry.options()).with_context(|| format!("pulling {parsed}"))?;
+    eprintln!(
+        "{:>12} {} ({} bytes)",
+        "Pulled",
+        pulled.pinned,
+        pulled.bytes.len()
+    );
+    Ok(pulled)
+}
+
+fn run_pull(args: PullArgs) -> anyhow::Result<ExitCode> {
+    let pulled = pull(&args.reference, &args.registry)?;
+    let out = match args.out {
+        Some(out) => out,
+        None => {
+            let inspection = bundle::inspect(&pulled.bytes[..], &Limits::default())
+                .with_context(|| format!("inspecting the bundle of {}", pulled.pinned))?;
+            PathBuf::from(format!(
+                "{}-{}.tgz",
+                inspection.metadata.name, inspection.metadata.version
+            ))
+        }
+    };
+    fs::write(&out, &pulled.bytes).with_context(|| format!("writing {}", out.display()))?;
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{}", out.display())?;
+    writeln!(stdout, "{}", pulled.digest)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_build(args: BuildArgs, validate_plugin: PluginValidator<'_>) -> anyhow::Result<ExitCode> {

@@ -27,6 +27,20 @@ pub struct ServeArgs {
     /// `tcp:HOST:PORT` (needs --token-file).
     #[arg(long, value_name = "ADDRESS")]
     pub listen: Option<Address>,
+    /// Serve HTTPS on the TCP listener with this certificate chain (PEM,
+    /// leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require clients to present a certificate signed by this CA (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Allow plain HTTP on a TCP address other than loopback (the token
+    /// then crosses the network in clear).
+    #[arg(long, conflicts_with = "tls_cert")]
+    pub insecure_plain_http: bool,
     /// File holding the bearer token clients must send (first line).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
@@ -91,6 +105,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .listen
         .clone()
         .unwrap_or_else(|| Address::default_for(&state));
+    let mut listen = api::Listen {
+        tls: None,
+        insecure_plain_http: args.insecure_plain_http,
+    };
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        listen.tls = Some(api::tls::server_config(
+            cert,
+            key,
+            args.tls_client_ca.as_deref(),
+        )?);
+    }
     let lifecycle = Lifecycle::open(options)
         .map_err(|e| anyhow::anyhow!(e.one_line()))
         .with_context(|| format!("opening state folder {}", state.display()))?;
@@ -99,7 +124,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(api::serve(lifecycle, &address, token, shutdown_signal()))?;
+    runtime.block_on(api::serve_with(
+        lifecycle,
+        &address,
+        token,
+        listen,
+        shutdown_signal(),
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 

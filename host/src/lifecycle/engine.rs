@@ -138,6 +138,10 @@ pub struct VersionSummary {
     pub signer: String,
     /// When it was uploaded (unix millis).
     pub uploaded_at: i64,
+    /// Where it was fetched from, pinned to the manifest digest
+    /// (`oci://HOST/REPO@sha256:…`); absent for a file upload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// One chart of the active version.
@@ -294,14 +298,33 @@ impl Lifecycle {
     /// [`crate::store::Error::AppExists`] when the name is taken; an app whose
     /// files could not be stored ends in `upload-failed` with the reason.
     pub fn upload(&self, archive: impl Read) -> Result<AppRecord, Error> {
+        self.upload_from(archive, None)
+    }
+
+    /// [`Lifecycle::upload`] of a bundle fetched from `source` (an
+    /// `oci://HOST/REPO@sha256:…` reference pinned to the manifest digest),
+    /// which the version records and the upload's history entry names.
+    /// The source is provenance, not trust: the bundle is verified as any.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::upload`].
+    pub fn upload_from(
+        &self,
+        archive: impl Read,
+        source: Option<String>,
+    ) -> Result<AppRecord, Error> {
         let (bundle, digest) = self.verify(archive)?;
-        let record = self.version_record(&bundle, &digest)?;
+        let mut record = self.version_record(&bundle, &digest)?;
+        record.source = source;
         let app = record.app.clone();
         let op = self.store().begin_upload(&record)?;
         self.inner.checkpoints.reach("upload:begun");
         match self.store_bundle(bundle, &record) {
             Ok(()) => {
-                let finish = Finish::succeeded(AppState::Uploaded);
+                let mut finish = Finish::succeeded(AppState::Uploaded);
+                if let Some(source) = &record.source {
+                    finish = finish.with_message(format!("from {source}"));
+                }
                 let app = self.store().finish_operation(op, &finish)?;
                 self.inner.metrics.operation("upload", "succeeded");
                 tracing::info!(app = %app.name, version = %app.active_version, "uploaded");
@@ -384,6 +407,7 @@ impl Lifecycle {
                 bundle_digest: v.bundle_digest,
                 signer: v.signer,
                 uploaded_at: v.uploaded_at,
+                source: v.source,
             })
             .collect();
         let charts = match StoredVersion::load_metadata(self.store(), app, &record.active_version)
@@ -753,8 +777,23 @@ impl Lifecycle {
         archive: impl Read,
         reuse_user_overrides: Option<bool>,
     ) -> Result<Started, Error> {
+        self.update_from(archive, reuse_user_overrides, None)
+    }
+
+    /// [`Lifecycle::update`] to a bundle fetched from `source` (as
+    /// [`Lifecycle::upload_from`]); the finished update's note names it.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::update`].
+    pub fn update_from(
+        &self,
+        archive: impl Read,
+        reuse_user_overrides: Option<bool>,
+        source: Option<String>,
+    ) -> Result<Started, Error> {
         let (bundle, digest) = self.verify(archive)?;
-        let record = self.version_record(&bundle, &digest)?;
+        let mut record = self.version_record(&bundle, &digest)?;
+        record.source = source;
         let app = record.app.clone();
         let current = self.store().app(&app)?;
         let active =
@@ -987,6 +1026,7 @@ impl Lifecycle {
             signer: bundle.signer().to_string(),
             metadata: json,
             uploaded_at: 0,
+            source: None,
         })
     }
 
@@ -1131,7 +1171,12 @@ impl Job<'_> {
         {
             return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
         }
-        let note = format!("updated from {} to {}", old.version, new.version);
+        let mut note = format!("updated from {} to {}", old.version, new.version);
+        if let Ok(record) = self.inner.store.version(&self.app, &new.version)
+            && let Some(source) = record.source
+        {
+            note.push_str(&format!(" from {source}"));
+        }
         Ending {
             finish: with_note(
                 Finish::succeeded(AppState::Applied)

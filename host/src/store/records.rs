@@ -68,6 +68,10 @@ pub struct VersionRecord {
     /// When it was stored; stamped by the store on insert (the value given
     /// to an insert is ignored).
     pub uploaded_at: UnixMillis,
+    /// Where the bundle was fetched from, pinned to its manifest digest
+    /// (`oci://HOST/REPO@sha256:…`); `None` for a bundle uploaded as a file.
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 /// One override layer of one chart of an app.

@@ -115,6 +115,11 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (app, chart)
     ) STRICT;
     "#,
+    // 4: where a version's bundle came from (`oci://HOST/REPO@sha256:...`);
+    // NULL for a file upload.
+    r#"
+    ALTER TABLE versions ADD COLUMN source TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -32,6 +32,7 @@ fn bundle(app: &str, version: &str) -> VersionRecord {
         signer: "release-key".to_owned(),
         metadata: json!({"name": app, "version": version}),
         uploaded_at: 0,
+        source: None,
     }
 }
 
@@ -1337,4 +1338,21 @@ fn a_killed_writer_leaves_a_consistent_store() {
     store
         .finish_operation(id, &Finish::succeeded(AppState::Applied))
         .unwrap();
+}
+
+#[test]
+fn a_versions_registry_source_is_stored_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).unwrap();
+    let source = "oci://127.0.0.1:5000/apps/a@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let mut record = bundle("a", "1.0");
+    record.source = Some(source.to_owned());
+    store.begin_upload(&record).unwrap();
+    let versions = store.list_versions(&name("a")).unwrap();
+    assert_eq!(versions[0].source.as_deref(), Some(source));
+    // An older record's JSON (no source) still reads.
+    let mut json = serde_json::to_value(&versions[0]).unwrap();
+    json.as_object_mut().unwrap().remove("source");
+    let old: VersionRecord = serde_json::from_value(json).unwrap();
+    assert_eq!(old.source, None);
 }

@@ -71,7 +71,7 @@ pub(super) fn app_from_row(row: &Row<'_>) -> rusqlite::Result<AppRecord> {
 }
 
 pub(super) const VERSION_COLUMNS: &str =
-    "app, version, bundle_dir, bundle_digest, signer, metadata, uploaded_at";
+    "app, version, bundle_dir, bundle_digest, signer, metadata, uploaded_at, source";
 
 pub(super) fn version_from_row(row: &Row<'_>) -> rusqlite::Result<VersionRecord> {
     Ok(VersionRecord {
@@ -82,6 +82,7 @@ pub(super) fn version_from_row(row: &Row<'_>) -> rusqlite::Result<VersionRecord>
         signer: row.get(4)?,
         metadata: row.get(5)?,
         uploaded_at: row.get(6)?,
+        source: row.get(7)?,
     })
 }
 

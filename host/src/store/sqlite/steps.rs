@@ -104,7 +104,9 @@ pub(super) fn insert_version(
         ..version.clone()
     };
     conn.execute(
-        &format!("INSERT INTO versions ({VERSION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+        &format!(
+            "INSERT INTO versions ({VERSION_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+        ),
         params![
             stored.app,
             stored.version,
@@ -112,7 +114,8 @@ pub(super) fn insert_version(
             stored.bundle_digest,
             stored.signer,
             stored.metadata,
-            stored.uploaded_at
+            stored.uploaded_at,
+            stored.source
         ],
     )
     .context(|| format!("storing version \"{}\" of app \"{app}\"", version.version))?;
