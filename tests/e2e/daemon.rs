@@ -340,10 +340,16 @@ fn lifecycle_upload_apply_override_update_rollback_remove_delete() {
     assert_eq!(shown["active_version"], "1.1.0");
     assert_eq!(shown["state"], "applied");
     assert!(shown["target_version"].is_null());
+    let versions: Vec<&str> = shown["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        shown["versions"].as_array().unwrap().len(),
-        1,
-        "the failed version is gone"
+        versions,
+        ["1.0.0", "1.1.0"],
+        "the failed version is gone; the one the first update left is kept for rollback"
     );
     assert!(read(&shop.join("web.yaml")).contains("replicas: 3"));
     assert!(!d.state().join("bundles/shop/1.2.0").exists());

@@ -36,3 +36,7 @@ mod workloads;
 /// The daemon against the Kubernetes API-server double: server-side apply,
 /// readiness, inventory, ownership, retries, crash recovery.
 mod cluster;
+
+/// The operator's verbs (issue 12): rollback, forced update, scriptable
+/// output, re-attaching with `app wait`, completions.
+mod operator;

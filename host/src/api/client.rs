@@ -257,6 +257,18 @@ impl Client {
         )
     }
 
+    /// `POST /v1/apps/{app}/rollback`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn rollback(
+        &self,
+        app: &str,
+        request: &wire::RollbackRequest,
+    ) -> Result<wire::Started, ClientError> {
+        self.call_json(Method::POST, &app_path(app, &["rollback"]), request)
+    }
+
     /// `POST /v1/apps/{app}/abort`: the app as the abort was asked.
     ///
     /// # Errors

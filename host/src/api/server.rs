@@ -81,6 +81,7 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
         .route("/v1/apps/{app}/remove", post(remove))
         .route("/v1/apps/{app}/abort", post(abort))
         .route("/v1/apps/{app}/recover", post(recover))
+        .route("/v1/apps/{app}/rollback", post(rollback))
         .route("/v1/apps/{app}/history", get(history))
         .route("/v1/apps/{app}/operations/{id}", get(operation))
         .route("/v1/apps/{app}/diff", get(diff))
@@ -205,6 +206,7 @@ pub(super) fn code_of(error: &lifecycle::Error) -> ErrorCode {
         }
         L::Store(S::VersionInUse { .. }) | L::VolumeInUse { .. } => ErrorCode::InUse,
         L::Upgrade { .. } => ErrorCode::UpgradeNotAllowed,
+        L::Rollback { .. } => ErrorCode::Conflict,
         L::Bundle(_) | L::AppName { .. } | L::WrongApp { .. } => ErrorCode::InvalidBundle,
         L::Vetoed { .. } => ErrorCode::Vetoed,
         _ => match error.class() {
@@ -368,6 +370,7 @@ fn started(started: Started) -> ApiResult {
     let body = wire::Started {
         app: started.app.clone(),
         operation: started.operation,
+        warnings: started.warnings.clone(),
     };
     json(StatusCode::ACCEPTED, &body)
 }
@@ -439,7 +442,12 @@ async fn update(
     let body = body_of(body)?;
     check_bundle_type(&headers)?;
     let lc = api.lifecycle.clone();
-    started(blocking(move || lc.update(Cursor::new(body), query.reuse_user_overrides)).await?)
+    started(
+        blocking(move || {
+            lc.update_with(Cursor::new(body), query.reuse_user_overrides, query.force)
+        })
+        .await?,
+    )
 }
 
 async fn show(State(api): State<Api>, app: AppPath) -> ApiResult {
@@ -496,6 +504,18 @@ async fn recover(State(api): State<Api>, app: AppPath) -> ApiResult {
     let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
     started(blocking(move || lc.recover(&app)).await?)
+}
+
+async fn rollback(
+    State(api): State<Api>,
+    app: AppPath,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
+    let app = app_name(&path_of(app)?)?;
+    let request: wire::RollbackRequest = parse_json(&body)?;
+    let lc = api.lifecycle.clone();
+    started(blocking(move || lc.rollback(&app, request.version.as_deref())).await?)
 }
 
 async fn history(State(api): State<Api>, app: AppPath) -> ApiResult {

@@ -12,12 +12,14 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::api::wire::{
-    AppDetails, AppRecord, ApplyRequest, ChartDiff, ChartOverrides, HistoryEntry, OverrideSet,
-    OverrideSummary, RemoveRequest, Started, UpdateQuery, VolumeRemoveQuery, VolumeRequest,
-    VolumeView,
+    AppDetails, AppRecord, ApplyRequest, ChartDiff, ChartOverrides, ErrorCode, HistoryEntry,
+    OverrideSet, OverrideSummary, RemoveRequest, RollbackRequest, Started, UpdateQuery,
+    VersionSummary, VolumeRemoveQuery, VolumeRequest, VolumeView,
 };
-use crate::api::{self, Address, Client};
-use crate::store::Outcome;
+use crate::api::{self, Address, Client, ClientError};
+use crate::store::{OperationId, Outcome};
+
+use super::{quiet, status};
 
 /// How often a waiting client asks for progress.
 const POLL_EVERY: Duration = Duration::from_millis(100);
@@ -46,7 +48,8 @@ pub struct Connection {
     pub output: Format,
 }
 
-/// Output formats.
+/// Output formats. A single result (one app, one volume, one chart's
+/// layers) is one object, a listing is a list; keys keep their order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Aligned columns for a person.
@@ -55,6 +58,8 @@ pub enum Format {
     Json,
     /// YAML.
     Yaml,
+    /// `app/NAME` (or `volume/NAME`), one a line, as `kubectl -o name`.
+    Name,
 }
 
 impl Connection {
@@ -81,11 +86,16 @@ pub struct AppArgs {
 #[derive(Debug, Subcommand)]
 enum AppCommand {
     /// Verify a bundle and store it as a new app.
+    #[command(after_help = "Example: capstan app upload shop-1.0.0.tgz --name shop")]
     Upload {
         /// The bundle (.tgz).
         bundle: PathBuf,
+        /// The app the bundle must be for (refused if it names another).
+        #[arg(short = 'n', long)]
+        name: Option<String>,
     },
     /// Apply (or re-apply) an app.
+    #[command(after_help = "Example: capstan app apply shop --no-wait && capstan app wait shop")]
     Apply {
         /// The app.
         name: String,
@@ -107,6 +117,7 @@ enum AppCommand {
         no_wait: bool,
     },
     /// Remove an app's charts from the target; it stays uploaded.
+    #[command(after_help = "Example: capstan app remove shop")]
     Remove {
         /// The app.
         name: String,
@@ -118,14 +129,24 @@ enum AppCommand {
         no_wait: bool,
     },
     /// Delete an uploaded app and its files.
+    #[command(after_help = "Example: capstan app delete shop --force")]
     Delete {
         /// The app.
         name: String,
+        /// Remove it from the target first if it is applied (as `app
+        /// remove --force`), then delete it.
+        #[arg(long)]
+        force: bool,
     },
     /// Move an applied app to a newer bundle version (rolls back on failure).
+    #[command(after_help = "Example: capstan app update shop-1.1.0.tgz --reuse-user-overrides")]
     Update {
         /// The new bundle (.tgz).
         bundle: PathBuf,
+        /// Also a version that is not newer (a downgrade or reinstall) or
+        /// whose upgrades.from_versions does not list the active version.
+        #[arg(long)]
+        force: bool,
         /// Keep user overrides (default: the bundle's maintain_user_overrides).
         #[arg(long, conflicts_with = "drop_user_overrides")]
         reuse_user_overrides: bool,
@@ -136,12 +157,42 @@ enum AppCommand {
         #[arg(long)]
         no_wait: bool,
     },
+    /// Go back to a kept earlier version with the user overrides it had
+    /// (default: the version most recently left; `app history` lists them).
+    #[command(after_help = "Example: capstan app rollback shop 1.0.0")]
+    Rollback {
+        /// The app.
+        name: String,
+        /// The kept version to go back to.
+        version: Option<String>,
+        /// Return once started.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Follow the running operation of an app until it ends (re-attach
+    /// after Ctrl-C or --no-wait); exits as the operation ends.
+    #[command(after_help = "Example: capstan app wait shop")]
+    Wait {
+        /// The app.
+        name: String,
+    },
+    /// An app's state; with --watch, follow its running operation.
+    #[command(after_help = "Example: capstan app status shop --watch")]
+    Status {
+        /// The app.
+        name: String,
+        /// Follow the running operation until it ends.
+        #[arg(short = 'w', long)]
+        watch: bool,
+    },
     /// Stop a running apply, update, remove or recover at its next step.
+    #[command(after_help = "Example: capstan app abort shop")]
     Abort {
         /// The app.
         name: String,
     },
     /// Bring a failed app back to its active version, applied.
+    #[command(after_help = "Example: capstan app recover shop")]
     Recover {
         /// The app.
         name: String,
@@ -150,18 +201,23 @@ enum AppCommand {
         no_wait: bool,
     },
     /// List apps.
+    #[command(after_help = "Example: capstan app list -o name")]
     List,
     /// Show one app.
+    #[command(after_help = "Example: capstan app show shop -o json")]
     Show {
         /// The app.
         name: String,
     },
-    /// An app's operations, oldest first.
+    /// An app's operations, oldest first, and its kept versions (which
+    /// `app rollback` can go back to).
+    #[command(after_help = "Example: capstan app history shop")]
     History {
         /// The app.
         name: String,
     },
     /// What an apply would change against what is applied.
+    #[command(after_help = "Example: capstan app diff shop")]
     Diff {
         /// The app.
         name: String,
@@ -285,7 +341,7 @@ pub fn run_volume(args: VolumeArgs) -> anyhow::Result<ExitCode> {
                 namespace,
             };
             let view = client.volume_create(&request)?;
-            print_volumes(format, &[view])?;
+            print_volume(format, &view)?;
         }
         VolumeCommand::List => {
             let views = client.volume_list()?;
@@ -293,14 +349,29 @@ pub fn run_volume(args: VolumeArgs) -> anyhow::Result<ExitCode> {
         }
         VolumeCommand::Remove { name, force } => {
             client.volume_remove(&name, &VolumeRemoveQuery { force })?;
-            eprintln!("volume {name} removed; its data stays on the node");
+            status(&format!("volume {name} removed; its data stays on the node"));
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
+fn print_volume(format: Format, view: &VolumeView) -> anyhow::Result<()> {
+    if matches!(format, Format::Json | Format::Yaml | Format::Name) {
+        return print_named(format, view, |_| String::new(), |v| {
+            vec![format!("volume/{}", v.volume.name)]
+        });
+    }
+    print_volumes(format, std::slice::from_ref(view))
+}
+
 fn print_volumes(format: Format, views: &[VolumeView]) -> anyhow::Result<()> {
-    print_value(format, &views, |views| {
+    let names = |views: &&[VolumeView]| {
+        views
+            .iter()
+            .map(|v| format!("volume/{}", v.volume.name))
+            .collect()
+    };
+    print_named(format, &views, |views| {
         let rows: Vec<Vec<String>> = views
             .iter()
             .map(|v| {
@@ -322,7 +393,7 @@ fn print_volumes(format: Format, views: &[VolumeView]) -> anyhow::Result<()> {
             &["NAME", "NODE", "PATH", "SIZE", "CLAIM", "IN USE BY"],
             &rows,
         )
-    })
+    }, names)
 }
 
 /// Runs `capstan app`.
@@ -333,10 +404,13 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
     let client = args.connection.client()?;
     let format = args.connection.output;
     match args.command {
-        AppCommand::Upload { bundle } => {
+        AppCommand::Upload { bundle, name } => {
             let bytes = read_bundle(&bundle)?;
-            let app = client.upload(bytes)?;
-            print_apps(format, &[app])?;
+            if let Some(name) = &name {
+                check_bundle_name(&bundle, &bytes, name)?;
+            }
+            let app = client.upload(bytes).map_err(|e| upload_hint(e, &bundle))?;
+            print_app(format, &app)?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Apply {
@@ -362,13 +436,38 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             let started = client.remove(&name, &RemoveRequest { force })?;
             follow(&client, format, &name, &started, no_wait)
         }
-        AppCommand::Delete { name } => {
+        AppCommand::Delete { name, force } => {
+            if force {
+                let app = client.show_app(&name)?.app;
+                if !matches!(
+                    app.state,
+                    crate::store::AppState::Uploaded | crate::store::AppState::UploadFailed
+                ) {
+                    status(&format!(
+                        "{name} is {}; removing it from the target first (--force)",
+                        app.state
+                    ));
+                    let started = client.remove(&name, &RemoveRequest { force: true })?;
+                    let entry = wait_for(&client, &name, started.operation)?;
+                    if entry.outcome != Outcome::Succeeded {
+                        anyhow::bail!(
+                            "removing {name} before deleting it {}: {}",
+                            entry.outcome,
+                            entry.message.as_deref().unwrap_or("no reason given")
+                        );
+                    }
+                }
+            }
             client.delete(&name)?;
-            eprintln!("app {name} deleted");
+            status(&format!("app {name} deleted"));
+            if format == Format::Name {
+                print_lines(&[format!("app/{name}")])?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Update {
             bundle,
+            force,
             reuse_user_overrides,
             drop_user_overrides,
             no_wait,
@@ -380,14 +479,32 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                     (_, true) => Some(false),
                     _ => None,
                 },
+                force,
             };
             let started = client.update(bytes, &query)?;
             let name = started.app.name.to_string();
             follow(&client, format, &name, &started, no_wait)
         }
+        AppCommand::Rollback {
+            name,
+            version,
+            no_wait,
+        } => {
+            let started = client.rollback(&name, &RollbackRequest { version })?;
+            follow(&client, format, &name, &started, no_wait)
+        }
+        AppCommand::Wait { name } => wait(&client, format, &name),
+        AppCommand::Status { name, watch } => {
+            if watch {
+                return wait(&client, format, &name);
+            }
+            let app = client.show_app(&name)?.app;
+            print_app(format, &app)?;
+            Ok(ExitCode::SUCCESS)
+        }
         AppCommand::Abort { name } => {
             client.abort(&name)?;
-            eprintln!("abort requested; {name} stops at its next step");
+            status(&format!("abort requested; {name} stops at its next step"));
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Recover { name, no_wait } => {
@@ -401,12 +518,20 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
         }
         AppCommand::Show { name } => {
             let details = client.show_app(&name)?;
-            print_value(format, &details, show_table)?;
+            print_named(format, &details, show_table, |d| {
+                vec![format!("app/{}", d.app.name)]
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::History { name } => {
-            let history = client.history(&name)?;
-            print_value(format, &history, |h| history_table(h))?;
+            let operations = client.history(&name)?;
+            let versions = client.show_app(&name)?.versions;
+            let view = HistoryView {
+                app: name,
+                operations,
+                versions,
+            };
+            print_value(format, &view, history_text)?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Diff { name } => {
@@ -415,6 +540,38 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `app history`: one object, the app's operations and its kept versions.
+#[derive(Debug, Serialize)]
+struct HistoryView {
+    app: String,
+    operations: Vec<HistoryEntry>,
+    versions: Vec<VersionSummary>,
+}
+
+/// Refuses a bundle that names another app than `--name` says.
+fn check_bundle_name(path: &std::path::Path, bytes: &[u8], name: &str) -> anyhow::Result<()> {
+    let inspection = crate::bundle::inspect(bytes, &crate::bundle::Limits::default())
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), super::one_line(&e)))?;
+    let found = inspection.metadata.name.as_str();
+    anyhow::ensure!(
+        found == name,
+        "{} is a bundle of app {found}, not {name}",
+        path.display()
+    );
+    Ok(())
+}
+
+/// The upload's error, with what to do next when the app exists.
+fn upload_hint(error: ClientError, bundle: &std::path::Path) -> anyhow::Error {
+    if error.code() == Some(ErrorCode::AlreadyExists) {
+        return anyhow::anyhow!(
+            "{error}; to move it to this bundle run `capstan app update {}`; after a failed upload, `capstan app delete NAME` first",
+            bundle.display()
+        );
+    }
+    error.into()
 }
 
 /// Runs `capstan override`.
@@ -453,14 +610,16 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
                 reuse_values,
             };
             let shown = client.override_set(&app, &chart, &request)?;
-            eprintln!("user overrides of {app}/{chart} set; they take effect at the next apply");
+            status(&format!(
+                "user overrides of {app}/{chart} set; they take effect at the next apply"
+            ));
             print_value(format, &shown, layers_text)?;
         }
         OverrideCommand::Delete { app, chart } => {
             if client.override_delete(&app, &chart)?.deleted {
-                eprintln!("user overrides of {app}/{chart} deleted");
+                status(&format!("user overrides of {app}/{chart} deleted"));
             } else {
-                eprintln!("{app}/{chart} had no user overrides");
+                status(&format!("{app}/{chart} had no user overrides"));
             }
         }
     }
@@ -479,7 +638,8 @@ fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Follows a started operation until it ends, printing each new progress
-/// line; exit 1 unless it succeeded.
+/// line; exit 1 unless it succeeded. With `no_wait`, prints the app and
+/// the operation (`{app, operation}` as JSON) and returns.
 fn follow(
     client: &Client,
     format: Format,
@@ -487,28 +647,83 @@ fn follow(
     started: &Started,
     no_wait: bool,
 ) -> anyhow::Result<ExitCode> {
-    eprintln!(
-        "{name}: {} started (operation {})",
-        started.app.state, started.operation
-    );
+    for warning in &started.warnings {
+        eprintln!("warning: {warning}");
+    }
     if no_wait {
+        status(&format!(
+            "{name}: {} started (operation {}); `capstan app wait {name}` follows it",
+            started.app.state, started.operation
+        ));
+        let view = StartedView {
+            app: name.to_owned(),
+            operation: started.operation,
+        };
+        print_named(
+            format,
+            &view,
+            |v| format!("{} {}\n", v.app, v.operation.0),
+            |v| vec![format!("app/{}", v.app)],
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut last_progress = None;
-    let entry = loop {
-        let entry = client.operation(name, started.operation)?;
-        if entry.outcome != Outcome::Running {
-            break entry;
-        }
-        let app = client.show_app(name)?.app;
-        if app.progress.is_some() && app.progress != last_progress {
-            eprintln!("  {}: {}", app.state, app.progress.as_deref().unwrap_or(""));
-            last_progress = app.progress;
-        }
-        std::thread::sleep(POLL_EVERY);
+    status(&format!(
+        "{name}: {} started (operation {})",
+        started.app.state, started.operation
+    ));
+    finish(client, format, name, started.operation)
+}
+
+/// `--no-wait`'s answer: which operation to wait for.
+#[derive(Debug, Serialize)]
+struct StartedView {
+    app: String,
+    operation: OperationId,
+}
+
+/// `app wait`: follows the running operation, or reports the last one.
+fn wait(client: &Client, format: Format, name: &str) -> anyhow::Result<ExitCode> {
+    let history = client.history(name)?;
+    let Some(last) = history.last() else {
+        anyhow::bail!("app {name} has no operations");
     };
+    let running = history.iter().rev().find(|e| e.outcome == Outcome::Running);
+    match running {
+        Some(entry) => {
+            status(&format!(
+                "{name}: following {} (operation {})",
+                entry.operation, entry.id
+            ));
+            finish(client, format, name, entry.id)
+        }
+        None => {
+            status(&format!(
+                "{name}: nothing is running; its last operation, {} {}, {}",
+                last.operation, last.id, last.outcome
+            ));
+            report(client, format, name, last)
+        }
+    }
+}
+
+/// Waits for operation `id` with progress, then reports how it ended.
+fn finish(client: &Client, format: Format, name: &str, id: OperationId) -> anyhow::Result<ExitCode> {
+    on_interrupt(format!(
+        "interrupted; the operation goes on in the daemon. Follow it again with `capstan app wait {name}`"
+    ));
+    let entry = wait_for(client, name, id)?;
+    report(client, format, name, &entry)
+}
+
+/// Prints the app as the operation left it; an error unless it succeeded.
+fn report(
+    client: &Client,
+    format: Format,
+    name: &str,
+    entry: &HistoryEntry,
+) -> anyhow::Result<ExitCode> {
     let app = client.show_app(name)?.app;
-    print_apps(format, std::slice::from_ref(&app))?;
+    print_app(format, &app)?;
     if entry.outcome == Outcome::Succeeded {
         return Ok(ExitCode::SUCCESS);
     }
@@ -520,15 +735,80 @@ fn follow(
     )
 }
 
+/// Polls operation `id` until it ends, printing each new progress line
+/// (prefixed with the time since waiting began) unless quiet.
+fn wait_for(client: &Client, name: &str, id: OperationId) -> anyhow::Result<HistoryEntry> {
+    let began = std::time::Instant::now();
+    let mut last_progress = None;
+    loop {
+        let entry = client.operation(name, id)?;
+        if entry.outcome != Outcome::Running {
+            return Ok(entry);
+        }
+        let app = client.show_app(name)?.app;
+        if app.progress.is_some() && app.progress != last_progress {
+            status(&format!(
+                "  [{:>5.1}s] {}: {}",
+                began.elapsed().as_secs_f64(),
+                app.state,
+                app.progress.as_deref().unwrap_or("")
+            ));
+            last_progress = app.progress;
+        }
+        std::thread::sleep(POLL_EVERY);
+    }
+}
+
+/// On Ctrl-C, prints `message` and exits 130: leaving the client never
+/// stops the daemon's operation.
+fn on_interrupt(message: String) {
+    let _ = std::thread::Builder::new()
+        .name("interrupt".into())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("\n{message}");
+                    std::process::exit(130);
+                }
+            });
+        });
+}
+
+/// Prints a result for `-o table|json|yaml`; `-o name` is refused (this
+/// result has no kubectl-style name). Nothing with `-q`.
 fn print_value<T: Serialize>(
     format: Format,
     value: &T,
     table: impl Fn(&T) -> String,
 ) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        format != Format::Name,
+        "-o name is for commands that print apps or volumes"
+    );
+    print_named(format, value, table, |_| Vec::new())
+}
+
+/// Prints a result in any format; `names` gives its `-o name` lines.
+fn print_named<T: Serialize>(
+    format: Format,
+    value: &T,
+    table: impl Fn(&T) -> String,
+    names: impl Fn(&T) -> Vec<String>,
+) -> anyhow::Result<()> {
+    if quiet() {
+        return Ok(());
+    }
     let text = match format {
         Format::Json => serde_json::to_string_pretty(value)? + "\n",
         Format::Yaml => serde_yaml_ng::to_string(value)?,
         Format::Table => table(value),
+        Format::Name => names(value).iter().map(|n| format!("{n}\n")).collect(),
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -536,8 +816,29 @@ fn print_value<T: Serialize>(
     Ok(())
 }
 
+fn print_lines(lines: &[String]) -> anyhow::Result<()> {
+    if quiet() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// One app: an object in JSON and YAML, a one-row table.
+fn print_app(format: Format, app: &AppRecord) -> anyhow::Result<()> {
+    match format {
+        Format::Table => print_apps(format, std::slice::from_ref(app)),
+        _ => print_named(format, app, |_| String::new(), |a| vec![format!("app/{}", a.name)]),
+    }
+}
+
 fn print_apps(format: Format, apps: &[AppRecord]) -> anyhow::Result<()> {
-    print_value(format, &apps, |apps| {
+    let names = |apps: &&[AppRecord]| apps.iter().map(|a| format!("app/{}", a.name)).collect();
+    print_named(format, &apps, |apps| {
         let rows: Vec<Vec<String>> = apps
             .iter()
             .map(|a| {
@@ -554,7 +855,7 @@ fn print_apps(format: Format, apps: &[AppRecord]) -> anyhow::Result<()> {
             })
             .collect();
         table(&["NAME", "VERSION", "STATE", "TARGET", "MESSAGE"], &rows)
-    })
+    }, names)
 }
 
 fn show_table(details: &AppDetails) -> String {
@@ -603,6 +904,37 @@ fn show_table(details: &AppDetails) -> String {
             })
             .collect();
         out.push_str(&table(&["COMPONENT", "KIND", "DECIDED BY"], &rows));
+    }
+    out
+}
+
+fn history_text(view: &HistoryView) -> String {
+    let mut out = history_table(&view.operations);
+    out.push_str("\nversions:\n");
+    let rows: Vec<Vec<String>> = view
+        .versions
+        .iter()
+        .map(|v| {
+            let state = if v.active {
+                "active"
+            } else if v.rollback {
+                "can roll back to"
+            } else {
+                "-"
+            };
+            vec![
+                v.version.clone(),
+                state.to_owned(),
+                v.bundle_digest.chars().take(12).collect(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["VERSION", "STATE", "DIGEST"], &rows));
+    if view.versions.iter().any(|v| v.rollback) {
+        out.push_str(&format!(
+            "\n`capstan app rollback {} VERSION` goes back to a kept version with its user overrides.\n",
+            view.app
+        ));
     }
     out
 }

@@ -19,7 +19,7 @@ use crate::model::{AppName, Hook};
 use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
 use crate::store::{
     AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId, Outcome,
-    OverrideLayer, SqliteStore, Store, TargetChange, VersionRecord,
+    OverrideLayer, SqliteStore, Store, TargetChange, UserSnapshot, VersionRecord,
 };
 use crate::trust::TrustStore;
 
@@ -52,7 +52,15 @@ pub struct Options {
     pub limits: Limits,
     /// Read test pause points from the environment.
     pub checkpoints_from_env: bool,
+    /// How many versions of each app are kept, the active one included
+    /// ([`DEFAULT_KEEP_VERSIONS`]; at least 1): the others are what
+    /// `app rollback` can go back to.
+    pub keep_versions: usize,
 }
+
+/// The default of [`Options::keep_versions`]: the active version and the
+/// two before it.
+pub const DEFAULT_KEEP_VERSIONS: usize = 3;
 
 impl Options {
     /// Defaults for everything but the state folder, keys and target.
@@ -65,6 +73,7 @@ impl Options {
             policy: Policy::new(),
             limits: Limits::default(),
             checkpoints_from_env: false,
+            keep_versions: DEFAULT_KEEP_VERSIONS,
         }
     }
 }
@@ -97,6 +106,9 @@ pub struct Started {
     pub app: AppRecord,
     /// The operation's id (its history entry).
     pub operation: OperationId,
+    /// What the operator should know about it at once (a forced
+    /// downgrade, for one).
+    pub warnings: Vec<String>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -134,6 +146,16 @@ pub struct VersionSummary {
     pub signer: String,
     /// When it was uploaded (unix millis).
     pub uploaded_at: i64,
+    /// Whether it is the active version.
+    #[serde(default)]
+    pub active: bool,
+    /// Whether `app rollback` can go back to it (a kept earlier version).
+    #[serde(default)]
+    pub rollback: bool,
+    /// When it was last left for another version (unix millis); its user
+    /// overrides of that moment are what a rollback re-applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_at: Option<i64>,
 }
 
 /// One chart of the active version.
@@ -202,6 +224,7 @@ impl Lifecycle {
             paths,
             trust: options.trust,
             limits: options.limits,
+            keep_versions: options.keep_versions.max(1),
             secret,
             running: Mutex::new(HashMap::new()),
             _lock: lock,
@@ -250,9 +273,11 @@ impl Lifecycle {
     fn sweep_bundles(&self) -> Result<(), Error> {
         let apps = self.store().list_apps()?;
         for app in &apps {
+            let kept = self.kept_versions(app)?;
             for version in self.store().list_versions(&app.name)? {
                 let in_use = version.version == app.active_version
-                    || app.target_version.as_deref() == Some(version.version.as_str());
+                    || app.target_version.as_deref() == Some(version.version.as_str())
+                    || kept.iter().any(|k| k.version == version.version);
                 if !in_use {
                     tracing::info!(app = %app.name, version = %version.version, "removing a version left by an interrupted update");
                     self.drop_version(&app.name, &version.version);
@@ -373,11 +398,19 @@ impl Lifecycle {
     /// [`crate::store::Error::UnknownApp`].
     pub fn show(&self, app: &AppName) -> Result<AppDetails, Error> {
         let record = self.store().app(app)?;
+        let kept = self.kept_versions(&record)?;
+        let left = self.store().user_snapshots(app)?;
         let versions = self
             .store()
             .list_versions(app)?
             .into_iter()
             .map(|v| VersionSummary {
+                active: v.version == record.active_version,
+                rollback: kept.iter().any(|k| k.version == v.version),
+                left_at: left
+                    .iter()
+                    .find(|k| k.version == v.version)
+                    .map(|k| k.saved_at),
                 version: v.version,
                 bundle_digest: v.bundle_digest,
                 signer: v.signer,
@@ -689,6 +722,22 @@ impl Lifecycle {
         archive: impl Read,
         reuse_user_overrides: Option<bool>,
     ) -> Result<Started, Error> {
+        self.update_with(archive, reuse_user_overrides, false)
+    }
+
+    /// [`Lifecycle::update`]; with `force`, also to a version that is not
+    /// newer (a downgrade or a reinstall) or whose `upgrades.from_versions`
+    /// does not list the active version. What was forced is returned in
+    /// [`Started::warnings`], logged, and kept in the operation's message.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::update`].
+    pub fn update_with(
+        &self,
+        archive: impl Read,
+        reuse_user_overrides: Option<bool>,
+        force: bool,
+    ) -> Result<Started, Error> {
         let (bundle, digest) = self.verify(archive)?;
         let record = self.version_record(&bundle, &digest)?;
         let app = record.app.clone();
@@ -699,7 +748,7 @@ impl Lifecycle {
                 version: current.active_version.clone(),
                 source: Box::new(e),
             })?;
-        bundle::check_upgrade(&active, bundle.metadata(), false).map_err(|source| {
+        bundle::check_upgrade(&active, bundle.metadata(), force).map_err(|source| {
             Error::Upgrade {
                 app: app.to_string(),
                 from: current.active_version.clone(),
@@ -707,6 +756,11 @@ impl Lifecycle {
                 source: Box::new(source),
             }
         })?;
+        let forced = if force {
+            forced_notes(&active, bundle.metadata())
+        } else {
+            Vec::new()
+        };
         let keep_user = reuse_user_overrides.unwrap_or(bundle.metadata().maintain_user_overrides);
         let op = self.store().begin_operation(
             &app,
@@ -715,7 +769,10 @@ impl Lifecycle {
             AppState::Updating,
         )?;
         self.inner.checkpoints.reach("update:begun");
-        if let Err(e) = self.stage_update(bundle, &record) {
+        for note in &forced {
+            tracing::warn!(app = %app, "{note}");
+        }
+        if let Err(e) = self.stage_update(bundle, &record, &current.active_version) {
             let _ = self.store().delete_version(&app, &record.version);
             let _ = std::fs::remove_dir_all(&record.bundle_dir);
             let finish = Finish::failed(
@@ -729,9 +786,130 @@ impl Lifecycle {
         }
         let old = StoredVersion::load(self.store(), &app, &current.active_version)?;
         let new = StoredVersion::load(self.store(), &app, &record.version)?;
-        Ok(self.spawn(&app, op, Operation::Update, move |job| {
+        let notes = forced.clone();
+        let mut started = self.spawn(&app, op, Operation::Update, move |job| {
+            if let Ok(mut warnings) = job.warnings.lock() {
+                warnings.extend(notes);
+            }
             job.update(&old, &new, keep_user)
+        });
+        started.warnings = forced;
+        Ok(started)
+    }
+
+    /// Starts going back to a kept earlier version of an applied app
+    /// (`version`, or the one most recently left), with the user overrides
+    /// it had when it was left. If that fails, the version it leaves is
+    /// applied again with its own overrides.
+    ///
+    /// # Errors
+    /// [`Error::Rollback`] when there is no kept version to go to (or the
+    /// one named is not kept); unknown app, busy, illegal transition.
+    pub fn rollback(&self, app: &AppName, version: Option<&str>) -> Result<Started, Error> {
+        let record = self.store().app(app)?;
+        let refuse = |reason: String| Error::Rollback {
+            app: app.to_string(),
+            reason,
+        };
+        if let Some(target) = &record.target_version {
+            return Err(refuse(format!(
+                "an update to {target} is pending; `capstan app recover {app}` first"
+            )));
+        }
+        let kept = self.kept_versions(&record)?;
+        let names = || {
+            if kept.is_empty() {
+                "none is kept".to_owned()
+            } else {
+                let list: Vec<&str> = kept.iter().map(|k| k.version.as_str()).collect();
+                format!("kept: {}", list.join(", "))
+            }
+        };
+        let snapshot = match version {
+            Some(v) if v == record.active_version => {
+                return Err(refuse(format!(
+                    "{v} is the active version; `capstan app apply {app}` applies it again"
+                )));
+            }
+            Some(v) => kept
+                .iter()
+                .find(|k| k.version == v)
+                .cloned()
+                .ok_or_else(|| refuse(format!("version {v} is not kept ({})", names())))?,
+            None => kept
+                .first()
+                .cloned()
+                .ok_or_else(|| refuse(format!("no earlier version is kept ({})", names())))?,
+        };
+        let current = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let to = StoredVersion::load(self.store(), app, &snapshot.version)?;
+        let op = self.store().begin_operation(
+            app,
+            Operation::Rollback,
+            rules::ROLLBACK_FROM,
+            AppState::Updating,
+        )?;
+        self.inner.checkpoints.reach("rollback:begun");
+        let staged = self
+            .store()
+            .save_user_snapshot(app, &record.active_version)
+            .and_then(|()| self.store().set_target_version(app, Some(&to.version)));
+        if let Err(e) = staged {
+            let finish = Finish::failed(
+                record.state,
+                format!("rollback to {} failed: {e}", to.version),
+            )
+            .with_target(TargetChange::Discard);
+            self.store().finish_operation(op, &finish)?;
+            self.inner.metrics.operation("rollback", "failed");
+            return Err(Error::Store(e));
+        }
+        let user = snapshot.charts;
+        Ok(self.spawn(app, op, Operation::Rollback, move |job| {
+            job.rollback(&current, &to, &user)
         }))
+    }
+
+    /// The versions `app rollback` can go to, most recently left first:
+    /// neither active nor an update's target, left at least once (so their
+    /// user overrides were saved), at most `keep_versions - 1` of them.
+    fn kept_versions(&self, record: &AppRecord) -> Result<Vec<UserSnapshot>, Error> {
+        let stored = self.store().list_versions(&record.name)?;
+        let mut kept: Vec<UserSnapshot> = self
+            .store()
+            .user_snapshots(&record.name)?
+            .into_iter()
+            .filter(|s| {
+                s.version != record.active_version
+                    && record.target_version.as_deref() != Some(s.version.as_str())
+                    && stored.iter().any(|v| v.version == s.version)
+            })
+            .collect();
+        kept.truncate(self.inner.keep_versions.saturating_sub(1));
+        Ok(kept)
+    }
+
+    /// Forgets the versions an app left that are beyond what is kept
+    /// (`keep_versions`). Only versions that were once active are touched;
+    /// one being staged by an update is not (it has no saved overrides).
+    fn trim_versions(&self, app: &AppName) {
+        let Ok(record) = self.store().app(app) else {
+            return;
+        };
+        let (Ok(kept), Ok(left)) = (self.kept_versions(&record), self.store().user_snapshots(app))
+        else {
+            return;
+        };
+        for snapshot in left {
+            let in_use = snapshot.version == record.active_version
+                || record.target_version.as_deref() == Some(snapshot.version.as_str())
+                || kept.iter().any(|k| k.version == snapshot.version);
+            if !in_use && self.store().version(app, &snapshot.version).is_ok() {
+                tracing::info!(app = %app, version = %snapshot.version, keep = self.inner.keep_versions,
+                    "forgetting a version beyond the kept ones");
+                self.drop_version(app, &snapshot.version);
+            }
+        }
     }
 
     /// Starts bringing an app whose apply, update or removal failed back to
@@ -808,6 +986,7 @@ impl Lifecycle {
         Started {
             app: record.unwrap_or_else(|| placeholder(app)),
             operation: op,
+            warnings: Vec::new(),
             handle,
         }
     }
@@ -851,7 +1030,19 @@ impl Lifecycle {
             self.inner
                 .checkpoints
                 .reach(&format!("{}:dropping-version", operation.as_str()));
-            self.drop_version(app, &version);
+            let kept = self
+                .store()
+                .app(app)
+                .and_then(|record| Ok(self.kept_versions(&record)))
+                .ok()
+                .and_then(Result::ok)
+                .is_some_and(|kept| kept.iter().any(|k| k.version == version));
+            if !kept {
+                self.drop_version(app, &version);
+            }
+        }
+        if matches!(operation, Operation::Update | Operation::Rollback) {
+            self.trim_versions(app);
         }
     }
 
@@ -959,7 +1150,18 @@ impl Lifecycle {
         Ok(())
     }
 
-    fn stage_update(&self, bundle: VerifiedBundle, record: &VersionRecord) -> Result<(), Error> {
+    fn stage_update(
+        &self,
+        bundle: VerifiedBundle,
+        record: &VersionRecord,
+        active: &str,
+    ) -> Result<(), Error> {
+        if record.version != active && self.store().version(&record.app, &record.version).is_ok() {
+            // A kept earlier version comes back as a new upload: the bundle
+            // just verified replaces it (and its saved overrides).
+            self.drop_version(&record.app, &record.version);
+        }
+        self.store().save_user_snapshot(&record.app, active)?;
         self.store().add_version(record)?;
         self.store_bundle(bundle, record)?;
         self.store()
@@ -1047,6 +1249,100 @@ impl Job<'_> {
         }
     }
 
+    /// The work of a rollback: apply the kept version `to` with its saved
+    /// user overrides; on failure apply `current` again.
+    fn rollback(
+        &self,
+        current: &StoredVersion,
+        to: &StoredVersion,
+        user: &[(String, serde_json::Value)],
+    ) -> Ending {
+        let request = ApplyRequest {
+            version: to,
+            replacing: Some(current),
+            user: UserLayer::Given(user),
+            rekind: &[],
+            adopt: false,
+            recreate: &[],
+            around: Some((Hook::PreUpdate, Hook::PostUpdate)),
+            phase: "rollback-to",
+        };
+        let error = match self.apply_version(&request) {
+            Ok(()) => {
+                if let Err(e) = self
+                    .inner
+                    .store
+                    .replace_layer(&self.app, &OverrideLayer::User, user)
+                {
+                    return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+                }
+                let note = format!(
+                    "rolled back from {} to {} with the user overrides {} had",
+                    current.version, to.version, to.version
+                );
+                return Ending::new(with_note(
+                    Finish::succeeded(AppState::Applied)
+                        .with_target(TargetChange::Promote)
+                        .with_message(note),
+                    self.warnings_note(),
+                ));
+            }
+            Err(e) => e,
+        };
+        if matches!(error, Error::Aborted) {
+            let note = format!(
+                "rollback to {} aborted; `recover` applies {} again",
+                to.version, current.version
+            );
+            return Ending::new(
+                Finish::failed(AppState::ApplyFailed, note).with_outcome(Outcome::Aborted),
+            );
+        }
+        let reason = error.one_line();
+        tracing::warn!(error = %reason, "rollback failed; applying the version it left again");
+        let note = format!(
+            "rollback to {} failed: {reason}; applying {} again",
+            to.version, current.version
+        );
+        if let Err(e) =
+            self.inner
+                .store
+                .advance_operation(self.op, AppState::Recovering, Some(&note))
+        {
+            return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+        }
+        let undo = ApplyRequest {
+            version: current,
+            replacing: Some(to),
+            user: UserLayer::Stored,
+            rekind: &[],
+            adopt: false,
+            recreate: &[],
+            around: None,
+            phase: "rollback-undo",
+        };
+        match self.apply_version(&undo) {
+            Ok(()) => Ending::new(Finish {
+                state: AppState::Applied,
+                outcome: Outcome::Failed,
+                message: Some(format!(
+                    "rollback to {} failed: {reason}; {} applied again",
+                    to.version, current.version
+                )),
+                target: TargetChange::Discard,
+            }),
+            Err(e) => Ending::new(Finish::failed(
+                AppState::ApplyFailed,
+                format!(
+                    "rollback to {} failed: {reason}; applying {} again failed: {}",
+                    to.version,
+                    current.version,
+                    e.one_line()
+                ),
+            )),
+        }
+    }
+
     fn promote(&self, old: &StoredVersion, new: &StoredVersion, keep_user: bool) -> Ending {
         if !keep_user
             && let Err(e) = self
@@ -1067,6 +1363,27 @@ impl Job<'_> {
             drop_version: Some(old.version.clone()),
         }
     }
+}
+
+/// What a forced update forces, one line each.
+fn forced_notes(active: &semver::Version, candidate: &bundle::Metadata) -> Vec<String> {
+    let mut notes = Vec::new();
+    if candidate.version < *active {
+        notes.push(format!(
+            "forced: a downgrade from {active} to {}",
+            candidate.version
+        ));
+    } else if candidate.version == *active {
+        notes.push(format!("forced: a reinstall of {active}"));
+    }
+    let from = &candidate.upgrades.from_versions;
+    if !from.is_empty() && !from.iter().any(|spec| spec.matches(active)) {
+        notes.push(format!(
+            "forced: {} does not list {active} in upgrades.from_versions",
+            candidate.version
+        ));
+    }
+    notes
 }
 
 fn failed(state: AppState, error: &Error) -> Finish {

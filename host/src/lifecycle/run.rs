@@ -36,12 +36,15 @@ use super::stored::{StoredVersion, from_json, to_json};
 
 /// Which user overrides an apply uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UserLayer {
+pub(crate) enum UserLayer<'a> {
     /// The stored user layer.
     Stored,
     /// None (an update that does not keep user overrides; the stored layer
     /// is cleared only once the update succeeded).
     Dropped,
+    /// These, by chart (a rollback's saved overrides; the stored layer is
+    /// replaced by them only once the rollback succeeded).
+    Given(&'a [(String, serde_json::Value)]),
 }
 
 /// What an apply of one version is asked to do.
@@ -52,7 +55,7 @@ pub(crate) struct ApplyRequest<'a> {
     /// old version of an update, the failed new one of a rollback).
     pub replacing: Option<&'a StoredVersion>,
     /// Which user overrides to use.
-    pub user: UserLayer,
+    pub user: UserLayer<'a>,
     /// Components whose workload kind is decided again.
     pub rekind: &'a [String],
     /// Take over live objects no release of this app owns yet (`--adopt`).
@@ -694,12 +697,21 @@ impl Job<'_> {
         if let Some(system) = prepared.system.get(chart) {
             layers.push((Layer::System, from_json(system)?));
         }
-        if prepared.request.user == UserLayer::Stored
-            && let Some(record) =
-                self.store()
-                    .override_layer(&self.app, chart, &OverrideLayer::User)?
-        {
-            layers.push((Layer::User, from_json(&record.values)?));
+        match prepared.request.user {
+            UserLayer::Stored => {
+                if let Some(record) =
+                    self.store()
+                        .override_layer(&self.app, chart, &OverrideLayer::User)?
+                {
+                    layers.push((Layer::User, from_json(&record.values)?));
+                }
+            }
+            UserLayer::Given(charts) => {
+                if let Some((_, values)) = charts.iter().find(|(name, _)| name == chart) {
+                    layers.push((Layer::User, from_json(values)?));
+                }
+            }
+            UserLayer::Dropped => {}
         }
         Ok(values::merge_override_layers(&layers))
     }
