@@ -326,3 +326,90 @@ fn ctrl_c_leaves_the_operation_running_and_app_wait_reattaches() {
     assert!(out.status.success());
     assert!(text(&out.stderr).contains("nothing is running"));
 }
+
+#[test]
+fn overrides_cannot_be_lost_by_accident() {
+    let d = Daemon::start("operator_overrides");
+    let v10 = d.shop_bundle("1.0.0", |_| {});
+    d.ok(&["app", "upload", v10.to_str().unwrap()]);
+    d.ok(&["override", "set", "shop", "web", "--set", "replicaCount=3"]);
+
+    // Nothing to set: refused by the CLI and by the API; nothing changes.
+    let nothing = d.cli(&["override", "set", "shop", "web"]);
+    assert_eq!(nothing.status.code(), Some(1));
+    assert!(
+        text(&nothing.stderr).contains("nothing to set"),
+        "{}",
+        text(&nothing.stderr)
+    );
+    let (status, body) = d.http(
+        "PUT",
+        "/v1/apps/shop/overrides/web",
+        "application/json",
+        br#"{"reuse_values": true}"#,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("nothing to set"), "{body}");
+    let empty_key = d.cli(&["override", "set", "shop", "web", "--set", "=5"]);
+    assert_eq!(empty_key.status.code(), Some(1));
+    assert!(
+        text(&empty_key.stderr).contains("--set key is empty"),
+        "{}",
+        text(&empty_key.stderr)
+    );
+    let bad = d.dir.join("bad-values.yaml");
+    std::fs::write(&bad, "replicaCount: 2\nimage: [1\n").unwrap();
+    let out = d.cli(&["override", "set", "shop", "web", "-f", bad.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!("values file {}", bad.display())) && stderr.contains("line "),
+        "{stderr}"
+    );
+    let user = json(&d.ok(&["override", "show", "shop", "web", "--layer", "user", "-o", "json"]));
+    assert_eq!(user, serde_json::json!({"replicaCount": 3}), "nothing was lost");
+
+    // --set-string, --set-json and --set-file as `capstan template` has them.
+    let note = d.dir.join("note.txt");
+    std::fs::write(&note, "hello, world\n").unwrap();
+    let out = d.cli(&[
+        "override",
+        "set",
+        "shop",
+        "web",
+        "--reuse-values",
+        "--set-string",
+        "image.tag=0123",
+        "--set-json",
+        r#"env={"A":"1","B":[1,2]}"#,
+        "--set-file",
+        &format!("podAnnotations.note={}", note.display()),
+        "--set",
+        "replicaCont=2",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: user key replicaCont is not in the chart's values.yaml"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("image.tag"), "a known key is no typo: {stderr}");
+    let user = json(&d.ok(&["override", "show", "shop", "web", "--layer", "user", "-o", "json"]));
+    assert_eq!(
+        user,
+        serde_json::json!({
+            "replicaCount": 3,
+            "replicaCont": 2,
+            "image": {"tag": "0123"},
+            "env": {"A": "1", "B": [1, 2]},
+            "podAnnotations": {"note": "hello, world\n"}
+        })
+    );
+    let merged = json(&d.ok(&["override", "show", "shop", "web", "--merged", "-o", "json"]));
+    assert_eq!(merged["replicaCount"], 3);
+    assert_eq!(merged["image"]["repository"], "registry.example.invalid/shop-web");
+    let defaults = d.ok(&["override", "show", "shop", "web", "--layer", "defaults"]);
+    assert!(defaults.contains("replicaCount: 1"), "{defaults}");
+    let system = d.ok(&["override", "show", "shop", "web", "--layer", "system"]);
+    assert_eq!(system, "(not set)\n", "no apply yet: {system}");
+}

@@ -236,18 +236,29 @@ pub struct OverrideArgs {
 #[derive(Debug, Subcommand)]
 enum OverrideCommand {
     /// Which override layers each chart has.
+    #[command(after_help = "Example: capstan override list shop")]
     List {
         /// The app.
         app: String,
     },
     /// Each layer of a chart and the merged values.
+    #[command(after_help = "Example: capstan override show shop web --layer user")]
     Show {
         /// The app.
         app: String,
         /// The chart.
         chart: String,
+        /// Only this layer's values.
+        #[arg(long, value_enum, conflicts_with = "merged")]
+        layer: Option<LayerArg>,
+        /// Only the merged values (what the chart is rendered with).
+        #[arg(long)]
+        merged: bool,
     },
     /// Set a chart's user overrides (effective at the next apply).
+    #[command(
+        after_help = "Example: capstan override set shop web --set replicaCount=3 -f prod.yaml --reuse-values"
+    )]
     Set {
         /// The app.
         app: String,
@@ -259,6 +270,15 @@ enum OverrideCommand {
         /// A value (`a.b=c`); may be repeated.
         #[arg(long = "set", value_name = "K=V")]
         set: Vec<String>,
+        /// A value kept as a string; may be repeated.
+        #[arg(long = "set-string", value_name = "K=V")]
+        set_string: Vec<String>,
+        /// A value set to a file's content; may be repeated.
+        #[arg(long = "set-file", value_name = "K=PATH")]
+        set_file: Vec<String>,
+        /// A value given as JSON; may be repeated.
+        #[arg(long = "set-json", value_name = "K=JSON")]
+        set_json: Vec<String>,
         /// Merge onto the current user overrides instead of replacing them.
         #[arg(long)]
         reuse_values: bool,
@@ -270,6 +290,30 @@ enum OverrideCommand {
         /// The chart.
         chart: String,
     },
+}
+
+/// A layer `override show --layer` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LayerArg {
+    /// The chart's values.yaml.
+    Defaults,
+    /// Shipped in the bundle.
+    Static,
+    /// Computed by the app's plugins.
+    System,
+    /// Set by the operator.
+    User,
+}
+
+impl LayerArg {
+    fn wire_name(self) -> &'static str {
+        match self {
+            LayerArg::Defaults => "chart-defaults",
+            LayerArg::Static => "static",
+            LayerArg::System => "system",
+            LayerArg::User => "user",
+        }
+    }
 }
 
 /// `capstan volume`.
@@ -586,17 +630,41 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
             let list = client.override_list(&app)?;
             print_value(format, &list, |l| override_table(l))?;
         }
-        OverrideCommand::Show { app, chart } => {
+        OverrideCommand::Show {
+            app,
+            chart,
+            layer,
+            merged,
+        } => {
             let shown = client.override_show(&app, &chart)?;
-            print_value(format, &shown, layers_text)?;
+            let only = if merged {
+                Some(shown.merged.clone())
+            } else if let Some(layer) = layer {
+                let name = layer.wire_name();
+                let found = shown.layers.iter().find(|l| l.layer == name);
+                Some(found.map_or(serde_json::Value::Null, |l| l.values.clone()))
+            } else {
+                None
+            };
+            match only {
+                Some(values) => print_value(format, &values, |v| yaml_or_none(v))?,
+                None => {
+                    warn_all(&shown.warnings);
+                    print_value(format, &shown, layers_text)?;
+                }
+            }
         }
         OverrideCommand::Set {
             app,
             chart,
             values,
             set,
+            set_string,
+            set_file,
+            set_json,
             reuse_values,
         } => {
+            let names: Vec<String> = values.iter().map(|p| p.display().to_string()).collect();
             let values = values
                 .iter()
                 .map(|p| {
@@ -604,15 +672,34 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
                         .with_context(|| format!("reading values file {}", p.display()))
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
+            let mut file_contents = std::collections::BTreeMap::new();
+            for expr in &set_file {
+                let Some((_, path)) = expr.split_once('=') else {
+                    anyhow::bail!("--set-file {expr:?} is not K=PATH");
+                };
+                let content = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading --set-file {path}"))?;
+                file_contents.insert(path.to_owned(), content);
+            }
             let request = OverrideSet {
                 values,
+                value_names: names,
                 set,
+                set_string,
+                set_json,
+                set_file,
+                file_contents,
                 reuse_values,
             };
+            anyhow::ensure!(
+                !request.is_empty(),
+                "override set {app} {chart}: nothing to set; give -f FILE or --set K=V (`capstan override delete {app} {chart}` clears them)"
+            );
             let shown = client.override_set(&app, &chart, &request)?;
             status(&format!(
                 "user overrides of {app}/{chart} set; they take effect at the next apply"
             ));
+            warn_all(&shown.warnings);
             print_value(format, &shown, layers_text)?;
         }
         OverrideCommand::Delete { app, chart } => {
@@ -624,6 +711,14 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn warn_all(warnings: &[String]) {
+    if !quiet() {
+        for warning in warnings {
+            eprintln!("warning: {warning}");
+        }
+    }
 }
 
 fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {

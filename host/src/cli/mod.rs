@@ -10,6 +10,7 @@
 
 mod app;
 mod bundle;
+mod examples;
 mod plugin;
 mod serve;
 mod template;
@@ -18,7 +19,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// The exit status of a command that failed.
 pub const EXIT_FAILED: u8 = 1;
@@ -103,7 +104,10 @@ pub(crate) fn one_line(error: &dyn std::error::Error) -> String {
 
 /// Runs the command line of this process and returns its exit status.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = examples::with_examples(Cli::command())
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -130,7 +134,7 @@ pub fn main() -> ExitCode {
         Command::Override(args) => app::run_override(args),
         Command::Volume(args) => app::run_volume(args),
         Command::Completions { shell } => {
-            let mut command = Cli::command();
+            let mut command = examples::with_examples(Cli::command());
             clap_complete::generate(shell, &mut command, "capstan", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }

@@ -144,8 +144,17 @@ fn apply_writes_each_enabled_chart_and_an_update_prunes_what_it_dropped() {
         !f.path("applied/demo/b.yaml").exists(),
         "b was dropped by 1.1.0"
     );
-    assert_eq!(shown.versions.len(), 1, "the old version is forgotten");
-    assert!(!f.path("state/bundles/demo/1.0.0").exists());
+    let kept: Vec<(&str, bool, bool)> = shown
+        .versions
+        .iter()
+        .map(|v| (v.version.as_str(), v.active, v.rollback))
+        .collect();
+    assert_eq!(
+        kept,
+        [("1.0.0", false, true), ("1.1.0", true, false)],
+        "the old version is kept for a rollback"
+    );
+    assert!(f.path("state/bundles/demo/1.0.0").exists());
 }
 
 #[test]

@@ -380,7 +380,7 @@ mod tests {
         for outcome in Outcome::ALL {
             assert_eq!(outcome.as_str().parse::<Outcome>(), Ok(outcome));
         }
-        assert!("rollback".parse::<Operation>().is_err());
+        assert!("roll-back".parse::<Operation>().is_err());
     }
 
     #[test]
