@@ -433,7 +433,7 @@ fn abort_stops_a_running_apply_at_its_next_step() {
     assert!(shown["message"].as_str().unwrap().contains("aborted"));
     let history: serde_json::Value =
         serde_json::from_str(&d.ok(&["app", "history", "shop", "-o", "json"])).unwrap();
-    assert_eq!(history[1]["outcome"], "aborted");
+    assert_eq!(history["operations"][1]["outcome"], "aborted");
     let nothing = d.cli(&["app", "abort", "shop"]);
     assert!(!nothing.status.success(), "nothing left to abort");
     // A waiting client shows each step as the slowed daemon reaches it.

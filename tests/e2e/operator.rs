@@ -413,3 +413,63 @@ fn overrides_cannot_be_lost_by_accident() {
     let system = d.ok(&["override", "show", "shop", "web", "--layer", "system"]);
     assert_eq!(system, "(not set)\n", "no apply yet: {system}");
 }
+
+#[test]
+fn diff_bundle_shows_what_an_update_would_change_and_the_daemon_audits() {
+    let d = Daemon::start("operator_diff");
+    let v10 = d.shop_bundle("1.0.0", |_| {});
+    let v11 = d.shop_bundle("1.1.0", drop_worker);
+    d.ok(&["app", "upload", v10.to_str().unwrap()]);
+    d.ok(&["app", "apply", "shop"]);
+
+    let same = d.cli(&["app", "diff", "shop", "--detailed-exitcode"]);
+    assert_eq!(same.status.code(), Some(0), "{}", text(&same.stderr));
+    let out = d.cli(&[
+        "app",
+        "diff",
+        "shop",
+        "--bundle",
+        v11.to_str().unwrap(),
+        "--detailed-exitcode",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("chart worker: 0 added, 0 changed,") && !stdout.contains("chart worker: 0 added, 0 changed, 0 removed"),
+        "the dropped chart's objects go: {stdout}"
+    );
+    assert!(stdout.contains("+    currency: USD") || stdout.contains("USD"), "{stdout}");
+    assert!(!stdout.contains('\u{1b}'), "no colour off a terminal");
+    let plain = d.cli(&["app", "diff", "shop", "--bundle", v11.to_str().unwrap()]);
+    assert_eq!(plain.status.code(), Some(0), "changes exit 0 without the flag");
+    let missing = d.cli(&["app", "diff", "shop", "--bundle", "/nonexistent.tgz", "--detailed-exitcode"]);
+    assert_eq!(missing.status.code(), Some(1));
+    // Nothing was stored: the app is as it was, no bundle left behind.
+    let shown = d.show("shop");
+    assert_eq!(shown["active_version"], "1.0.0");
+    assert_eq!(shown["versions"].as_array().unwrap().len(), 1);
+    let on_disk: Vec<_> = std::fs::read_dir(d.state().join("bundles/shop"))
+        .unwrap()
+        .collect();
+    assert_eq!(on_disk.len(), 1);
+    let staging: Vec<_> = std::fs::read_dir(d.state().join("bundles/.staging"))
+        .map(|r| r.collect())
+        .unwrap_or_default();
+    assert!(staging.is_empty(), "staging is clean");
+
+    let log = d.log();
+    assert!(
+        log.contains("listening") && log.contains(&d.state().join("capstan.sock").display().to_string()),
+        "{log}"
+    );
+    let audit = log
+        .lines()
+        .find(|l| l.contains("path=/v1/apps/shop/apply"))
+        .unwrap_or_else(|| panic!("no audit line for the apply: {log}"));
+    assert!(
+        audit.contains("who=\"socket-owner\"") || audit.contains("who=socket-owner"),
+        "{audit}"
+    );
+    assert!(audit.contains("method=POST") && audit.contains("status=202"), "{audit}");
+    assert!(!log.contains('\u{1b}'), "no colour codes in a log file");
+}

@@ -306,6 +306,23 @@ impl Client {
         self.call(Method::GET, &app_path(app, &["operations", &id]), None)
     }
 
+    /// `POST /v1/apps/{app}/diff` with a bundle: what an update to it
+    /// would change.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn diff_bundle(
+        &self,
+        app: &str,
+        bundle: Vec<u8>,
+    ) -> Result<Vec<wire::ChartDiff>, ClientError> {
+        self.call(
+            Method::POST,
+            &app_path(app, &["diff"]),
+            Some((wire::BUNDLE_CONTENT_TYPE, bundle)),
+        )
+    }
+
     /// `GET /v1/apps/{app}/diff`.
     ///
     /// # Errors

@@ -72,6 +72,7 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
     let bundles = Router::new()
         .route("/v1/apps", post(upload).get(list))
         .route("/v1/updates", post(update))
+        .route("/v1/apps/{app}/diff", get(diff).post(diff_bundle))
         .layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES));
     let rest = Router::new()
         .route("/v1/health", get(health))
@@ -84,7 +85,6 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
         .route("/v1/apps/{app}/rollback", post(rollback))
         .route("/v1/apps/{app}/history", get(history))
         .route("/v1/apps/{app}/operations/{id}", get(operation))
-        .route("/v1/apps/{app}/diff", get(diff))
         .route("/v1/volumes", get(volume_list).post(volume_create))
         .route("/v1/volumes/{name}", axum::routing::delete(volume_remove))
         .route("/v1/apps/{app}/overrides", get(override_list))
@@ -123,7 +123,7 @@ pub async fn serve(
             remove_stale_socket(path).map_err(bind)?;
             let listener = tokio::net::UnixListener::bind(path).map_err(bind)?;
             set_private(path).map_err(bind)?;
-            tracing::info!(address = %shown, "listening");
+            tracing::info!(target: "capstan::audit", address = %shown, "listening");
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
                 .await
@@ -139,7 +139,7 @@ pub async fn serve(
                 return Err(ServeError::TcpNeedsToken { address: shown });
             }
             let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind)?;
-            tracing::info!(address = %shown, "listening");
+            tracing::info!(target: "capstan::audit", address = %shown, "listening");
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
                 .await
@@ -293,10 +293,22 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
                 return response;
             }
         }
-        if request.method() != axum::http::Method::GET {
-            tracing::info!("mutation");
+        let mutating = request.method() != axum::http::Method::GET;
+        let method = request.method().clone();
+        let path = request.uri().path().to_owned();
+        let response = next.run(request).await;
+        if mutating {
+            // The audit line: who (the socket's owner, or a token holder
+            // over TCP), what, and how it ended; at the default log level.
+            let who = if api.token.is_some() {
+                "bearer-token"
+            } else {
+                "socket-owner"
+            };
+            tracing::info!(target: "capstan::audit", who, %method, path = %path,
+                status = response.status().as_u16(), "request");
         }
-        next.run(request).await
+        response
     }
     .instrument(span)
     .await
@@ -550,6 +562,21 @@ async fn diff(State(api): State<Api>, app: AppPath) -> ApiResult {
     let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
     let diffs: Vec<wire::ChartDiff> = blocking(move || lc.diff(&app)).await?;
+    json(StatusCode::OK, &diffs)
+}
+
+async fn diff_bundle(
+    State(api): State<Api>,
+    app: AppPath,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
+    check_bundle_type(&headers)?;
+    let app = app_name(&path_of(app)?)?;
+    let lc = api.lifecycle.clone();
+    let diffs: Vec<wire::ChartDiff> =
+        blocking(move || lc.diff_bundle(&app, Cursor::new(body))).await?;
     json(StatusCode::OK, &diffs)
 }
 

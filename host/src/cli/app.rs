@@ -217,10 +217,18 @@ enum AppCommand {
         name: String,
     },
     /// What an apply would change against what is applied.
-    #[command(after_help = "Example: capstan app diff shop")]
+    #[command(after_help = "Exit status with --detailed-exitcode: 0 no changes, 2 changes, 1 error.\n\nExample: capstan app diff shop --bundle shop-1.1.0.tgz --detailed-exitcode")]
     Diff {
         /// The app.
         name: String,
+        /// What an update to this bundle would change instead (the bundle
+        /// is verified, not stored).
+        #[arg(long, value_name = "APP.tgz")]
+        bundle: Option<PathBuf>,
+        /// Exit 0 when nothing would change, 2 when something would, 1 on
+        /// an error.
+        #[arg(long)]
+        detailed_exitcode: bool,
     },
 }
 
@@ -578,10 +586,25 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             print_value(format, &view, history_text)?;
             Ok(ExitCode::SUCCESS)
         }
-        AppCommand::Diff { name } => {
-            let diffs = client.diff(&name)?;
-            print_value(format, &diffs, |d| diff_text(d))?;
-            Ok(ExitCode::SUCCESS)
+        AppCommand::Diff {
+            name,
+            bundle,
+            detailed_exitcode,
+        } => {
+            let diffs = match &bundle {
+                Some(path) => client.diff_bundle(&name, read_bundle(path)?)?,
+                None => client.diff(&name)?,
+            };
+            let colour = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            print_value(format, &diffs, |d| diff_text(d, colour))?;
+            let changed = diffs
+                .iter()
+                .any(|d| d.added + d.changed + d.removed > 0);
+            Ok(if detailed_exitcode && changed {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
     }
 }
@@ -1058,13 +1081,31 @@ fn history_table(history: &[HistoryEntry]) -> String {
     )
 }
 
-fn diff_text(diffs: &[ChartDiff]) -> String {
+/// The diffs as text; `colour` paints added lines green and removed ones
+/// red (only for a terminal).
+fn diff_text(diffs: &[ChartDiff], colour: bool) -> String {
     let mut out = String::new();
     for d in diffs {
         out.push_str(&format!(
             "chart {}: {} added, {} changed, {} removed\n",
             d.chart, d.added, d.changed, d.removed
         ));
+        if colour {
+            for line in d.text.lines() {
+                let paint = match line.as_bytes().first() {
+                    Some(b'+') if !line.starts_with("+++") => "\x1b[32m",
+                    Some(b'-') if !line.starts_with("---") => "\x1b[31m",
+                    _ => "",
+                };
+                if paint.is_empty() {
+                    out.push_str(line);
+                } else {
+                    out.push_str(&format!("{paint}{line}\x1b[0m"));
+                }
+                out.push('\n');
+            }
+            continue;
+        }
         out.push_str(&d.text);
         if !d.text.is_empty() && !d.text.ends_with('\n') {
             out.push('\n');

@@ -162,7 +162,7 @@ fn exit_status_of(error: &anyhow::Error) -> u8 {
 fn init_logging(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
-        (false, 0) => "warn,capstan::sandbox=info",
+        (false, 0) => "warn,capstan::sandbox=info,capstan::audit=info",
         (false, 1) => "info",
         (false, _) => "debug",
     };
@@ -171,6 +171,7 @@ fn init_logging(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

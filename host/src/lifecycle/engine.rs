@@ -454,7 +454,46 @@ impl Lifecycle {
             abort: &abort,
             warnings: Mutex::new(Vec::new()),
         };
-        job.diff(&version)
+        job.diff(&version, None)
+    }
+
+    /// What an update to the bundle `archive` would change, chart by chart
+    /// (the charts it drops show as removed), with the stored user
+    /// overrides. The bundle is verified, planned from a staging folder and
+    /// removed again; nothing is stored.
+    ///
+    /// # Errors
+    /// [`Error::Bundle`], [`Error::WrongApp`], and as an apply's steps
+    /// would fail.
+    pub fn diff_bundle(&self, app: &AppName, archive: impl Read) -> Result<Vec<ChartDiff>, Error> {
+        let record = self.store().app(app)?;
+        let (bundle, _digest) = self.verify(archive)?;
+        let named = bundle.metadata().name.as_str();
+        if named != app.as_str() {
+            return Err(Error::WrongApp {
+                app: app.to_string(),
+                bundle: named.to_owned(),
+            });
+        }
+        let active = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let statics = static_layer(bundle.root(), bundle.metadata())?;
+        let version = StoredVersion {
+            version: bundle.metadata().version.to_string(),
+            dir: bundle.root().to_path_buf(),
+            metadata: bundle.metadata().clone(),
+            unstored_static: Some(statics.into_iter().collect()),
+        };
+        let abort = AtomicBool::new(false);
+        let job = Job {
+            inner: &self.inner,
+            app: app.clone(),
+            op: OperationId(0),
+            abort: &abort,
+            warnings: Mutex::new(Vec::new()),
+        };
+        let diffs = job.diff(&version, Some(&active));
+        drop(bundle);
+        diffs
     }
 
     // ---- overrides ----
@@ -1114,38 +1153,10 @@ impl Lifecycle {
             .move_to(&record.bundle_dir)
             .map_err(|e| Error::Bundle(Box::new(e)))?;
         self.inner.checkpoints.reach("upload:moved");
-        let metadata = bundle.metadata();
         let layer = OverrideLayer::Static {
             version: record.version.clone(),
         };
-        let mut charts = Vec::new();
-        for chart in &metadata.charts {
-            if chart.overrides.is_empty() {
-                continue;
-            }
-            let mut flags = crate::values::ValueFlags::default();
-            for file in &chart.overrides {
-                let text =
-                    std::fs::read_to_string(record.bundle_dir.join(file)).map_err(|source| {
-                        Error::Io {
-                            what: format!("reading static overrides {file}"),
-                            source,
-                        }
-                    })?;
-                flags.files.push((file.clone(), text));
-            }
-            let merged = crate::values::merge_value_flags(&flags, &|_| Err(String::new()))
-                .map_err(|e| Error::InvalidOverrides {
-                    reason: match &e {
-                        crate::values::Error::ValuesFile { name, source } => {
-                            format!("static overrides {name}: {source}")
-                        }
-                        other => other.to_string(),
-                    },
-                })?;
-            let json = super::stored::to_json(&crate::values::Value::Map(merged))?;
-            charts.push((chart.name.to_string(), json));
-        }
+        let charts = static_layer(&record.bundle_dir, bundle.metadata())?;
         self.store().replace_layer(&record.app, &layer, &charts)?;
         Ok(())
     }
@@ -1363,6 +1374,41 @@ impl Job<'_> {
             drop_version: Some(old.version.clone()),
         }
     }
+}
+
+/// Each chart's static overrides, merged from the files the bundle in
+/// `dir` ships for it.
+fn static_layer(
+    dir: &Path,
+    metadata: &bundle::Metadata,
+) -> Result<Vec<(String, serde_json::Value)>, Error> {
+    let mut charts = Vec::new();
+    for chart in &metadata.charts {
+        if chart.overrides.is_empty() {
+            continue;
+        }
+        let mut flags = crate::values::ValueFlags::default();
+        for file in &chart.overrides {
+            let text = std::fs::read_to_string(dir.join(file)).map_err(|source| Error::Io {
+                what: format!("reading static overrides {file}"),
+                source,
+            })?;
+            flags.files.push((file.clone(), text));
+        }
+        let merged = crate::values::merge_value_flags(&flags, &|_| Err(String::new())).map_err(
+            |e| Error::InvalidOverrides {
+                reason: match &e {
+                    crate::values::Error::ValuesFile { name, source } => {
+                        format!("static overrides {name}: {source}")
+                    }
+                    other => other.to_string(),
+                },
+            },
+        )?;
+        let json = super::stored::to_json(&crate::values::Value::Map(merged))?;
+        charts.push((chart.name.to_string(), json));
+    }
+    Ok(charts)
 }
 
 /// What a forced update forces, one line each.

@@ -564,11 +564,16 @@ impl Job<'_> {
     }
 
     /// Every chart's desired objects and what they change against the
-    /// target, without applying or storing anything.
-    pub fn diff(&self, version: &StoredVersion) -> Result<Vec<ChartDiff>, Error> {
+    /// target, without applying or storing anything; the charts of
+    /// `replacing` that `version` lacks show as removed.
+    pub fn diff(
+        &self,
+        version: &StoredVersion,
+        replacing: Option<&StoredVersion>,
+    ) -> Result<Vec<ChartDiff>, Error> {
         let request = ApplyRequest {
             version,
-            replacing: None,
+            replacing,
             user: UserLayer::Stored,
             rekind: &[],
             adopt: false,
@@ -608,6 +613,28 @@ impl Job<'_> {
                 removed: diff.removed.len(),
                 text: diff.to_string(),
             });
+        }
+        for old in replacing.into_iter() {
+            for chart in &old.metadata.charts {
+                if version.metadata.chart(&chart.name).is_some() {
+                    continue;
+                }
+                let name = chart.name.to_string();
+                let release = old.release(&self.app, chart);
+                let kube_err = |source| Error::Kube {
+                    chart: name.clone(),
+                    source: Box::new(source),
+                };
+                let live = self.target().applied(&release).map_err(kube_err)?;
+                let diff = kube::diff(&live, &[]).map_err(kube_err)?;
+                diffs.push(ChartDiff {
+                    chart: name,
+                    added: diff.added.len(),
+                    changed: diff.changed.len(),
+                    removed: diff.removed.len(),
+                    text: diff.to_string(),
+                });
+            }
         }
         Ok(diffs)
     }
@@ -691,7 +718,11 @@ impl Job<'_> {
         let stat = OverrideLayer::Static {
             version: version.clone(),
         };
-        if let Some(record) = self.store().override_layer(&self.app, chart, &stat)? {
+        if let Some(unstored) = &prepared.request.version.unstored_static {
+            if let Some(values) = unstored.get(chart) {
+                layers.push((Layer::Static, from_json(values)?));
+            }
+        } else if let Some(record) = self.store().override_layer(&self.app, chart, &stat)? {
             layers.push((Layer::Static, from_json(&record.values)?));
         }
         if let Some(system) = prepared.system.get(chart) {
