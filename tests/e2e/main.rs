@@ -51,3 +51,6 @@ mod cluster;
 /// Issue 13: private state, token rules, damaged stored bundles as state
 /// errors, concurrent operations.
 mod hardening;
+/// The operator's verbs (issue 12): rollback, forced update, scriptable
+/// output, re-attaching with `app wait`, completions.
+mod operator;

@@ -328,6 +328,18 @@ impl Client {
         )
     }
 
+    /// `POST /v1/apps/{app}/rollback`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn rollback(
+        &self,
+        app: &str,
+        request: &wire::RollbackRequest,
+    ) -> Result<wire::Started, ClientError> {
+        self.call_json(Method::POST, &app_path(app, &["rollback"]), request)
+    }
+
     /// `POST /v1/apps/{app}/abort`: the app as the abort was asked.
     ///
     /// # Errors
@@ -363,6 +375,23 @@ impl Client {
     ) -> Result<wire::HistoryEntry, ClientError> {
         let id = id.0.to_string();
         self.call(Method::GET, &app_path(app, &["operations", &id]), None)
+    }
+
+    /// `POST /v1/apps/{app}/diff` with a bundle: what an update to it
+    /// would change.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn diff_bundle(
+        &self,
+        app: &str,
+        bundle: Vec<u8>,
+    ) -> Result<Vec<wire::ChartDiff>, ClientError> {
+        self.call(
+            Method::POST,
+            &app_path(app, &["diff"]),
+            Some((wire::BUNDLE_CONTENT_TYPE, bundle)),
+        )
     }
 
     /// `GET /v1/apps/{app}/diff`.

@@ -85,6 +85,7 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
     let bundles = Router::new()
         .route("/v1/apps", post(upload).get(list))
         .route("/v1/updates", post(update))
+        .route("/v1/apps/{app}/diff", get(diff).post(diff_bundle))
         .layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES));
     let rest = Router::new()
         .route("/v1/health", get(health))
@@ -94,9 +95,9 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
         .route("/v1/apps/{app}/remove", post(remove))
         .route("/v1/apps/{app}/abort", post(abort))
         .route("/v1/apps/{app}/recover", post(recover))
+        .route("/v1/apps/{app}/rollback", post(rollback))
         .route("/v1/apps/{app}/history", get(history))
         .route("/v1/apps/{app}/operations/{id}", get(operation))
-        .route("/v1/apps/{app}/diff", get(diff))
         .route("/v1/volumes", get(volume_list).post(volume_create))
         .route("/v1/volumes/{name}", axum::routing::delete(volume_remove))
         .route("/v1/apps/{app}/overrides", get(override_list))
@@ -168,7 +169,7 @@ pub async fn serve_with(
         Address::Unix(path) => {
             remove_stale_socket(path).map_err(bind)?;
             let listener = bind_private(path).map_err(bind)?;
-            tracing::info!(address = %shown, "listening");
+            tracing::info!(target: "capstan::audit", address = %shown, "listening");
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
                 .await
@@ -189,7 +190,7 @@ pub async fn serve_with(
             let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind)?;
             if let Some(config) = listen.tls {
                 let listener = super::tls::TlsListener::new(listener, config).map_err(bind)?;
-                tracing::info!(address = %shown, "listening (TLS)");
+                tracing::info!(target: "capstan::audit", address = %shown, "listening (TLS)");
                 return axum::serve(listener, app)
                     .with_graceful_shutdown(shutdown)
                     .await
@@ -198,7 +199,7 @@ pub async fn serve_with(
                         source,
                     });
             }
-            tracing::info!(address = %shown, "listening");
+            tracing::info!(target: "capstan::audit", address = %shown, "listening");
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
                 .await
@@ -290,6 +291,7 @@ pub(super) fn code_of(error: &lifecycle::Error) -> ErrorCode {
         }
         L::Store(S::VersionInUse { .. }) | L::VolumeInUse { .. } => ErrorCode::InUse,
         L::Upgrade { .. } => ErrorCode::UpgradeNotAllowed,
+        L::Rollback { .. } => ErrorCode::Conflict,
         L::Bundle(_) | L::AppName { .. } | L::WrongApp { .. } => ErrorCode::InvalidBundle,
         L::Vetoed { .. } => ErrorCode::Vetoed,
         _ => match error.class() {
@@ -376,10 +378,22 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
                 return response;
             }
         }
-        if request.method() != axum::http::Method::GET {
-            tracing::info!("mutation");
+        let mutating = request.method() != axum::http::Method::GET;
+        let method = request.method().clone();
+        let path = request.uri().path().to_owned();
+        let response = next.run(request).await;
+        if mutating {
+            // The audit line: who (the socket's owner, or a token holder
+            // over TCP), what, and how it ended; at the default log level.
+            let who = if api.token.is_some() {
+                "bearer-token"
+            } else {
+                "socket-owner"
+            };
+            tracing::info!(target: "capstan::audit", who, %method, path = %path,
+                status = response.status().as_u16(), "request");
         }
-        next.run(request).await
+        response
     }
     .instrument(span)
     .await
@@ -453,6 +467,7 @@ fn started(started: Started) -> ApiResult {
     let body = wire::Started {
         app: started.app.clone(),
         operation: started.operation,
+        warnings: started.warnings.clone(),
     };
     json(StatusCode::ACCEPTED, &body)
 }
@@ -548,8 +563,15 @@ async fn update(
     let source = source_of(&headers)?;
     let lc = api.lifecycle.clone();
     started(
-        blocking(move || lc.update_from(Cursor::new(body), query.reuse_user_overrides, source))
-            .await?,
+        blocking(move || {
+            lc.update_with(
+                Cursor::new(body),
+                query.reuse_user_overrides,
+                query.force,
+                source,
+            )
+        })
+        .await?,
     )
 }
 
@@ -609,6 +631,18 @@ async fn recover(State(api): State<Api>, app: AppPath) -> ApiResult {
     started(blocking(move || lc.recover(&app)).await?)
 }
 
+async fn rollback(
+    State(api): State<Api>,
+    app: AppPath,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
+    let app = app_name(&path_of(app)?)?;
+    let request: wire::RollbackRequest = parse_json(&body)?;
+    let lc = api.lifecycle.clone();
+    started(blocking(move || lc.rollback(&app, request.version.as_deref())).await?)
+}
+
 async fn history(State(api): State<Api>, app: AppPath) -> ApiResult {
     let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
@@ -641,6 +675,21 @@ async fn diff(State(api): State<Api>, app: AppPath) -> ApiResult {
     let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
     let diffs: Vec<wire::ChartDiff> = blocking(move || lc.diff(&app)).await?;
+    json(StatusCode::OK, &diffs)
+}
+
+async fn diff_bundle(
+    State(api): State<Api>,
+    app: AppPath,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
+    check_bundle_type(&headers)?;
+    let app = app_name(&path_of(app)?)?;
+    let lc = api.lifecycle.clone();
+    let diffs: Vec<wire::ChartDiff> =
+        blocking(move || lc.diff_bundle(&app, Cursor::new(body))).await?;
     json(StatusCode::OK, &diffs)
 }
 

@@ -272,6 +272,7 @@ fn every_endpoint_round_trips_through_the_wire_types() {
     let v2 = d.bundle("demo", "1.1.0", &["a"]);
     let query = wire::UpdateQuery {
         reuse_user_overrides: Some(false),
+        force: false,
     };
     let started: wire::Started = d.raw(
         Method::POST,
@@ -385,6 +386,7 @@ fn the_typed_client_drives_the_real_server() {
     assert_eq!((status, code), (409, ErrorCode::UpgradeNotAllowed));
     let keep = wire::UpdateQuery {
         reuse_user_overrides: Some(true),
+        force: false,
     };
     let started = c.update(d.bundle("demo", "1.1.0", &["a"]), &keep).unwrap();
     assert_eq!(d.wait("demo", &started).outcome, Outcome::Succeeded);

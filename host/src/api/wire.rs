@@ -210,16 +210,38 @@ pub struct UpdateQuery {
     /// bundle's `maintain_user_overrides`.
     #[serde(default)]
     pub reuse_user_overrides: Option<bool>,
+    /// Accept a version that is not newer, or whose `from_versions` does
+    /// not list the active one (`app update --force`).
+    #[serde(default)]
+    pub force: bool,
 }
 
 impl UpdateQuery {
     /// The query string, with its `?`, or nothing.
     pub fn to_query(&self) -> String {
-        match self.reuse_user_overrides {
-            Some(reuse) => format!("?reuse_user_overrides={reuse}"),
-            None => String::new(),
+        let mut parts = Vec::new();
+        if let Some(reuse) = self.reuse_user_overrides {
+            parts.push(format!("reuse_user_overrides={reuse}"));
+        }
+        if self.force {
+            parts.push("force=true".to_owned());
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", parts.join("&"))
         }
     }
+}
+
+/// `POST /v1/apps/{app}/rollback`; an empty body goes back to the version
+/// most recently left.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackRequest {
+    /// The kept version to go back to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 /// The query of `DELETE /v1/volumes/{name}`.
@@ -251,6 +273,10 @@ pub struct Started {
     pub app: AppRecord,
     /// The operation's id; poll `/v1/apps/{app}/operations/{id}`.
     pub operation: OperationId,
+    /// What the operator should know at once (what a forced update
+    /// forces); absent when there is nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// `GET /v1/apps/{app}`: the app and everything `app show` prints about
@@ -304,8 +330,14 @@ mod tests {
         assert_eq!(UpdateQuery::default().to_query(), "");
         let keep = UpdateQuery {
             reuse_user_overrides: Some(true),
+            force: false,
         };
         assert_eq!(keep.to_query(), "?reuse_user_overrides=true");
+        let forced = UpdateQuery {
+            reuse_user_overrides: Some(false),
+            force: true,
+        };
+        assert_eq!(forced.to_query(), "?reuse_user_overrides=false&force=true");
         assert_eq!(VolumeRemoveQuery { force: true }.to_query(), "?force=true");
         assert_eq!(VolumeRemoveQuery::default().to_query(), "");
     }

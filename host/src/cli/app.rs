@@ -12,12 +12,14 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::api::wire::{
-    AppDetails, AppRecord, ApplyRequest, ChartDiff, ChartOverrides, HistoryEntry, OverrideSet,
-    OverrideSummary, RemoveRequest, Started, UpdateQuery, VolumeRemoveQuery, VolumeRequest,
-    VolumeView,
+    AppDetails, AppRecord, ApplyRequest, ChartDiff, ChartOverrides, ErrorCode, HistoryEntry,
+    OverrideSet, OverrideSummary, RemoveRequest, RollbackRequest, Started, UpdateQuery,
+    VersionSummary, VolumeRemoveQuery, VolumeRequest, VolumeView,
 };
-use crate::api::{self, Address, Client};
-use crate::store::Outcome;
+use crate::api::{self, Address, Client, ClientError};
+use crate::store::{OperationId, Outcome};
+
+use super::{quiet, status};
 
 /// How often a waiting client asks for progress.
 const POLL_EVERY: Duration = Duration::from_millis(100);
@@ -51,7 +53,8 @@ pub struct Connection {
     pub output: Format,
 }
 
-/// Output formats.
+/// Output formats. A single result (one app, one volume, one chart's
+/// layers) is one object, a listing is a list; keys keep their order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Aligned columns for a person.
@@ -60,6 +63,8 @@ pub enum Format {
     Json,
     /// YAML.
     Yaml,
+    /// `app/NAME` (or `volume/NAME`), one a line, as `kubectl -o name`.
+    Name,
 }
 
 impl Connection {
@@ -98,14 +103,19 @@ pub struct AppArgs {
 #[derive(Debug, Subcommand)]
 enum AppCommand {
     /// Verify a bundle and store it as a new app.
+    #[command(after_help = "Example: capstan app upload shop-1.0.0.tgz --name shop")]
     Upload {
         /// The bundle: a .tgz file, or `oci://HOST[:PORT]/REPO:TAG` (or
         /// `@sha256:DIGEST`) in a registry; the app records the digest.
         bundle: PathBuf,
         #[command(flatten)]
         registry: super::bundle::RegistryArgs,
+        /// The app the bundle must be for (refused if it names another).
+        #[arg(short = 'n', long)]
+        name: Option<String>,
     },
     /// Apply (or re-apply) an app.
+    #[command(after_help = "Example: capstan app apply shop --no-wait && capstan app wait shop")]
     Apply {
         /// The app.
         name: String,
@@ -127,6 +137,7 @@ enum AppCommand {
         no_wait: bool,
     },
     /// Remove an app's charts from the target; it stays uploaded.
+    #[command(after_help = "Example: capstan app remove shop")]
     Remove {
         /// The app.
         name: String,
@@ -138,16 +149,26 @@ enum AppCommand {
         no_wait: bool,
     },
     /// Delete an uploaded app and its files.
+    #[command(after_help = "Example: capstan app delete shop --force")]
     Delete {
         /// The app.
         name: String,
+        /// Remove it from the target first if it is applied (as `app
+        /// remove --force`), then delete it.
+        #[arg(long)]
+        force: bool,
     },
     /// Move an applied app to a newer bundle version (rolls back on failure).
+    #[command(after_help = "Example: capstan app update shop-1.1.0.tgz --reuse-user-overrides")]
     Update {
         /// The new bundle: a .tgz file or an `oci://` reference, as for upload.
         bundle: PathBuf,
         #[command(flatten)]
         registry: super::bundle::RegistryArgs,
+        /// Also a version that is not newer (a downgrade or reinstall) or
+        /// whose upgrades.from_versions does not list the active version.
+        #[arg(long)]
+        force: bool,
         /// Keep user overrides (default: the bundle's maintain_user_overrides).
         #[arg(long, conflicts_with = "drop_user_overrides")]
         reuse_user_overrides: bool,
@@ -158,12 +179,42 @@ enum AppCommand {
         #[arg(long)]
         no_wait: bool,
     },
+    /// Go back to a kept earlier version with the user overrides it had
+    /// (default: the version most recently left; `app history` lists them).
+    #[command(after_help = "Example: capstan app rollback shop 1.0.0")]
+    Rollback {
+        /// The app.
+        name: String,
+        /// The kept version to go back to.
+        version: Option<String>,
+        /// Return once started.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Follow the running operation of an app until it ends (re-attach
+    /// after Ctrl-C or --no-wait); exits as the operation ends.
+    #[command(after_help = "Example: capstan app wait shop")]
+    Wait {
+        /// The app.
+        name: String,
+    },
+    /// An app's state; with --watch, follow its running operation.
+    #[command(after_help = "Example: capstan app status shop --watch")]
+    Status {
+        /// The app.
+        name: String,
+        /// Follow the running operation until it ends.
+        #[arg(short = 'w', long)]
+        watch: bool,
+    },
     /// Stop a running apply, update, remove or recover at its next step.
+    #[command(after_help = "Example: capstan app abort shop")]
     Abort {
         /// The app.
         name: String,
     },
     /// Bring a failed app back to its active version, applied.
+    #[command(after_help = "Example: capstan app recover shop")]
     Recover {
         /// The app.
         name: String,
@@ -172,21 +223,36 @@ enum AppCommand {
         no_wait: bool,
     },
     /// List apps.
+    #[command(after_help = "Example: capstan app list -o name")]
     List,
     /// Show one app.
+    #[command(after_help = "Example: capstan app show shop -o json")]
     Show {
         /// The app.
         name: String,
     },
-    /// An app's operations, oldest first.
+    /// An app's operations, oldest first, and its kept versions (which
+    /// `app rollback` can go back to).
+    #[command(after_help = "Example: capstan app history shop")]
     History {
         /// The app.
         name: String,
     },
     /// What an apply would change against what is applied.
+    #[command(
+        after_help = "Exit status with --detailed-exitcode: 0 no changes, 2 changes, 1 error.\n\nExample: capstan app diff shop --bundle shop-1.1.0.tgz --detailed-exitcode"
+    )]
     Diff {
         /// The app.
         name: String,
+        /// What an update to this bundle would change instead (the bundle
+        /// is verified, not stored).
+        #[arg(long, value_name = "APP.tgz")]
+        bundle: Option<PathBuf>,
+        /// Exit 0 when nothing would change, 2 when something would, 1 on
+        /// an error.
+        #[arg(long)]
+        detailed_exitcode: bool,
     },
 }
 
@@ -202,18 +268,29 @@ pub struct OverrideArgs {
 #[derive(Debug, Subcommand)]
 enum OverrideCommand {
     /// Which override layers each chart has.
+    #[command(after_help = "Example: capstan override list shop")]
     List {
         /// The app.
         app: String,
     },
     /// Each layer of a chart and the merged values.
+    #[command(after_help = "Example: capstan override show shop web --layer user")]
     Show {
         /// The app.
         app: String,
         /// The chart.
         chart: String,
+        /// Only this layer's values.
+        #[arg(long, value_enum, conflicts_with = "merged")]
+        layer: Option<LayerArg>,
+        /// Only the merged values (what the chart is rendered with).
+        #[arg(long)]
+        merged: bool,
     },
     /// Set a chart's user overrides (effective at the next apply).
+    #[command(
+        after_help = "Example: capstan override set shop web --set replicaCount=3 -f prod.yaml --reuse-values"
+    )]
     Set {
         /// The app.
         app: String,
@@ -225,6 +302,15 @@ enum OverrideCommand {
         /// A value (`a.b=c`); may be repeated.
         #[arg(long = "set", value_name = "K=V")]
         set: Vec<String>,
+        /// A value kept as a string; may be repeated.
+        #[arg(long = "set-string", value_name = "K=V")]
+        set_string: Vec<String>,
+        /// A value set to a file's content; may be repeated.
+        #[arg(long = "set-file", value_name = "K=PATH")]
+        set_file: Vec<String>,
+        /// A value given as JSON; may be repeated.
+        #[arg(long = "set-json", value_name = "K=JSON")]
+        set_json: Vec<String>,
         /// Merge onto the current user overrides instead of replacing them.
         #[arg(long)]
         reuse_values: bool,
@@ -236,6 +322,30 @@ enum OverrideCommand {
         /// The chart.
         chart: String,
     },
+}
+
+/// A layer `override show --layer` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LayerArg {
+    /// The chart's values.yaml.
+    Defaults,
+    /// Shipped in the bundle.
+    Static,
+    /// Computed by the app's plugins.
+    System,
+    /// Set by the operator.
+    User,
+}
+
+impl LayerArg {
+    fn wire_name(self) -> &'static str {
+        match self {
+            LayerArg::Defaults => "chart-defaults",
+            LayerArg::Static => "static",
+            LayerArg::System => "system",
+            LayerArg::User => "user",
+        }
+    }
 }
 
 /// `capstan volume`.
@@ -307,7 +417,7 @@ pub fn run_volume(args: VolumeArgs) -> anyhow::Result<ExitCode> {
                 namespace,
             };
             let view = client.volume_create(&request)?;
-            print_volumes(format, &[view])?;
+            print_volume(format, &view)?;
         }
         VolumeCommand::List => {
             let views = client.volume_list()?;
@@ -315,36 +425,61 @@ pub fn run_volume(args: VolumeArgs) -> anyhow::Result<ExitCode> {
         }
         VolumeCommand::Remove { name, force } => {
             client.volume_remove(&name, &VolumeRemoveQuery { force })?;
-            eprintln!("volume {name} removed; its data stays on the node");
+            status(&format!(
+                "volume {name} removed; its data stays on the node"
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
+fn print_volume(format: Format, view: &VolumeView) -> anyhow::Result<()> {
+    if matches!(format, Format::Json | Format::Yaml | Format::Name) {
+        return print_named(
+            format,
+            view,
+            |_| String::new(),
+            |v| vec![format!("volume/{}", v.volume.name)],
+        );
+    }
+    print_volumes(format, std::slice::from_ref(view))
+}
+
 fn print_volumes(format: Format, views: &[VolumeView]) -> anyhow::Result<()> {
-    print_value(format, &views, |views| {
-        let rows: Vec<Vec<String>> = views
+    let names = |views: &&[VolumeView]| {
+        views
             .iter()
-            .map(|v| {
-                vec![
-                    v.volume.name.clone(),
-                    v.volume.node.clone(),
-                    v.volume.host_path.display().to_string(),
-                    v.volume.size.clone(),
-                    v.claim.clone(),
-                    if v.used_by.is_empty() {
-                        "-".into()
-                    } else {
-                        v.used_by.join(",")
-                    },
-                ]
-            })
-            .collect();
-        table(
-            &["NAME", "NODE", "PATH", "SIZE", "CLAIM", "IN USE BY"],
-            &rows,
-        )
-    })
+            .map(|v| format!("volume/{}", v.volume.name))
+            .collect()
+    };
+    print_named(
+        format,
+        &views,
+        |views| {
+            let rows: Vec<Vec<String>> = views
+                .iter()
+                .map(|v| {
+                    vec![
+                        v.volume.name.clone(),
+                        v.volume.node.clone(),
+                        v.volume.host_path.display().to_string(),
+                        v.volume.size.clone(),
+                        v.claim.clone(),
+                        if v.used_by.is_empty() {
+                            "-".into()
+                        } else {
+                            v.used_by.join(",")
+                        },
+                    ]
+                })
+                .collect();
+            table(
+                &["NAME", "NODE", "PATH", "SIZE", "CLAIM", "IN USE BY"],
+                &rows,
+            )
+        },
+        names,
+    )
 }
 
 /// Runs `capstan app`.
@@ -355,12 +490,21 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
     let client = args.connection.client()?;
     let format = args.connection.output;
     match args.command {
-        AppCommand::Upload { bundle, registry } => {
-            let app = match fetch_bundle(&bundle, &registry)? {
-                (bytes, Some(source)) => client.upload_from(bytes, &source)?,
-                (bytes, None) => client.upload(bytes)?,
+        AppCommand::Upload {
+            bundle,
+            registry,
+            name,
+        } => {
+            let (bytes, source) = fetch_bundle(&bundle, &registry)?;
+            if let Some(name) = &name {
+                check_bundle_name(&bundle, &bytes, name)?;
+            }
+            let uploaded = match &source {
+                Some(source) => client.upload_from(bytes, source),
+                None => client.upload(bytes),
             };
-            print_apps(format, &[app])?;
+            let app = uploaded.map_err(|e| upload_hint(e, &bundle))?;
+            print_app(format, &app)?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Apply {
@@ -386,14 +530,39 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             let started = client.remove(&name, &RemoveRequest { force })?;
             follow(&client, format, &name, &started, no_wait)
         }
-        AppCommand::Delete { name } => {
+        AppCommand::Delete { name, force } => {
+            if force {
+                let app = client.show_app(&name)?.app;
+                if !matches!(
+                    app.state,
+                    crate::store::AppState::Uploaded | crate::store::AppState::UploadFailed
+                ) {
+                    status(&format!(
+                        "{name} is {}; removing it from the target first (--force)",
+                        app.state
+                    ));
+                    let started = client.remove(&name, &RemoveRequest { force: true })?;
+                    let entry = wait_for(&client, &name, started.operation)?;
+                    if entry.outcome != Outcome::Succeeded {
+                        anyhow::bail!(
+                            "removing {name} before deleting it {}: {}",
+                            entry.outcome,
+                            entry.message.as_deref().unwrap_or("no reason given")
+                        );
+                    }
+                }
+            }
             client.delete(&name)?;
-            eprintln!("app {name} deleted");
+            status(&format!("app {name} deleted"));
+            if format == Format::Name {
+                print_lines(&[format!("app/{name}")])?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Update {
             bundle,
             registry,
+            force,
             reuse_user_overrides,
             drop_user_overrides,
             no_wait,
@@ -405,6 +574,7 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                     (_, true) => Some(false),
                     _ => None,
                 },
+                force,
             };
             let started = match source {
                 Some(source) => client.update_from(bytes, &query, &source)?,
@@ -413,9 +583,26 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             let name = started.app.name.to_string();
             follow(&client, format, &name, &started, no_wait)
         }
+        AppCommand::Rollback {
+            name,
+            version,
+            no_wait,
+        } => {
+            let started = client.rollback(&name, &RollbackRequest { version })?;
+            follow(&client, format, &name, &started, no_wait)
+        }
+        AppCommand::Wait { name } => wait(&client, format, &name),
+        AppCommand::Status { name, watch } => {
+            if watch {
+                return wait(&client, format, &name);
+            }
+            let app = client.show_app(&name)?.app;
+            print_app(format, &app)?;
+            Ok(ExitCode::SUCCESS)
+        }
         AppCommand::Abort { name } => {
             client.abort(&name)?;
-            eprintln!("abort requested; {name} stops at its next step");
+            status(&format!("abort requested; {name} stops at its next step"));
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::Recover { name, no_wait } => {
@@ -429,20 +616,73 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
         }
         AppCommand::Show { name } => {
             let details = client.show_app(&name)?;
-            print_value(format, &details, show_table)?;
+            print_named(format, &details, show_table, |d| {
+                vec![format!("app/{}", d.app.name)]
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         AppCommand::History { name } => {
-            let history = client.history(&name)?;
-            print_value(format, &history, |h| history_table(h))?;
+            let operations = client.history(&name)?;
+            let versions = client.show_app(&name)?.versions;
+            let view = HistoryView {
+                app: name,
+                operations,
+                versions,
+            };
+            print_value(format, &view, history_text)?;
             Ok(ExitCode::SUCCESS)
         }
-        AppCommand::Diff { name } => {
-            let diffs = client.diff(&name)?;
-            print_value(format, &diffs, |d| diff_text(d))?;
-            Ok(ExitCode::SUCCESS)
+        AppCommand::Diff {
+            name,
+            bundle,
+            detailed_exitcode,
+        } => {
+            let diffs = match &bundle {
+                Some(path) => client.diff_bundle(&name, read_bundle(path)?)?,
+                None => client.diff(&name)?,
+            };
+            let colour = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            print_value(format, &diffs, |d| diff_text(d, colour))?;
+            let changed = diffs.iter().any(|d| d.added + d.changed + d.removed > 0);
+            Ok(if detailed_exitcode && changed {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
     }
+}
+
+/// `app history`: one object, the app's operations and its kept versions.
+#[derive(Debug, Serialize)]
+struct HistoryView {
+    app: String,
+    operations: Vec<HistoryEntry>,
+    versions: Vec<VersionSummary>,
+}
+
+/// Refuses a bundle that names another app than `--name` says.
+fn check_bundle_name(path: &std::path::Path, bytes: &[u8], name: &str) -> anyhow::Result<()> {
+    let inspection = crate::bundle::inspect(bytes, &crate::bundle::Limits::default())
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), super::one_line(&e)))?;
+    let found = inspection.metadata.name.as_str();
+    anyhow::ensure!(
+        found == name,
+        "{} is a bundle of app {found}, not {name}",
+        path.display()
+    );
+    Ok(())
+}
+
+/// The upload's error, with what to do next when the app exists.
+fn upload_hint(error: ClientError, bundle: &std::path::Path) -> anyhow::Error {
+    if error.code() == Some(ErrorCode::AlreadyExists) {
+        return anyhow::anyhow!(
+            "{error}; to move it to this bundle run `capstan app update {}`; after a failed upload, `capstan app delete NAME` first",
+            bundle.display()
+        );
+    }
+    error.into()
 }
 
 /// Runs `capstan override`.
@@ -457,17 +697,41 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
             let list = client.override_list(&app)?;
             print_value(format, &list, |l| override_table(l))?;
         }
-        OverrideCommand::Show { app, chart } => {
+        OverrideCommand::Show {
+            app,
+            chart,
+            layer,
+            merged,
+        } => {
             let shown = client.override_show(&app, &chart)?;
-            print_value(format, &shown, layers_text)?;
+            let only = if merged {
+                Some(shown.merged.clone())
+            } else if let Some(layer) = layer {
+                let name = layer.wire_name();
+                let found = shown.layers.iter().find(|l| l.layer == name);
+                Some(found.map_or(serde_json::Value::Null, |l| l.values.clone()))
+            } else {
+                None
+            };
+            match only {
+                Some(values) => print_value(format, &values, |v| yaml_or_none(v))?,
+                None => {
+                    warn_all(&shown.warnings);
+                    print_value(format, &shown, layers_text)?;
+                }
+            }
         }
         OverrideCommand::Set {
             app,
             chart,
             values,
             set,
+            set_string,
+            set_file,
+            set_json,
             reuse_values,
         } => {
+            let names: Vec<String> = values.iter().map(|p| p.display().to_string()).collect();
             let values = values
                 .iter()
                 .map(|p| {
@@ -475,20 +739,41 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
                         .with_context(|| format!("reading values file {}", p.display()))
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
+            let mut file_contents = std::collections::BTreeMap::new();
+            for expr in &set_file {
+                let Some((_, path)) = expr.split_once('=') else {
+                    anyhow::bail!("--set-file {expr:?} is not K=PATH");
+                };
+                let content = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading --set-file {path}"))?;
+                file_contents.insert(path.to_owned(), content);
+            }
             let request = OverrideSet {
                 values,
+                value_names: names,
                 set,
+                set_string,
+                set_json,
+                set_file,
+                file_contents,
                 reuse_values,
             };
+            anyhow::ensure!(
+                !request.is_empty(),
+                "override set {app} {chart}: nothing to set; give -f FILE or --set K=V (`capstan override delete {app} {chart}` clears them)"
+            );
             let shown = client.override_set(&app, &chart, &request)?;
-            eprintln!("user overrides of {app}/{chart} set; they take effect at the next apply");
+            status(&format!(
+                "user overrides of {app}/{chart} set; they take effect at the next apply"
+            ));
+            warn_all(&shown.warnings);
             print_value(format, &shown, layers_text)?;
         }
         OverrideCommand::Delete { app, chart } => {
             if client.override_delete(&app, &chart)?.deleted {
-                eprintln!("user overrides of {app}/{chart} deleted");
+                status(&format!("user overrides of {app}/{chart} deleted"));
             } else {
-                eprintln!("{app}/{chart} had no user overrides");
+                status(&format!("{app}/{chart} had no user overrides"));
             }
         }
     }
@@ -510,6 +795,14 @@ fn fetch_bundle(
     }
 }
 
+fn warn_all(warnings: &[String]) {
+    if !quiet() {
+        for warning in warnings {
+            eprintln!("warning: {warning}");
+        }
+    }
+}
+
 fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
     anyhow::ensure!(
@@ -522,7 +815,8 @@ fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Follows a started operation until it ends, printing each new progress
-/// line; exit 1 unless it succeeded.
+/// line; exit 1 unless it succeeded. With `no_wait`, prints the app and
+/// the operation (`{app, operation}` as JSON) and returns.
 fn follow(
     client: &Client,
     format: Format,
@@ -530,28 +824,88 @@ fn follow(
     started: &Started,
     no_wait: bool,
 ) -> anyhow::Result<ExitCode> {
-    eprintln!(
-        "{name}: {} started (operation {})",
-        started.app.state, started.operation
-    );
+    for warning in &started.warnings {
+        eprintln!("warning: {warning}");
+    }
     if no_wait {
+        status(&format!(
+            "{name}: {} started (operation {}); `capstan app wait {name}` follows it",
+            started.app.state, started.operation
+        ));
+        let view = StartedView {
+            app: name.to_owned(),
+            operation: started.operation,
+        };
+        print_named(
+            format,
+            &view,
+            |v| format!("{} {}\n", v.app, v.operation.0),
+            |v| vec![format!("app/{}", v.app)],
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut last_progress = None;
-    let entry = loop {
-        let entry = client.operation(name, started.operation)?;
-        if entry.outcome != Outcome::Running {
-            break entry;
-        }
-        let app = client.show_app(name)?.app;
-        if app.progress.is_some() && app.progress != last_progress {
-            eprintln!("  {}: {}", app.state, app.progress.as_deref().unwrap_or(""));
-            last_progress = app.progress;
-        }
-        std::thread::sleep(POLL_EVERY);
+    status(&format!(
+        "{name}: {} started (operation {})",
+        started.app.state, started.operation
+    ));
+    finish(client, format, name, started.operation)
+}
+
+/// `--no-wait`'s answer: which operation to wait for.
+#[derive(Debug, Serialize)]
+struct StartedView {
+    app: String,
+    operation: OperationId,
+}
+
+/// `app wait`: follows the running operation, or reports the last one.
+fn wait(client: &Client, format: Format, name: &str) -> anyhow::Result<ExitCode> {
+    let history = client.history(name)?;
+    let Some(last) = history.last() else {
+        anyhow::bail!("app {name} has no operations");
     };
+    let running = history.iter().rev().find(|e| e.outcome == Outcome::Running);
+    match running {
+        Some(entry) => {
+            status(&format!(
+                "{name}: following {} (operation {})",
+                entry.operation, entry.id
+            ));
+            finish(client, format, name, entry.id)
+        }
+        None => {
+            status(&format!(
+                "{name}: nothing is running; its last operation, {} {}, {}",
+                last.operation, last.id, last.outcome
+            ));
+            report(client, format, name, last)
+        }
+    }
+}
+
+/// Waits for operation `id` with progress, then reports how it ended.
+fn finish(
+    client: &Client,
+    format: Format,
+    name: &str,
+    id: OperationId,
+) -> anyhow::Result<ExitCode> {
+    on_interrupt(format!(
+        "interrupted; the operation goes on in the daemon. Follow it again with `capstan app wait {name}`"
+    ));
+    let entry = wait_for(client, name, id)?;
+    report(client, format, name, &entry)
+}
+
+/// Prints the app as the operation left it; an error unless it succeeded.
+fn report(
+    client: &Client,
+    format: Format,
+    name: &str,
+    entry: &HistoryEntry,
+) -> anyhow::Result<ExitCode> {
     let app = client.show_app(name)?.app;
-    print_apps(format, std::slice::from_ref(&app))?;
+    print_app(format, &app)?;
     if entry.outcome == Outcome::Succeeded {
         return Ok(ExitCode::SUCCESS);
     }
@@ -563,15 +917,80 @@ fn follow(
     )
 }
 
+/// Polls operation `id` until it ends, printing each new progress line
+/// (prefixed with the time since waiting began) unless quiet.
+fn wait_for(client: &Client, name: &str, id: OperationId) -> anyhow::Result<HistoryEntry> {
+    let began = std::time::Instant::now();
+    let mut last_progress = None;
+    loop {
+        let entry = client.operation(name, id)?;
+        if entry.outcome != Outcome::Running {
+            return Ok(entry);
+        }
+        let app = client.show_app(name)?.app;
+        if app.progress.is_some() && app.progress != last_progress {
+            status(&format!(
+                "  [{:>5.1}s] {}: {}",
+                began.elapsed().as_secs_f64(),
+                app.state,
+                app.progress.as_deref().unwrap_or("")
+            ));
+            last_progress = app.progress;
+        }
+        std::thread::sleep(POLL_EVERY);
+    }
+}
+
+/// On Ctrl-C, prints `message` and exits 130: leaving the client never
+/// stops the daemon's operation.
+fn on_interrupt(message: String) {
+    let _ = std::thread::Builder::new()
+        .name("interrupt".into())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("\n{message}");
+                    std::process::exit(130);
+                }
+            });
+        });
+}
+
+/// Prints a result for `-o table|json|yaml`; `-o name` is refused (this
+/// result has no kubectl-style name). Nothing with `-q`.
 fn print_value<T: Serialize>(
     format: Format,
     value: &T,
     table: impl Fn(&T) -> String,
 ) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        format != Format::Name,
+        "-o name is for commands that print apps or volumes"
+    );
+    print_named(format, value, table, |_| Vec::new())
+}
+
+/// Prints a result in any format; `names` gives its `-o name` lines.
+fn print_named<T: Serialize>(
+    format: Format,
+    value: &T,
+    table: impl Fn(&T) -> String,
+    names: impl Fn(&T) -> Vec<String>,
+) -> anyhow::Result<()> {
+    if quiet() {
+        return Ok(());
+    }
     let text = match format {
         Format::Json => serde_json::to_string_pretty(value)? + "\n",
         Format::Yaml => serde_yaml_ng::to_string(value)?,
         Format::Table => table(value),
+        Format::Name => names(value).iter().map(|n| format!("{n}\n")).collect(),
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -579,25 +998,56 @@ fn print_value<T: Serialize>(
     Ok(())
 }
 
+fn print_lines(lines: &[String]) -> anyhow::Result<()> {
+    if quiet() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// One app: an object in JSON and YAML, a one-row table.
+fn print_app(format: Format, app: &AppRecord) -> anyhow::Result<()> {
+    match format {
+        Format::Table => print_apps(format, std::slice::from_ref(app)),
+        _ => print_named(
+            format,
+            app,
+            |_| String::new(),
+            |a| vec![format!("app/{}", a.name)],
+        ),
+    }
+}
+
 fn print_apps(format: Format, apps: &[AppRecord]) -> anyhow::Result<()> {
-    print_value(format, &apps, |apps| {
-        let rows: Vec<Vec<String>> = apps
-            .iter()
-            .map(|a| {
-                vec![
-                    a.name.to_string(),
-                    a.active_version.clone(),
-                    a.state.to_string(),
-                    a.target_version.clone().unwrap_or_default(),
-                    a.progress
-                        .clone()
-                        .or_else(|| a.message.clone())
-                        .unwrap_or_default(),
-                ]
-            })
-            .collect();
-        table(&["NAME", "VERSION", "STATE", "TARGET", "MESSAGE"], &rows)
-    })
+    let names = |apps: &&[AppRecord]| apps.iter().map(|a| format!("app/{}", a.name)).collect();
+    print_named(
+        format,
+        &apps,
+        |apps| {
+            let rows: Vec<Vec<String>> = apps
+                .iter()
+                .map(|a| {
+                    vec![
+                        a.name.to_string(),
+                        a.active_version.clone(),
+                        a.state.to_string(),
+                        a.target_version.clone().unwrap_or_default(),
+                        a.progress
+                            .clone()
+                            .or_else(|| a.message.clone())
+                            .unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            table(&["NAME", "VERSION", "STATE", "TARGET", "MESSAGE"], &rows)
+        },
+        names,
+    )
 }
 
 fn show_table(details: &AppDetails) -> String {
@@ -680,6 +1130,37 @@ fn show_table(details: &AppDetails) -> String {
     out
 }
 
+fn history_text(view: &HistoryView) -> String {
+    let mut out = history_table(&view.operations);
+    out.push_str("\nversions:\n");
+    let rows: Vec<Vec<String>> = view
+        .versions
+        .iter()
+        .map(|v| {
+            let state = if v.active {
+                "active"
+            } else if v.rollback {
+                "can roll back to"
+            } else {
+                "-"
+            };
+            vec![
+                v.version.clone(),
+                state.to_owned(),
+                v.bundle_digest.chars().take(12).collect(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["VERSION", "STATE", "DIGEST"], &rows));
+    if view.versions.iter().any(|v| v.rollback) {
+        out.push_str(&format!(
+            "\n`capstan app rollback {} VERSION` goes back to a kept version with its user overrides.\n",
+            view.app
+        ));
+    }
+    out
+}
+
 fn history_table(history: &[HistoryEntry]) -> String {
     let rows: Vec<Vec<String>> = history
         .iter()
@@ -704,13 +1185,31 @@ fn history_table(history: &[HistoryEntry]) -> String {
     )
 }
 
-fn diff_text(diffs: &[ChartDiff]) -> String {
+/// The diffs as text; `colour` paints added lines green and removed ones
+/// red (only for a terminal).
+fn diff_text(diffs: &[ChartDiff], colour: bool) -> String {
     let mut out = String::new();
     for d in diffs {
         out.push_str(&format!(
             "chart {}: {} added, {} changed, {} removed\n",
             d.chart, d.added, d.changed, d.removed
         ));
+        if colour {
+            for line in d.text.lines() {
+                let paint = match line.as_bytes().first() {
+                    Some(b'+') if !line.starts_with("+++") => "\x1b[32m",
+                    Some(b'-') if !line.starts_with("---") => "\x1b[31m",
+                    _ => "",
+                };
+                if paint.is_empty() {
+                    out.push_str(line);
+                } else {
+                    out.push_str(&format!("{paint}{line}\x1b[0m"));
+                }
+                out.push('\n');
+            }
+            continue;
+        }
         out.push_str(&d.text);
         if !d.text.is_empty() && !d.text.ends_with('\n') {
             out.push('\n');

@@ -4,18 +4,22 @@
 //! Exit status: 0 when the command did what was asked, 1 when the operation
 //! failed (a plugin fault, a rejected bundle, a veto, a request the daemon
 //! refused), 2 for bad usage or when no daemon answers at the address.
-//! Errors print once, as `error: <message>` followed by its causes.
+//! Errors print once, on one line: `error: <message>: <cause>: ...`, each
+//! cause once; `-v` prints the chain one cause a line. `-q` prints nothing
+//! but errors (no results, no status lines).
 
 mod app;
 mod bundle;
+mod examples;
 mod plugin;
 mod serve;
 mod template;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// The exit status of a command that failed.
 pub const EXIT_FAILED: u8 = 1;
@@ -28,7 +32,7 @@ pub const EXIT_USAGE: u8 = 2;
 #[derive(Debug, Parser)]
 #[command(name = "capstan", version, about, long_about = None)]
 #[command(
-    after_help = "Exit status: 0 done, 1 the operation failed or was vetoed, 2 bad usage or no daemon."
+    after_help = "Exit status: 0 done, 1 the operation failed or was vetoed, 2 bad usage or no daemon.\n\nExample: capstan app list -o json"
 )]
 struct Cli {
     /// Show more detail: info logs once, debug logs twice.
@@ -60,11 +64,50 @@ enum Command {
     Override(app::OverrideArgs),
     /// Create, list and remove local volumes (talks to the daemon).
     Volume(app::VolumeArgs),
+    /// Print a shell completion script (bash, zsh or fish) on stdout.
+    #[command(after_help = "Example: capstan completions bash > /etc/bash_completion.d/capstan")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Set once at start from `-q`.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Whether `-q` was given: print nothing but errors.
+pub(crate) fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// A status line on stderr, unless quiet.
+pub(crate) fn status(line: &str) {
+    if !quiet() {
+        eprintln!("{line}");
+    }
+}
+
+/// An error and its causes on one line, each cause once.
+pub(crate) fn one_line(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
+    }
+    line
 }
 
 /// Runs the command line of this process and returns its exit status.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = examples::with_examples(Cli::command())
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -75,7 +118,9 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    QUIET.store(cli.quiet, Ordering::Relaxed);
     init_logging(cli.verbose, cli.quiet);
+    let verbose = cli.verbose;
     let result = match cli.command {
         Command::Plugin(command) => plugin::run(command),
         Command::Bundle(args) => {
@@ -88,12 +133,17 @@ pub fn main() -> ExitCode {
         Command::App(args) => app::run(args),
         Command::Override(args) => app::run_override(args),
         Command::Volume(args) => app::run_volume(args),
+        Command::Completions { shell } => {
+            let mut command = examples::with_examples(Cli::command());
+            clap_complete::generate(shell, &mut command, "capstan", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            print_error(&error);
+            print_error(&error, verbose);
             ExitCode::from(exit_status_of(&error))
         }
     }
@@ -112,7 +162,7 @@ fn exit_status_of(error: &anyhow::Error) -> u8 {
 fn init_logging(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
-        (false, 0) => "warn,capstan::sandbox=info",
+        (false, 0) => "warn,capstan::sandbox=info,capstan::audit=info",
         (false, 1) => "info",
         (false, _) => "debug",
     };
@@ -121,21 +171,42 @@ fn init_logging(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }
 
-/// Prints `error: <message>` and each cause on a `Caused by:` line.
-fn print_error(error: &anyhow::Error) {
+/// Prints `error: <message>: <cause>: ...` on one line (a cause the line
+/// already holds is not repeated); with `-v`, also each cause on a
+/// `Caused by:` line.
+fn print_error(error: &anyhow::Error, verbose: u8) {
     let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "error: {error}");
-    let mut causes = error.chain().skip(1).peekable();
-    if causes.peek().is_some() {
-        let _ = writeln!(stderr, "\nCaused by:");
-        for cause in causes {
-            let _ = writeln!(stderr, "  {cause}");
+    let _ = writeln!(stderr, "error: {}", error_line(error));
+    if verbose > 0 {
+        let mut causes = error.chain().skip(1).peekable();
+        if causes.peek().is_some() {
+            let _ = writeln!(stderr, "\nCaused by:");
+            for cause in causes {
+                let _ = writeln!(stderr, "  {cause}");
+            }
         }
     }
+}
+
+/// An anyhow chain on one line, each cause once.
+fn error_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

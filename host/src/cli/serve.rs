@@ -65,6 +65,11 @@ pub struct ServeArgs {
     /// Deadline of one chart render in seconds (render limits; default 10).
     #[arg(long = "render-timeout", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub render_timeout: Option<u64>,
+    /// How many versions of each app to keep, the active one included
+    /// (the others are what `app rollback` can go back to).
+    #[arg(long, value_name = "N", default_value_t = crate::lifecycle::DEFAULT_KEEP_VERSIONS,
+          value_parser = clap::value_parser!(usize))]
+    pub keep_versions: usize,
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -90,6 +95,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let target = target(&args, &state)?;
     let mut options = Options::new(state.clone(), trust, target);
     options.checkpoints_from_env = true;
+    anyhow::ensure!(
+        args.keep_versions >= 1,
+        "--keep-versions must be at least 1"
+    );
+    options.keep_versions = args.keep_versions;
     if let Some(path) = &args.facts {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading facts {}", path.display()))?;

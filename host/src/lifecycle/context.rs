@@ -32,6 +32,8 @@ pub(crate) struct Inner {
     pub paths: StatePaths,
     pub trust: TrustStore,
     pub limits: Limits,
+    /// How many versions of an app are kept (the active one included).
+    pub keep_versions: usize,
     pub secret: [u8; 32],
     pub running: Mutex<HashMap<String, (OperationId, Arc<AtomicBool>)>>,
     pub _lock: File,

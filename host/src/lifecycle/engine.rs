@@ -19,7 +19,7 @@ use crate::model::{AppName, Hook};
 use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
 use crate::store::{
     AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId, Outcome,
-    OverrideLayer, ReleaseRecord, SqliteStore, Store, TargetChange, VersionRecord,
+    OverrideLayer, ReleaseRecord, SqliteStore, Store, TargetChange, UserSnapshot, VersionRecord,
 };
 use crate::trust::TrustStore;
 
@@ -52,7 +52,15 @@ pub struct Options {
     pub limits: Limits,
     /// Read test pause points from the environment.
     pub checkpoints_from_env: bool,
+    /// How many versions of each app are kept, the active one included
+    /// ([`DEFAULT_KEEP_VERSIONS`]; at least 1): the others are what
+    /// `app rollback` can go back to.
+    pub keep_versions: usize,
 }
+
+/// The default of [`Options::keep_versions`]: the active version and the
+/// two before it.
+pub const DEFAULT_KEEP_VERSIONS: usize = 3;
 
 impl Options {
     /// Defaults for everything but the state folder, keys and target.
@@ -65,6 +73,7 @@ impl Options {
             policy: Policy::new(),
             limits: Limits::default(),
             checkpoints_from_env: false,
+            keep_versions: DEFAULT_KEEP_VERSIONS,
         }
     }
 }
@@ -97,6 +106,9 @@ pub struct Started {
     pub app: AppRecord,
     /// The operation's id (its history entry).
     pub operation: OperationId,
+    /// What the operator should know about it at once (a forced
+    /// downgrade, for one).
+    pub warnings: Vec<String>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -142,6 +154,16 @@ pub struct VersionSummary {
     /// (`oci://HOST/REPO@sha256:…`); absent for a file upload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Whether it is the active version.
+    #[serde(default)]
+    pub active: bool,
+    /// Whether `app rollback` can go back to it (a kept earlier version).
+    #[serde(default)]
+    pub rollback: bool,
+    /// When it was last left for another version (unix millis); its user
+    /// overrides of that moment are what a rollback re-applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_at: Option<i64>,
 }
 
 /// One chart of the active version.
@@ -211,6 +233,7 @@ impl Lifecycle {
             paths,
             trust: options.trust,
             limits: options.limits,
+            keep_versions: options.keep_versions.max(1),
             secret,
             running: Mutex::new(HashMap::new()),
             _lock: lock,
@@ -259,9 +282,11 @@ impl Lifecycle {
     fn sweep_bundles(&self) -> Result<(), Error> {
         let apps = self.store().list_apps()?;
         for app in &apps {
+            let kept = self.kept_versions(app)?;
             for version in self.store().list_versions(&app.name)? {
                 let in_use = version.version == app.active_version
-                    || app.target_version.as_deref() == Some(version.version.as_str());
+                    || app.target_version.as_deref() == Some(version.version.as_str())
+                    || kept.iter().any(|k| k.version == version.version);
                 if !in_use {
                     tracing::info!(app = %app.name, version = %version.version, "removing a version left by an interrupted update");
                     self.drop_version(&app.name, &version.version);
@@ -333,7 +358,13 @@ impl Lifecycle {
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&record.bundle_dir);
                 tracing::warn!(app = %app, error = %e.one_line(), "upload failed");
-                Err(self.end_early(&app, op, Operation::Upload, failed(AppState::UploadFailed, &e), e))
+                Err(self.end_early(
+                    &app,
+                    op,
+                    Operation::Upload,
+                    failed(AppState::UploadFailed, &e),
+                    e,
+                ))
             }
         }
     }
@@ -398,11 +429,19 @@ impl Lifecycle {
     /// [`crate::store::Error::UnknownApp`].
     pub fn show(&self, app: &AppName) -> Result<AppDetails, Error> {
         let record = self.store().app(app)?;
+        let kept = self.kept_versions(&record)?;
+        let left = self.store().user_snapshots(app)?;
         let versions = self
             .store()
             .list_versions(app)?
             .into_iter()
             .map(|v| VersionSummary {
+                active: v.version == record.active_version,
+                rollback: kept.iter().any(|k| k.version == v.version),
+                left_at: left
+                    .iter()
+                    .find(|k| k.version == v.version)
+                    .map(|k| k.saved_at),
                 version: v.version,
                 bundle_digest: v.bundle_digest,
                 signer: v.signer,
@@ -410,8 +449,7 @@ impl Lifecycle {
                 source: v.source,
             })
             .collect();
-        let charts = match StoredVersion::load_metadata(self.store(), app, &record.active_version)
-        {
+        let charts = match StoredVersion::load_metadata(self.store(), app, &record.active_version) {
             Ok(version) => chart_summaries(&version),
             Err(_) => Vec::new(),
         };
@@ -449,7 +487,46 @@ impl Lifecycle {
             abort: &abort,
             warnings: Mutex::new(Vec::new()),
         };
-        job.diff(&version)
+        job.diff(&version, None)
+    }
+
+    /// What an update to the bundle `archive` would change, chart by chart
+    /// (the charts it drops show as removed), with the stored user
+    /// overrides. The bundle is verified, planned from a staging folder and
+    /// removed again; nothing is stored.
+    ///
+    /// # Errors
+    /// [`Error::Bundle`], [`Error::WrongApp`], and as an apply's steps
+    /// would fail.
+    pub fn diff_bundle(&self, app: &AppName, archive: impl Read) -> Result<Vec<ChartDiff>, Error> {
+        let record = self.store().app(app)?;
+        let (bundle, _digest) = self.verify(archive)?;
+        let named = bundle.metadata().name.as_str();
+        if named != app.as_str() {
+            return Err(Error::WrongApp {
+                app: app.to_string(),
+                bundle: named.to_owned(),
+            });
+        }
+        let active = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let statics = static_layer(bundle.root(), bundle.metadata())?;
+        let version = StoredVersion {
+            version: bundle.metadata().version.to_string(),
+            dir: bundle.root().to_path_buf(),
+            metadata: bundle.metadata().clone(),
+            unstored_static: Some(statics.into_iter().collect()),
+        };
+        let abort = AtomicBool::new(false);
+        let job = Job {
+            inner: &self.inner,
+            app: app.clone(),
+            op: OperationId(0),
+            abort: &abort,
+            warnings: Mutex::new(Vec::new()),
+        };
+        let diffs = job.diff(&version, Some(&active));
+        drop(bundle);
+        diffs
     }
 
     // ---- overrides ----
@@ -693,7 +770,15 @@ impl Lifecycle {
         self.inner.checkpoints.reach("apply:begun");
         let version = match self.active_version_checked(app) {
             Ok(version) => version,
-            Err(e) => return Err(self.end_early(app, op, Operation::Apply, failed(AppState::ApplyFailed, &e), e)),
+            Err(e) => {
+                return Err(self.end_early(
+                    app,
+                    op,
+                    Operation::Apply,
+                    failed(AppState::ApplyFailed, &e),
+                    e,
+                ));
+            }
         };
         if let Some(unknown) = rekind.iter().find(|c| {
             !version
@@ -777,18 +862,23 @@ impl Lifecycle {
         archive: impl Read,
         reuse_user_overrides: Option<bool>,
     ) -> Result<Started, Error> {
-        self.update_from(archive, reuse_user_overrides, None)
+        self.update_with(archive, reuse_user_overrides, false, None)
     }
 
-    /// [`Lifecycle::update`] to a bundle fetched from `source` (as
+    /// [`Lifecycle::update`]; with `force`, also to a version that is not
+    /// newer (a downgrade or a reinstall) or whose `upgrades.from_versions`
+    /// does not list the active version. What was forced is returned in
+    /// [`Started::warnings`], logged, and kept in the operation's message.
+    /// `source` is where the bundle was fetched from (as
     /// [`Lifecycle::upload_from`]); the finished update's note names it.
     ///
     /// # Errors
     /// As [`Lifecycle::update`].
-    pub fn update_from(
+    pub fn update_with(
         &self,
         archive: impl Read,
         reuse_user_overrides: Option<bool>,
+        force: bool,
         source: Option<String>,
     ) -> Result<Started, Error> {
         let (bundle, digest) = self.verify(archive)?;
@@ -802,7 +892,7 @@ impl Lifecycle {
                 version: current.active_version.clone(),
                 source: Box::new(e),
             })?;
-        bundle::check_upgrade(&active, bundle.metadata(), false).map_err(|source| {
+        bundle::check_upgrade(&active, bundle.metadata(), force).map_err(|source| {
             Error::Upgrade {
                 app: app.to_string(),
                 from: current.active_version.clone(),
@@ -810,6 +900,11 @@ impl Lifecycle {
                 source: Box::new(source),
             }
         })?;
+        let forced = if force {
+            forced_notes(&active, bundle.metadata())
+        } else {
+            Vec::new()
+        };
         let keep_user = reuse_user_overrides.unwrap_or(bundle.metadata().maintain_user_overrides);
         let op = self.store().begin_operation(
             &app,
@@ -818,11 +913,16 @@ impl Lifecycle {
             AppState::Updating,
         )?;
         self.inner.checkpoints.reach("update:begun");
-        let staged = self.stage_update(bundle, &record).and_then(|()| {
-            let old = StoredVersion::load(self.store(), &app, &current.active_version)?;
-            let new = StoredVersion::load(self.store(), &app, &record.version)?;
-            Ok((old, new))
-        });
+        for note in &forced {
+            tracing::warn!(app = %app, "{note}");
+        }
+        let staged = self
+            .stage_update(bundle, &record, &current.active_version)
+            .and_then(|()| {
+                let old = StoredVersion::load(self.store(), &app, &current.active_version)?;
+                let new = StoredVersion::load(self.store(), &app, &record.version)?;
+                Ok((old, new))
+            });
         let (old, new) = match staged {
             Ok(versions) => versions,
             Err(e) => {
@@ -837,9 +937,132 @@ impl Lifecycle {
                 return Err(self.end_early(&app, op, Operation::Update, finish, e));
             }
         };
-        Ok(self.spawn(&app, op, Operation::Update, move |job| {
+        let notes = forced.clone();
+        let mut started = self.spawn(&app, op, Operation::Update, move |job| {
+            if let Ok(mut warnings) = job.warnings.lock() {
+                warnings.extend(notes);
+            }
             job.update(&old, &new, keep_user)
+        });
+        started.warnings = forced;
+        Ok(started)
+    }
+
+    /// Starts going back to a kept earlier version of an applied app
+    /// (`version`, or the one most recently left), with the user overrides
+    /// it had when it was left. If that fails, the version it leaves is
+    /// applied again with its own overrides.
+    ///
+    /// # Errors
+    /// [`Error::Rollback`] when there is no kept version to go to (or the
+    /// one named is not kept); unknown app, busy, illegal transition.
+    pub fn rollback(&self, app: &AppName, version: Option<&str>) -> Result<Started, Error> {
+        let record = self.store().app(app)?;
+        let refuse = |reason: String| Error::Rollback {
+            app: app.to_string(),
+            reason,
+        };
+        if let Some(target) = &record.target_version {
+            return Err(refuse(format!(
+                "an update to {target} is pending; `capstan app recover {app}` first"
+            )));
+        }
+        let kept = self.kept_versions(&record)?;
+        let names = || {
+            if kept.is_empty() {
+                "none is kept".to_owned()
+            } else {
+                let list: Vec<&str> = kept.iter().map(|k| k.version.as_str()).collect();
+                format!("kept: {}", list.join(", "))
+            }
+        };
+        let snapshot = match version {
+            Some(v) if v == record.active_version => {
+                return Err(refuse(format!(
+                    "{v} is the active version; `capstan app apply {app}` applies it again"
+                )));
+            }
+            Some(v) => kept
+                .iter()
+                .find(|k| k.version == v)
+                .cloned()
+                .ok_or_else(|| refuse(format!("version {v} is not kept ({})", names())))?,
+            None => kept
+                .first()
+                .cloned()
+                .ok_or_else(|| refuse(format!("no earlier version is kept ({})", names())))?,
+        };
+        let current = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let to = StoredVersion::load(self.store(), app, &snapshot.version)?;
+        let op = self.store().begin_operation(
+            app,
+            Operation::Rollback,
+            rules::ROLLBACK_FROM,
+            AppState::Updating,
+        )?;
+        self.inner.checkpoints.reach("rollback:begun");
+        let staged = self
+            .store()
+            .save_user_snapshot(app, &record.active_version)
+            .and_then(|()| self.store().set_target_version(app, Some(&to.version)));
+        if let Err(e) = staged {
+            let finish = Finish::failed(
+                record.state,
+                format!("rollback to {} failed: {e}", to.version),
+            )
+            .with_target(TargetChange::Discard);
+            self.store().finish_operation(op, &finish)?;
+            self.inner.metrics.operation("rollback", "failed");
+            return Err(Error::Store(e));
+        }
+        let user = snapshot.charts;
+        Ok(self.spawn(app, op, Operation::Rollback, move |job| {
+            job.rollback(&current, &to, &user)
         }))
+    }
+
+    /// The versions `app rollback` can go to, most recently left first:
+    /// neither active nor an update's target, left at least once (so their
+    /// user overrides were saved), at most `keep_versions - 1` of them.
+    fn kept_versions(&self, record: &AppRecord) -> Result<Vec<UserSnapshot>, Error> {
+        let stored = self.store().list_versions(&record.name)?;
+        let mut kept: Vec<UserSnapshot> = self
+            .store()
+            .user_snapshots(&record.name)?
+            .into_iter()
+            .filter(|s| {
+                s.version != record.active_version
+                    && record.target_version.as_deref() != Some(s.version.as_str())
+                    && stored.iter().any(|v| v.version == s.version)
+            })
+            .collect();
+        kept.truncate(self.inner.keep_versions.saturating_sub(1));
+        Ok(kept)
+    }
+
+    /// Forgets the versions an app left that are beyond what is kept
+    /// (`keep_versions`). Only versions that were once active are touched;
+    /// one being staged by an update is not (it has no saved overrides).
+    fn trim_versions(&self, app: &AppName) {
+        let Ok(record) = self.store().app(app) else {
+            return;
+        };
+        let (Ok(kept), Ok(left)) = (
+            self.kept_versions(&record),
+            self.store().user_snapshots(app),
+        ) else {
+            return;
+        };
+        for snapshot in left {
+            let in_use = snapshot.version == record.active_version
+                || record.target_version.as_deref() == Some(snapshot.version.as_str())
+                || kept.iter().any(|k| k.version == snapshot.version);
+            if !in_use && self.store().version(app, &snapshot.version).is_ok() {
+                tracing::info!(app = %app, version = %snapshot.version, keep = self.inner.keep_versions,
+                    "forgetting a version beyond the kept ones");
+                self.drop_version(app, &snapshot.version);
+            }
+        }
     }
 
     /// Starts bringing an app whose apply, update or removal failed back to
@@ -922,6 +1145,7 @@ impl Lifecycle {
         Started {
             app: record.unwrap_or_else(|| placeholder(app)),
             operation: op,
+            warnings: Vec::new(),
             handle,
         }
     }
@@ -965,7 +1189,19 @@ impl Lifecycle {
             self.inner
                 .checkpoints
                 .reach(&format!("{}:dropping-version", operation.as_str()));
-            self.drop_version(app, &version);
+            let kept = self
+                .store()
+                .app(app)
+                .and_then(|record| Ok(self.kept_versions(&record)))
+                .ok()
+                .and_then(Result::ok)
+                .is_some_and(|kept| kept.iter().any(|k| k.version == version));
+            if !kept {
+                self.drop_version(app, &version);
+            }
+        }
+        if matches!(operation, Operation::Update | Operation::Rollback) {
+            self.trim_versions(app);
         }
     }
 
@@ -1038,43 +1274,26 @@ impl Lifecycle {
             .move_to(&record.bundle_dir)
             .map_err(|e| Error::Bundle(Box::new(e)))?;
         self.inner.checkpoints.reach("upload:moved");
-        let metadata = bundle.metadata();
         let layer = OverrideLayer::Static {
             version: record.version.clone(),
         };
-        let mut charts = Vec::new();
-        for chart in &metadata.charts {
-            if chart.overrides.is_empty() {
-                continue;
-            }
-            let mut flags = crate::values::ValueFlags::default();
-            for file in &chart.overrides {
-                let text =
-                    std::fs::read_to_string(record.bundle_dir.join(file)).map_err(|source| {
-                        Error::Io {
-                            what: format!("reading static overrides {file}"),
-                            source,
-                        }
-                    })?;
-                flags.files.push((file.clone(), text));
-            }
-            let merged = crate::values::merge_value_flags(&flags, &|_| Err(String::new()))
-                .map_err(|e| Error::InvalidOverrides {
-                    reason: match &e {
-                        crate::values::Error::ValuesFile { name, source } => {
-                            format!("static overrides {name}: {source}")
-                        }
-                        other => other.to_string(),
-                    },
-                })?;
-            let json = super::stored::to_json(&crate::values::Value::Map(merged))?;
-            charts.push((chart.name.to_string(), json));
-        }
+        let charts = static_layer(&record.bundle_dir, bundle.metadata())?;
         self.store().replace_layer(&record.app, &layer, &charts)?;
         Ok(())
     }
 
-    fn stage_update(&self, bundle: VerifiedBundle, record: &VersionRecord) -> Result<(), Error> {
+    fn stage_update(
+        &self,
+        bundle: VerifiedBundle,
+        record: &VersionRecord,
+        active: &str,
+    ) -> Result<(), Error> {
+        if record.version != active && self.store().version(&record.app, &record.version).is_ok() {
+            // A kept earlier version comes back as a new upload: the bundle
+            // just verified replaces it (and its saved overrides).
+            self.drop_version(&record.app, &record.version);
+        }
+        self.store().save_user_snapshot(&record.app, active)?;
         self.store().add_version(record)?;
         self.store_bundle(bundle, record)?;
         self.store()
@@ -1162,6 +1381,100 @@ impl Job<'_> {
         }
     }
 
+    /// The work of a rollback: apply the kept version `to` with its saved
+    /// user overrides; on failure apply `current` again.
+    fn rollback(
+        &self,
+        current: &StoredVersion,
+        to: &StoredVersion,
+        user: &[(String, serde_json::Value)],
+    ) -> Ending {
+        let request = ApplyRequest {
+            version: to,
+            replacing: Some(current),
+            user: UserLayer::Given(user),
+            rekind: &[],
+            adopt: false,
+            recreate: &[],
+            around: Some((Hook::PreUpdate, Hook::PostUpdate)),
+            phase: "rollback-to",
+        };
+        let error = match self.apply_version(&request) {
+            Ok(()) => {
+                if let Err(e) =
+                    self.inner
+                        .store
+                        .replace_layer(&self.app, &OverrideLayer::User, user)
+                {
+                    return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+                }
+                let note = format!(
+                    "rolled back from {} to {} with the user overrides {} had",
+                    current.version, to.version, to.version
+                );
+                return Ending::new(with_note(
+                    Finish::succeeded(AppState::Applied)
+                        .with_target(TargetChange::Promote)
+                        .with_message(note),
+                    self.warnings_note(),
+                ));
+            }
+            Err(e) => e,
+        };
+        if matches!(error, Error::Aborted) {
+            let note = format!(
+                "rollback to {} aborted; `recover` applies {} again",
+                to.version, current.version
+            );
+            return Ending::new(
+                Finish::failed(AppState::ApplyFailed, note).with_outcome(Outcome::Aborted),
+            );
+        }
+        let reason = error.one_line();
+        tracing::warn!(error = %reason, "rollback failed; applying the version it left again");
+        let note = format!(
+            "rollback to {} failed: {reason}; applying {} again",
+            to.version, current.version
+        );
+        if let Err(e) =
+            self.inner
+                .store
+                .advance_operation(self.op, AppState::Recovering, Some(&note))
+        {
+            return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+        }
+        let undo = ApplyRequest {
+            version: current,
+            replacing: Some(to),
+            user: UserLayer::Stored,
+            rekind: &[],
+            adopt: false,
+            recreate: &[],
+            around: None,
+            phase: "rollback-undo",
+        };
+        match self.apply_version(&undo) {
+            Ok(()) => Ending::new(Finish {
+                state: AppState::Applied,
+                outcome: Outcome::Failed,
+                message: Some(format!(
+                    "rollback to {} failed: {reason}; {} applied again",
+                    to.version, current.version
+                )),
+                target: TargetChange::Discard,
+            }),
+            Err(e) => Ending::new(Finish::failed(
+                AppState::ApplyFailed,
+                format!(
+                    "rollback to {} failed: {reason}; applying {} again failed: {}",
+                    to.version,
+                    current.version,
+                    e.one_line()
+                ),
+            )),
+        }
+    }
+
     fn promote(&self, old: &StoredVersion, new: &StoredVersion, keep_user: bool) -> Ending {
         if !keep_user
             && let Err(e) = self
@@ -1187,6 +1500,63 @@ impl Job<'_> {
             drop_version: Some(old.version.clone()),
         }
     }
+}
+
+/// Each chart's static overrides, merged from the files the bundle in
+/// `dir` ships for it.
+fn static_layer(
+    dir: &Path,
+    metadata: &bundle::Metadata,
+) -> Result<Vec<(String, serde_json::Value)>, Error> {
+    let mut charts = Vec::new();
+    for chart in &metadata.charts {
+        if chart.overrides.is_empty() {
+            continue;
+        }
+        let mut flags = crate::values::ValueFlags::default();
+        for file in &chart.overrides {
+            let text = std::fs::read_to_string(dir.join(file)).map_err(|source| Error::Io {
+                what: format!("reading static overrides {file}"),
+                source,
+            })?;
+            flags.files.push((file.clone(), text));
+        }
+        let merged =
+            crate::values::merge_value_flags(&flags, &|_| Err(String::new())).map_err(|e| {
+                Error::InvalidOverrides {
+                    reason: match &e {
+                        crate::values::Error::ValuesFile { name, source } => {
+                            format!("static overrides {name}: {source}")
+                        }
+                        other => other.to_string(),
+                    },
+                }
+            })?;
+        let json = super::stored::to_json(&crate::values::Value::Map(merged))?;
+        charts.push((chart.name.to_string(), json));
+    }
+    Ok(charts)
+}
+
+/// What a forced update forces, one line each.
+fn forced_notes(active: &semver::Version, candidate: &bundle::Metadata) -> Vec<String> {
+    let mut notes = Vec::new();
+    if candidate.version < *active {
+        notes.push(format!(
+            "forced: a downgrade from {active} to {}",
+            candidate.version
+        ));
+    } else if candidate.version == *active {
+        notes.push(format!("forced: a reinstall of {active}"));
+    }
+    let from = &candidate.upgrades.from_versions;
+    if !from.is_empty() && !from.iter().any(|spec| spec.matches(active)) {
+        notes.push(format!(
+            "forced: {} does not list {active} in upgrades.from_versions",
+            candidate.version
+        ));
+    }
+    notes
 }
 
 fn failed(state: AppState, error: &Error) -> Finish {

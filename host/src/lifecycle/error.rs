@@ -54,6 +54,15 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A rollback has nowhere to go: no kept earlier version, the one named
+    /// is not kept, or an update is pending.
+    #[error("cannot roll back {app}: {reason}")]
+    Rollback {
+        /// The app.
+        app: String,
+        /// Why not, with what is kept.
+        reason: String,
+    },
     /// A chart the request names is not one of the app's charts.
     #[error("app {app} has no chart {chart:?}")]
     UnknownChart {
@@ -298,9 +307,10 @@ impl Error {
             | Error::Volume { .. } => ErrorClass::BadRequest,
             Error::UnknownChart { .. } | Error::UnknownVolume { .. } => ErrorClass::NotFound,
             Error::VolumeInUse { .. } => ErrorClass::Conflict,
-            Error::Upgrade { .. } | Error::NothingToAbort { .. } | Error::Busy { .. } => {
-                ErrorClass::Conflict
-            }
+            Error::Upgrade { .. }
+            | Error::Rollback { .. }
+            | Error::NothingToAbort { .. }
+            | Error::Busy { .. } => ErrorClass::Conflict,
             Error::Vetoed { .. }
             | Error::KubernetesUnsupported { .. }
             | Error::Plugin { .. }

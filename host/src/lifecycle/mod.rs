@@ -47,7 +47,8 @@ mod volumes;
 
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use engine::{
-    AppDetails, ApplyFlags, ChartSummary, Lifecycle, Options, Started, VersionSummary,
+    AppDetails, ApplyFlags, ChartSummary, DEFAULT_KEEP_VERSIONS, Lifecycle, Options, Started,
+    VersionSummary,
 };
 pub use error::{Error, ErrorClass};
 pub use metrics::Metrics;

@@ -15,6 +15,9 @@ pub const FORCE_REMOVE_FROM: &[AppState] = &[Applied, ApplyFailed, RemoveFailed,
 pub const DELETE_FROM: &[AppState] = &[Uploaded, UploadFailed];
 /// Update: only an applied app moves to a new version.
 pub const UPDATE_FROM: &[AppState] = &[Applied];
+/// Rollback: an applied app, or one whose apply failed, goes back to a
+/// kept version.
+pub const ROLLBACK_FROM: &[AppState] = &[Applied, ApplyFailed];
 /// Recover: an app whose apply, update or removal failed is brought back
 /// to its active version, applied.
 pub const RECOVER_FROM: &[AppState] = &[ApplyFailed, RemoveFailed];
@@ -39,6 +42,7 @@ mod tests {
             FORCE_REMOVE_FROM,
             DELETE_FROM,
             UPDATE_FROM,
+            ROLLBACK_FROM,
             RECOVER_FROM,
         ] {
             assert!(list.iter().all(|s| !s.is_transitional()), "{list:?}");

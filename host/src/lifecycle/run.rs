@@ -36,12 +36,15 @@ use super::stored::{StoredVersion, from_json, to_json};
 
 /// Which user overrides an apply uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UserLayer {
+pub(crate) enum UserLayer<'a> {
     /// The stored user layer.
     Stored,
     /// None (an update that does not keep user overrides; the stored layer
     /// is cleared only once the update succeeded).
     Dropped,
+    /// These, by chart (a rollback's saved overrides; the stored layer is
+    /// replaced by them only once the rollback succeeded).
+    Given(&'a [(String, serde_json::Value)]),
 }
 
 /// What an apply of one version is asked to do.
@@ -52,7 +55,7 @@ pub(crate) struct ApplyRequest<'a> {
     /// old version of an update, the failed new one of a rollback).
     pub replacing: Option<&'a StoredVersion>,
     /// Which user overrides to use.
-    pub user: UserLayer,
+    pub user: UserLayer<'a>,
     /// Components whose workload kind is decided again.
     pub rekind: &'a [String],
     /// Take over live objects no release of this app owns yet (`--adopt`).
@@ -583,11 +586,16 @@ impl Job<'_> {
     }
 
     /// Every chart's desired objects and what they change against the
-    /// target, without applying or storing anything.
-    pub fn diff(&self, version: &StoredVersion) -> Result<Vec<ChartDiff>, Error> {
+    /// target, without applying or storing anything; the charts of
+    /// `replacing` that `version` lacks show as removed.
+    pub fn diff(
+        &self,
+        version: &StoredVersion,
+        replacing: Option<&StoredVersion>,
+    ) -> Result<Vec<ChartDiff>, Error> {
         let request = ApplyRequest {
             version,
-            replacing: None,
+            replacing,
             user: UserLayer::Stored,
             rekind: &[],
             adopt: false,
@@ -629,6 +637,28 @@ impl Job<'_> {
                 removed: diff.removed.len(),
                 text: diff.to_string(),
             });
+        }
+        for old in replacing.into_iter() {
+            for chart in &old.metadata.charts {
+                if version.metadata.chart(&chart.name).is_some() {
+                    continue;
+                }
+                let name = chart.name.to_string();
+                let release = old.release(&self.app, chart);
+                let kube_err = |source| Error::Kube {
+                    chart: name.clone(),
+                    source: Box::new(source),
+                };
+                let live = self.target().applied(&release).map_err(kube_err)?;
+                let diff = kube::diff(&live, &[]).map_err(kube_err)?;
+                diffs.push(ChartDiff {
+                    chart: name,
+                    added: diff.added.len(),
+                    changed: diff.changed.len(),
+                    removed: diff.removed.len(),
+                    text: diff.to_string(),
+                });
+            }
         }
         Ok(diffs)
     }
@@ -805,18 +835,31 @@ impl Job<'_> {
         let stat = OverrideLayer::Static {
             version: version.clone(),
         };
-        if let Some(record) = self.store().override_layer(&self.app, chart, &stat)? {
+        if let Some(unstored) = &prepared.request.version.unstored_static {
+            if let Some(values) = unstored.get(chart) {
+                layers.push((Layer::Static, from_json(values)?));
+            }
+        } else if let Some(record) = self.store().override_layer(&self.app, chart, &stat)? {
             layers.push((Layer::Static, from_json(&record.values)?));
         }
         if let Some(system) = prepared.system.get(chart) {
             layers.push((Layer::System, from_json(system)?));
         }
-        if prepared.request.user == UserLayer::Stored
-            && let Some(record) =
-                self.store()
-                    .override_layer(&self.app, chart, &OverrideLayer::User)?
-        {
-            layers.push((Layer::User, from_json(&record.values)?));
+        match prepared.request.user {
+            UserLayer::Stored => {
+                if let Some(record) =
+                    self.store()
+                        .override_layer(&self.app, chart, &OverrideLayer::User)?
+                {
+                    layers.push((Layer::User, from_json(&record.values)?));
+                }
+            }
+            UserLayer::Given(charts) => {
+                if let Some((_, values)) = charts.iter().find(|(name, _)| name == chart) {
+                    layers.push((Layer::User, from_json(values)?));
+                }
+            }
+            UserLayer::Dropped => {}
         }
         Ok(values::merge_override_layers(&layers))
     }

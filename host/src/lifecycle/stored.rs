@@ -18,6 +18,9 @@ pub(crate) struct StoredVersion {
     pub version: String,
     pub dir: PathBuf,
     pub metadata: Metadata,
+    /// The static layer by chart, for a bundle that is not stored (the
+    /// one `app diff --bundle` plans); `None` reads it from the store.
+    pub unstored_static: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 impl StoredVersion {
@@ -42,6 +45,7 @@ impl StoredVersion {
             version: version.to_owned(),
             dir: record.bundle_dir,
             metadata: checked.metadata,
+            unstored_static: None,
         })
     }
 
@@ -65,6 +69,7 @@ impl StoredVersion {
             version: version.to_owned(),
             dir: record.bundle_dir,
             metadata,
+            unstored_static: None,
         })
     }
 

@@ -144,8 +144,17 @@ fn apply_writes_each_enabled_chart_and_an_update_prunes_what_it_dropped() {
         !f.path("applied/demo/b.yaml").exists(),
         "b was dropped by 1.1.0"
     );
-    assert_eq!(shown.versions.len(), 1, "the old version is forgotten");
-    assert!(!f.path("state/bundles/demo/1.0.0").exists());
+    let kept: Vec<(&str, bool, bool)> = shown
+        .versions
+        .iter()
+        .map(|v| (v.version.as_str(), v.active, v.rollback))
+        .collect();
+    assert_eq!(
+        kept,
+        [("1.0.0", false, true), ("1.1.0", true, false)],
+        "the old version is kept for a rollback"
+    );
+    assert!(f.path("state/bundles/demo/1.0.0").exists());
 }
 
 #[test]
@@ -450,10 +459,17 @@ fn a_damaged_stored_template_fails_each_operation_naming_the_file_and_leaves_the
     let line = err.one_line();
     assert!(line.contains("charts/a/templates/cm.yaml"), "{line}");
     assert!(line.contains("apply-failed"), "{line}");
-    assert_eq!(err.class(), ErrorClass::Conflict, "a state error, not a 500");
+    assert_eq!(
+        err.class(),
+        ErrorClass::Conflict,
+        "a state error, not a 500"
+    );
     assert!(matches!(err.cause(), Error::StoredBundle { .. }), "{line}");
     assert_one_failed_finish(&lc, &app.name, Operation::Apply, AppState::ApplyFailed);
-    assert_eq!(std::fs::read(f.path("applied/demo/a.yaml")).unwrap(), applied);
+    assert_eq!(
+        std::fs::read(f.path("applied/demo/a.yaml")).unwrap(),
+        applied
+    );
 
     let err = lc.diff(&app.name).unwrap_err();
     assert!(err.one_line().contains("charts/a/templates/cm.yaml"));
@@ -466,8 +482,10 @@ fn a_damaged_stored_template_fails_each_operation_naming_the_file_and_leaves_the
     let err = lc.remove(&app.name, false).unwrap_err();
     assert!(err.one_line().contains("charts/a/templates/cm.yaml"));
     assert_one_failed_finish(&lc, &app.name, Operation::Remove, AppState::RemoveFailed);
-    assert_eq!(std::fs::read(f.path("applied/demo/a.yaml")).unwrap(), applied);
-
+    assert_eq!(
+        std::fs::read(f.path("applied/demo/a.yaml")).unwrap(),
+        applied
+    );
 }
 
 #[test]
@@ -493,9 +511,17 @@ fn a_stored_file_added_behind_the_daemons_back_is_refused() {
 fn a_failure_injected_at_each_read_ends_the_operation_once() {
     // (checkpoint where the damage is done, the file damaged, the operation)
     let cases: [(&str, &str, Operation); 4] = [
-        ("apply:begun", "1.0.0/charts/a/values.yaml", Operation::Apply),
+        (
+            "apply:begun",
+            "1.0.0/charts/a/values.yaml",
+            Operation::Apply,
+        ),
         ("update:staged", "1.0.0/capstan.yaml", Operation::Update),
-        ("update:staged", "2.0.0/charts/a/templates/cm.yaml", Operation::Update),
+        (
+            "update:staged",
+            "2.0.0/charts/a/templates/cm.yaml",
+            Operation::Update,
+        ),
         ("remove:begun", "1.0.0/MANIFEST", Operation::Remove),
     ];
     for (point, file, operation) in cases {
@@ -563,5 +589,10 @@ fn an_upload_whose_files_cannot_be_stored_is_a_state_error() {
     let line = err.one_line();
     assert!(line.contains("upload-failed"), "{line}");
     assert_eq!(err.class(), ErrorClass::Conflict, "{line}");
-    assert_one_failed_finish(&lc, &name("demo"), Operation::Upload, AppState::UploadFailed);
+    assert_one_failed_finish(
+        &lc,
+        &name("demo"),
+        Operation::Upload,
+        AppState::UploadFailed,
+    );
 }

@@ -30,7 +30,7 @@ use crate::model::AppName;
 pub use error::Error;
 pub use records::{
     AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
-    ReleaseRecord, TargetChange, UnixMillis, VersionRecord, VolumeRecord,
+    ReleaseRecord, TargetChange, UnixMillis, UserSnapshot, VersionRecord, VolumeRecord,
 };
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, known_version as schema_version};
 pub use sqlite::{DATABASE_FILE, SqliteStore};
@@ -244,6 +244,19 @@ pub trait Store: Send + Sync {
         chart: &str,
         layer: &OverrideLayer,
     ) -> Result<bool, Error>;
+
+    /// Saves the app's current user layer (every chart) as the snapshot of
+    /// `version`, replacing an earlier one; stamped with the time.
+    ///
+    /// # Errors
+    /// [`Error::UnknownApp`], [`Error::UnknownVersion`].
+    fn save_user_snapshot(&self, app: &AppName, version: &str) -> Result<(), Error>;
+
+    /// Every saved user snapshot of the app, most recently saved first.
+    ///
+    /// # Errors
+    /// [`Error::UnknownApp`].
+    fn user_snapshots(&self, app: &AppName) -> Result<Vec<UserSnapshot>, Error>;
 
     // ---- workload decisions ----
 

@@ -74,6 +74,19 @@ pub struct VersionRecord {
     pub source: Option<String>,
 }
 
+/// The user overrides an app had while one of its versions was active,
+/// saved when that version stopped being active (an update or rollback
+/// left it), so that a rollback to it re-applies them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserSnapshot {
+    /// The version the overrides were in effect with.
+    pub version: String,
+    /// The user layer of each chart that had one, by chart.
+    pub charts: Vec<(String, Value)>,
+    /// When the version was left.
+    pub saved_at: UnixMillis,
+}
+
 /// One override layer of one chart of an app.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OverrideRecord {

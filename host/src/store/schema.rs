@@ -120,6 +120,18 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE versions ADD COLUMN source TEXT;
     "#,
+    // 5: the user overrides an app had while a version was active, saved
+    // when it stopped being active, so a rollback re-applies them.
+    r#"
+    CREATE TABLE user_snapshots (
+        app             TEXT NOT NULL,
+        version         TEXT NOT NULL,
+        charts          TEXT NOT NULL,
+        saved_at        INTEGER NOT NULL,
+        PRIMARY KEY (app, version),
+        FOREIGN KEY (app, version) REFERENCES versions(app, version) ON DELETE CASCADE
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -160,11 +160,13 @@ pub enum Operation {
     /// Stop a running operation at its next step (ends that operation as
     /// [`Outcome::Aborted`]; no history entry of its own).
     Abort,
+    /// Go back to a kept earlier version with the user overrides it had.
+    Rollback,
 }
 
 impl Operation {
     /// Every operation, in declaration order.
-    pub const ALL: [Operation; 8] = [
+    pub const ALL: [Operation; 9] = [
         Operation::Upload,
         Operation::Apply,
         Operation::Remove,
@@ -173,6 +175,7 @@ impl Operation {
         Operation::Reconcile,
         Operation::Delete,
         Operation::Abort,
+        Operation::Rollback,
     ];
 
     /// The stable spelling.
@@ -186,6 +189,7 @@ impl Operation {
             Operation::Reconcile => "reconcile",
             Operation::Delete => "delete",
             Operation::Abort => "abort",
+            Operation::Rollback => "rollback",
         }
     }
 }
@@ -376,7 +380,7 @@ mod tests {
         for outcome in Outcome::ALL {
             assert_eq!(outcome.as_str().parse::<Outcome>(), Ok(outcome));
         }
-        assert!("rollback".parse::<Operation>().is_err());
+        assert!("roll-back".parse::<Operation>().is_err());
     }
 
     #[test]

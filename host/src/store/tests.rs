@@ -1356,3 +1356,44 @@ fn a_versions_registry_source_is_stored_and_read_back() {
     let old: VersionRecord = serde_json::from_value(json).unwrap();
     assert_eq!(old.source, None);
 }
+
+#[test]
+fn a_user_snapshot_keeps_the_user_layer_of_its_moment_and_goes_with_its_version() {
+    let (dir, store) = new_store();
+    let app = uploaded(&store, "shop");
+    store
+        .set_override(&app, "web", &OverrideLayer::User, &json!({"replicas": 3}))
+        .unwrap();
+    store.add_version(&bundle("shop", "1.1.0")).unwrap();
+    store.save_user_snapshot(&app, "1.0").unwrap();
+    store
+        .set_override(&app, "web", &OverrideLayer::User, &json!({"replicas": 4}))
+        .unwrap();
+    store.save_user_snapshot(&app, "1.1.0").unwrap();
+    let store = reopen(&dir);
+    let snapshots = store.user_snapshots(&app).unwrap();
+    let seen: Vec<(&str, &serde_json::Value)> = snapshots
+        .iter()
+        .map(|s| (s.version.as_str(), &s.charts[0].1))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("1.1.0", &json!({"replicas": 4})),
+            ("1.0", &json!({"replicas": 3}))
+        ],
+        "most recent first, each with its own values"
+    );
+    assert!(matches!(
+        store.save_user_snapshot(&app, "9.9.9"),
+        Err(Error::UnknownVersion { .. })
+    ));
+    store.delete_version(&app, "1.1.0").unwrap();
+    let left: Vec<String> = store
+        .user_snapshots(&app)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.version)
+        .collect();
+    assert_eq!(left, ["1.0"], "a deleted version's snapshot goes with it");
+}

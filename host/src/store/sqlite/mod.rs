@@ -29,7 +29,7 @@ use super::Store;
 use super::error::{Context, Error};
 use super::records::{
     AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
-    ReleaseRecord, TargetChange, VersionRecord, VolumeRecord,
+    ReleaseRecord, TargetChange, UserSnapshot, VersionRecord, VolumeRecord,
 };
 use super::schema;
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
@@ -555,6 +555,51 @@ impl Store for SqliteStore {
                 .context(context)?;
             Ok(deleted > 0)
         })
+    }
+
+    fn save_user_snapshot(&self, app: &AppName, version: &str) -> Result<(), Error> {
+        let context =
+            || format!("saving the user overrides of app \"{app}\" at version \"{version}\"");
+        self.write(context, |tx| {
+            require_app(tx, app)?;
+            load_version(tx, app, version)?;
+            let rows: Vec<(String, Value)> = collect(
+                tx,
+                "SELECT chart, vals FROM overrides WHERE app = ?1 AND layer = 'user' ORDER BY chart",
+                [app],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+                context,
+            )?;
+            let charts: serde_json::Map<String, Value> = rows.into_iter().collect();
+            tx.execute(
+                "INSERT INTO user_snapshots (app, version, charts, saved_at) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (app, version) DO UPDATE SET charts = ?3, saved_at = ?4",
+                params![app, version, Value::Object(charts), now()],
+            )
+            .context(context)?;
+            Ok(())
+        })
+    }
+
+    fn user_snapshots(&self, app: &AppName) -> Result<Vec<UserSnapshot>, Error> {
+        self.rows_of_app(
+            app,
+            "listing the saved user overrides",
+            "SELECT version, charts, saved_at FROM user_snapshots WHERE app = ?1 \
+             ORDER BY saved_at DESC, version DESC",
+            |row| {
+                let charts: Value = row.get(1)?;
+                let charts = match charts {
+                    Value::Object(map) => map.into_iter().collect(),
+                    _ => Vec::new(),
+                };
+                Ok(UserSnapshot {
+                    version: row.get(0)?,
+                    charts,
+                    saved_at: row.get(2)?,
+                })
+            },
+        )
     }
 
     fn record_decision(&self, decision: &DecisionRecord) -> Result<DecisionRecord, Error> {
