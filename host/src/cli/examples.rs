@@ -37,6 +37,14 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("bundle inspect", "capstan bundle inspect shop-1.0.0.tgz"),
     ("bundle lint", "capstan bundle lint apps/shop"),
     (
+        "bundle push",
+        "capstan bundle push shop-1.0.0.tgz oci://registry.example:5000/apps/shop:1.0.0",
+    ),
+    (
+        "bundle pull",
+        "capstan bundle pull oci://registry.example:5000/apps/shop:1.0.0 -o shop.tgz",
+    ),
+    (
         "template",
         "capstan template web ./charts/web --set replicaCount=2 -n shop",
     ),
