@@ -48,7 +48,13 @@ fn the_state_folder_and_everything_in_it_are_private_whatever_made_them() {
     d.ok(&["app", "apply", "shop"]);
     d.ok(&["override", "set", "shop", "web", "--set", "a=1"]);
     assert_eq!(d.state_of("shop"), "applied");
-    for file in ["state.db", "state.db-wal", "secret", "daemon.lock", "capstan.sock"] {
+    for file in [
+        "state.db",
+        "state.db-wal",
+        "secret",
+        "daemon.lock",
+        "capstan.sock",
+    ] {
         assert!(state.join(file).exists(), "{file}");
     }
     assert!(assert_private(&state) > 20);
@@ -58,8 +64,7 @@ fn the_state_folder_and_everything_in_it_are_private_whatever_made_them() {
     d.kill();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
     for file in ["state.db", "state.db-wal", "secret"] {
-        std::fs::set_permissions(state.join(file), std::fs::Permissions::from_mode(0o644))
-            .unwrap();
+        std::fs::set_permissions(state.join(file), std::fs::Permissions::from_mode(0o644)).unwrap();
     }
     d.spawn(&[]);
     assert_eq!(d.state_of("shop"), "applied");
@@ -124,7 +129,10 @@ fn a_damaged_stored_bundle_is_a_409_naming_the_file_and_the_state_and_the_target
     let out = d.cli(&["app", "apply", "shop"]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
-    assert!(err.contains("charts/web/templates/deployment.yaml"), "{err}");
+    assert!(
+        err.contains("charts/web/templates/deployment.yaml"),
+        "{err}"
+    );
     assert!(err.contains("apply-failed"), "{err}");
     assert_eq!(d.state_of("shop"), "apply-failed");
     let (status, body) = d.http("POST", "/v1/apps/shop/apply", "application/json", b"{}");
@@ -139,7 +147,11 @@ fn a_damaged_stored_bundle_is_a_409_naming_the_file_and_the_state_and_the_target
         entries.iter().all(|h| h["outcome"] != "running"),
         "{history}"
     );
-    assert_eq!(std::fs::read(&web).unwrap(), before, "the target is untouched");
+    assert_eq!(
+        std::fs::read(&web).unwrap(),
+        before,
+        "the target is untouched"
+    );
     assert!(d.log().lines().all(|l| !l.contains("500")), "{}", d.log());
 }
 

@@ -106,7 +106,10 @@ fn timeout_of(chart: &str) {
     let started = Instant::now();
     assert_eq!(fault_of(chart), Fault::Timeout { deadline: DEADLINE });
     let elapsed = started.elapsed();
-    assert!(elapsed >= DEADLINE, "{chart} timed out early, after {elapsed:?}");
+    assert!(
+        elapsed >= DEADLINE,
+        "{chart} timed out early, after {elapsed:?}"
+    );
 }
 
 #[test]

@@ -326,9 +326,9 @@ fn make_folder(root: &Path, path: &str) -> Result<(), Error> {
         .mode(0o700)
         .create(root.join(path))
         .map_err(|source| Error::StagingWrite {
-        path: path.to_string(),
-        source,
-    })
+            path: path.to_string(),
+            source,
+        })
 }
 
 /// One `open(O_WRONLY|O_CREAT|O_EXCL)`, mode 0600: never an existing file
@@ -341,9 +341,9 @@ fn create_file(root: &Path, path: &str) -> Result<fs::File, Error> {
         .mode(0o600)
         .open(root.join(path))
         .map_err(|source| Error::StagingWrite {
-        path: path.to_string(),
-        source,
-    })
+            path: path.to_string(),
+            source,
+        })
 }
 
 #[cfg(test)]

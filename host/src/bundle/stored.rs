@@ -195,7 +195,9 @@ fn check_nothing_unlisted(dir: &Path, prefix: &str, manifest: &Manifest) -> Resu
             let kind = entry.file_type().map_err(|e| stored_read(&rel, e))?;
             if kind.is_dir() {
                 folders.push(rel);
-            } else if rel != MANIFEST_PATH && rel != SIGNATURE_PATH && !listed.contains(rel.as_str())
+            } else if rel != MANIFEST_PATH
+                && rel != SIGNATURE_PATH
+                && !listed.contains(rel.as_str())
             {
                 return Err(Error::NotInManifest { path: rel });
             }

@@ -306,7 +306,13 @@ impl Lifecycle {
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&record.bundle_dir);
                 tracing::warn!(app = %app, error = %e.one_line(), "upload failed");
-                Err(self.end_early(&app, op, Operation::Upload, failed(AppState::UploadFailed, &e), e))
+                Err(self.end_early(
+                    &app,
+                    op,
+                    Operation::Upload,
+                    failed(AppState::UploadFailed, &e),
+                    e,
+                ))
             }
         }
     }
@@ -382,8 +388,7 @@ impl Lifecycle {
                 uploaded_at: v.uploaded_at,
             })
             .collect();
-        let charts = match StoredVersion::load_metadata(self.store(), app, &record.active_version)
-        {
+        let charts = match StoredVersion::load_metadata(self.store(), app, &record.active_version) {
             Ok(version) => chart_summaries(&version),
             Err(_) => Vec::new(),
         };
@@ -663,7 +668,15 @@ impl Lifecycle {
         self.inner.checkpoints.reach("apply:begun");
         let version = match self.active_version_checked(app) {
             Ok(version) => version,
-            Err(e) => return Err(self.end_early(app, op, Operation::Apply, failed(AppState::ApplyFailed, &e), e)),
+            Err(e) => {
+                return Err(self.end_early(
+                    app,
+                    op,
+                    Operation::Apply,
+                    failed(AppState::ApplyFailed, &e),
+                    e,
+                ));
+            }
         };
         if let Some(unknown) = rekind.iter().find(|c| {
             !version

@@ -377,10 +377,17 @@ fn a_damaged_stored_template_fails_each_operation_naming_the_file_and_leaves_the
     let line = err.one_line();
     assert!(line.contains("charts/a/templates/cm.yaml"), "{line}");
     assert!(line.contains("apply-failed"), "{line}");
-    assert_eq!(err.class(), ErrorClass::Conflict, "a state error, not a 500");
+    assert_eq!(
+        err.class(),
+        ErrorClass::Conflict,
+        "a state error, not a 500"
+    );
     assert!(matches!(err.cause(), Error::StoredBundle { .. }), "{line}");
     assert_one_failed_finish(&lc, &app.name, Operation::Apply, AppState::ApplyFailed);
-    assert_eq!(std::fs::read(f.path("applied/demo/a.yaml")).unwrap(), applied);
+    assert_eq!(
+        std::fs::read(f.path("applied/demo/a.yaml")).unwrap(),
+        applied
+    );
 
     let err = lc.diff(&app.name).unwrap_err();
     assert!(err.one_line().contains("charts/a/templates/cm.yaml"));
@@ -393,8 +400,10 @@ fn a_damaged_stored_template_fails_each_operation_naming_the_file_and_leaves_the
     let err = lc.remove(&app.name, false).unwrap_err();
     assert!(err.one_line().contains("charts/a/templates/cm.yaml"));
     assert_one_failed_finish(&lc, &app.name, Operation::Remove, AppState::RemoveFailed);
-    assert_eq!(std::fs::read(f.path("applied/demo/a.yaml")).unwrap(), applied);
-
+    assert_eq!(
+        std::fs::read(f.path("applied/demo/a.yaml")).unwrap(),
+        applied
+    );
 }
 
 #[test]
@@ -420,9 +429,17 @@ fn a_stored_file_added_behind_the_daemons_back_is_refused() {
 fn a_failure_injected_at_each_read_ends_the_operation_once() {
     // (checkpoint where the damage is done, the file damaged, the operation)
     let cases: [(&str, &str, Operation); 4] = [
-        ("apply:begun", "1.0.0/charts/a/values.yaml", Operation::Apply),
+        (
+            "apply:begun",
+            "1.0.0/charts/a/values.yaml",
+            Operation::Apply,
+        ),
         ("update:staged", "1.0.0/capstan.yaml", Operation::Update),
-        ("update:staged", "2.0.0/charts/a/templates/cm.yaml", Operation::Update),
+        (
+            "update:staged",
+            "2.0.0/charts/a/templates/cm.yaml",
+            Operation::Update,
+        ),
         ("remove:begun", "1.0.0/MANIFEST", Operation::Remove),
     ];
     for (point, file, operation) in cases {
@@ -490,5 +507,10 @@ fn an_upload_whose_files_cannot_be_stored_is_a_state_error() {
     let line = err.one_line();
     assert!(line.contains("upload-failed"), "{line}");
     assert_eq!(err.class(), ErrorClass::Conflict, "{line}");
-    assert_one_failed_finish(&lc, &name("demo"), Operation::Upload, AppState::UploadFailed);
+    assert_one_failed_finish(
+        &lc,
+        &name("demo"),
+        Operation::Upload,
+        AppState::UploadFailed,
+    );
 }

@@ -151,7 +151,8 @@ pub fn users_by_volume(store: &dyn Store) -> Result<BTreeMap<String, Vec<String>
         if matches!(app.state, AppState::Uploaded | AppState::UploadFailed) {
             continue;
         }
-        let Ok(version) = StoredVersion::load_metadata(store, &app.name, &app.active_version) else {
+        let Ok(version) = StoredVersion::load_metadata(store, &app.name, &app.active_version)
+        else {
             continue;
         };
         for component in &version.metadata.components {
