@@ -760,7 +760,17 @@ impl Lifecycle {
             adopt,
             recreate,
         } = flags;
-        let before = self.store().app(app)?.state;
+        // A request naming a component the app does not have is refused
+        // before anything starts (nothing recorded); the metadata read for
+        // it is not trusted for anything else.
+        if let Ok(version) = self.active_version(app)
+            && let Some(unknown) = rekind.iter().find(|c| !has_component(&version, c))
+        {
+            return Err(Error::UnknownComponent {
+                app: app.to_string(),
+                component: unknown.clone(),
+            });
+        }
         let op = self.store().begin_operation(
             app,
             Operation::Apply,
@@ -768,32 +778,22 @@ impl Lifecycle {
             AppState::Applying,
         )?;
         self.inner.checkpoints.reach("apply:begun");
-        let version = match self.active_version_checked(app) {
+        let checked = self.active_version_checked(app).and_then(|version| {
+            match rekind.iter().find(|c| !has_component(&version, c)) {
+                Some(unknown) => Err(Error::UnknownComponent {
+                    app: app.to_string(),
+                    component: unknown.clone(),
+                }),
+                None => Ok(version),
+            }
+        });
+        let version = match checked {
             Ok(version) => version,
             Err(e) => {
-                return Err(self.end_early(
-                    app,
-                    op,
-                    Operation::Apply,
-                    failed(AppState::ApplyFailed, &e),
-                    e,
-                ));
+                let finish = failed(AppState::ApplyFailed, &e);
+                return Err(self.end_early(app, op, Operation::Apply, finish, e));
             }
         };
-        if let Some(unknown) = rekind.iter().find(|c| {
-            !version
-                .metadata
-                .components
-                .iter()
-                .any(|m| m.name.as_str() == c.as_str())
-        }) {
-            // A bad request: the app goes back to where it was.
-            let e = Error::UnknownComponent {
-                app: app.to_string(),
-                component: unknown.clone(),
-            };
-            return Err(self.end_early(app, op, Operation::Apply, failed(before, &e), e));
-        }
         Ok(self.spawn(app, op, Operation::Apply, move |job| {
             let request = ApplyRequest {
                 version: &version,
@@ -1585,6 +1585,14 @@ fn with_note(finish: Finish, note: Option<String>) -> Finish {
         (Some(note), None) => finish.with_message(note),
         (None, _) => finish,
     }
+}
+
+fn has_component(version: &StoredVersion, name: &str) -> bool {
+    version
+        .metadata
+        .components
+        .iter()
+        .any(|m| m.name.as_str() == name)
 }
 
 fn chart_summaries(version: &StoredVersion) -> Vec<ChartSummary> {

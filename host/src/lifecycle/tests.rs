@@ -263,8 +263,9 @@ fn rekind_of_an_unknown_component_is_refused_before_anything_starts() {
     let lc = f.open().unwrap();
     let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
     let err = lc.apply(&app.name, vec!["ghost".into()]).unwrap_err();
-    assert!(matches!(err.cause(), Error::UnknownComponent { .. }));
+    assert!(matches!(err, Error::UnknownComponent { .. }));
     assert_eq!(err.class(), ErrorClass::BadRequest);
+    assert_eq!(lc.history(&app.name).unwrap().len(), 1, "nothing recorded");
     assert_eq!(lc.show(&app.name).unwrap().app.state, AppState::Uploaded);
     let _ = Store::history(lc.inner.store.as_ref(), &app.name).unwrap();
 }

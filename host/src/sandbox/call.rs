@@ -251,7 +251,10 @@ impl types::Host for HostState {}
 
 impl host::Host for HostState {
     fn log(&mut self, level: types::LogLevel, message: String) -> wasmtime::Result<()> {
-        self.log_used = self.log_used.saturating_add(message.len());
+        self.log_used = self
+            .log_used
+            .saturating_add(message.len())
+            .saturating_add(crate::sandbox::LOG_LINE_COST);
         if self.log_used > self.log_limit {
             self.log_exceeded = true;
             return Err(wasmtime::format_err!(
@@ -286,6 +289,21 @@ mod tests {
         assert_ne!(base, a.seed("overrides", &[b"app", b"facts2"]));
         // Length prefixes keep input boundaries apart.
         assert_ne!(base, a.seed("overrides", &[b"ap", b"pfacts"]));
+    }
+
+    /// Issue 13: ten million empty `log` calls wrote 927,000 lines. Each
+    /// call is charged, so the budget bounds lines too.
+    #[test]
+    fn empty_log_calls_are_charged_so_the_budget_bounds_lines() {
+        let policy = Policy::new().log_bytes(64 * 1024);
+        let mut state = HostState::new("p", &policy, SystemTime::UNIX_EPOCH, [0; 32]);
+        let mut lines = 0usize;
+        while host::Host::log(&mut state, types::LogLevel::Trace, String::new()).is_ok() {
+            lines += 1;
+            assert!(lines <= 1_000_000, "empty log calls are never stopped");
+        }
+        assert_eq!(lines, 64 * 1024 / crate::sandbox::LOG_LINE_COST);
+        assert!(state.log_exceeded);
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub use facts::{
 };
 pub use policy::{
     DEFAULT_DEADLINE, DEFAULT_LOG_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES, EPOCH_TICK,
-    Policy,
+    LOG_LINE_COST, Policy,
 };
 pub use runtime::{Plugin, PluginInfo, Sandbox};
 

@@ -27,8 +27,15 @@ pub const DEFAULT_MEMORY_BYTES: usize = 64 << 20;
 pub const DEFAULT_OUTPUT_BYTES: usize = 1 << 20;
 
 /// Log bytes a call may write, separately for the `log` import, stdout and
-/// stderr. A call that writes past it ends with `output-too-large`.
+/// stderr. A call that writes past it ends with `output-too-large`. Each
+/// `log` call is charged [`LOG_LINE_COST`] on top of its message, so empty
+/// messages cannot flood the host's log either.
 pub const DEFAULT_LOG_BYTES: usize = 64 << 10;
+
+/// What one `log` call costs against the log budget besides its message:
+/// about what the host's log line around it (time, level, plugin) takes.
+/// With the default budget a call may log at most 1,024 lines.
+pub const LOG_LINE_COST: usize = 64;
 
 /// How often the epoch ticker advances; the granularity of deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
