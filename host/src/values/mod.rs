@@ -59,8 +59,8 @@ pub use strvals::{
 };
 pub use value::{EMPTY_OBJECT_KEY, Map, Value, format_go_float};
 pub use yaml::{
-    MAX_ALIAS_NODES, MAX_DEPTH, parse_manifest_documents, parse_values, parse_yaml,
-    parse_yaml_documents,
+    MAX_ALIAS_EXPANSION_BYTES, MAX_ALIAS_NODES, MAX_DEPTH, parse_manifest_documents, parse_values,
+    parse_yaml, parse_yaml_documents,
 };
 
 /// What can go wrong reading or merging values.

@@ -878,7 +878,7 @@ fn duration(args: &[Value]) -> Result<Value, FuncError> {
     Ok(duration_string(seconds.wrapping_mul(NANOS_PER_SECOND)).into())
 }
 
-/// `durationRound D`: the largest whole unit (y, m(onth), d, h, m, s).
+/// `durationRound D`: the largest whole unit (y, mo, d, h, m, s), Sprig's.
 fn duration_round(args: &[Value]) -> Result<Value, FuncError> {
     at_least("durationRound", args, 1)?;
     let nanos: i64 = match &args[0] {
@@ -893,7 +893,7 @@ fn duration_round(args: &[Value]) -> Result<Value, FuncError> {
     let hour = 3_600_000_000_000u64;
     let units: [(u64, &str); 6] = [
         (hour * 24 * 365, "y"),
-        (hour * 24 * 30, "m"),
+        (hour * 24 * 30, "mo"),
         (hour * 24, "d"),
         (hour, "h"),
         (60_000_000_000, "m"),
@@ -1127,6 +1127,14 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
         assert!(parse_duration("5").is_err());
         assert_eq!(duration_round(&["2h5m".into()]), Ok("2h".into()));
-        assert_eq!(duration_round(&["3000h".into()]), Ok("4m".into()));
+        // Sprig's units: "mo" for 30-day months, "y" for 365-day years,
+        // each only when strictly exceeded (24h stays hours).
+        assert_eq!(duration_round(&["3000h".into()]), Ok("4mo".into()));
+        assert_eq!(duration_round(&["9000h".into()]), Ok("1y".into()));
+        assert_eq!(duration_round(&["-9000h".into()]), Ok("1y".into()));
+        assert_eq!(duration_round(&["24h".into()]), Ok("24h".into()));
+        assert_eq!(duration_round(&["720h".into()]), Ok("30d".into()));
+        assert_eq!(duration_round(&["721h".into()]), Ok("1mo".into()));
+        assert_eq!(duration_round(&["90s".into()]), Ok("1m".into()));
     }
 }

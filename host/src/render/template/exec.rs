@@ -594,6 +594,15 @@ impl<'s> Engine<'s> {
             Some(x) => x,
             None => return Ok(recv),
         };
+        // Go digs the value out of a nil `interface{}` that a pipeline or a
+        // variable holds, which leaves an invalid value, and a field of an
+        // invalid value is the zero value without error: so
+        // `((.Values.global).postgresql).auth` is nil when `postgresql` is
+        // missing. Inside one chain (`.a.b.c`, `$x.a.b`) a missing key
+        // stays a nil interface and a further field fails, as below.
+        if matches!(recv.get(), Value::Null) && matches!(node, Arg::Chain(..) | Arg::Variable(..)) {
+            return Ok(Val::Owned(Value::Null));
+        }
         // Walk all but the last field by reference.
         let mut cur: &Value = recv.get();
         for (i, name) in init.iter().enumerate() {

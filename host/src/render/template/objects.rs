@@ -365,6 +365,22 @@ mod tests {
         assert!(glob_match("config/{a,b}.yaml", "config/b.yaml"));
         assert!(glob_match("f?le[0-9]", "file7"));
         assert!(!glob_match("f?le[!0-9]", "file7"));
+        assert!(glob_match("a\\*b", "a*b"));
+        assert!(!glob_match("a\\*b", "axb"));
+        assert!(glob_match("[a", "[a"));
+        assert!(glob_match("{x", "{x"));
+        assert!(glob_match("files/{a,*.conf}", "files/z.conf"));
+        assert!(!glob_match("files/{a,*.conf}", "files/d/z.conf"));
+        assert!(glob_match("x.(y)+", "x.(y)+"));
+    }
+
+    #[test]
+    fn glob_matching_does_not_backtrack() {
+        // Exponential for a backtracking matcher; the regex answers at once.
+        let name = format!("files/{}", "a".repeat(200));
+        let pattern = format!("files/{}b", "*a".repeat(40));
+        assert!(!glob_match(&pattern, &name));
+        assert!(glob_match(&format!("files/{}", "*a".repeat(40)), &name));
     }
 
     #[test]

@@ -397,3 +397,48 @@ fn files_methods() {
     let out = engine.execute("t", Rc::new(Value::Map(root))).unwrap();
     assert_eq!(out, "x\ny\n|[x][y]|conf/1 ||true");
 }
+
+#[test]
+fn an_empty_files_set_is_false_like_an_empty_go_map() {
+    let mut set = TemplateSet::new();
+    set.add(
+        "t",
+        "{{ if .Files.Glob \"x/*\" }}a{{ else }}b{{ end }}{{ if and (.Files.Glob \"x/*\") true }}c{{ else }}d{{ end }}{{ if not (.Files.Glob \"x/*\") }}e{{ end }}{{ empty (.Files.Glob \"x/*\") }}{{ if .Files.Glob \"conf/*\" }}f{{ end }}{{ if .Empty }}g{{ else }}h{{ end }}",
+    )
+    .unwrap();
+    let engine = Engine::new(&set);
+    let mut files = super::objects::FileSet::new();
+    files.insert("conf/1".into(), std::sync::Arc::from(&b"1"[..]));
+    let mut root = Map::new();
+    root.insert("Files".into(), engine.register_files(files));
+    root.insert(
+        "Empty".into(),
+        engine.register_files(super::objects::FileSet::new()),
+    );
+    let out = engine.execute("t", Rc::new(Value::Map(root))).unwrap();
+    assert_eq!(out, "bdetrue".to_string() + "fh");
+}
+
+#[test]
+fn a_nil_pipeline_value_has_nil_fields_but_a_chain_does_not() {
+    let mut set = TemplateSet::new();
+    set.add(
+        "t",
+        "{{ ((.Values.none).x).y }}|{{ $v := .Values.none }}{{ $v.a.b }}|{{ (.Values.none).x }}",
+    )
+    .unwrap();
+    set.add("u", "{{ .Values.none.x.y }}").unwrap();
+    let engine = Engine::new(&set);
+    let mut root = Map::new();
+    root.insert("Values".into(), Value::Map(Map::new()));
+    let root = Rc::new(Value::Map(root));
+    assert_eq!(
+        engine.execute("t", root.clone()).unwrap(),
+        "<no value>|<no value>|<no value>"
+    );
+    let err = engine.execute("u", root).unwrap_err().to_string();
+    assert!(
+        err.ends_with("nil pointer evaluating interface {}.x"),
+        "{err}"
+    );
+}
