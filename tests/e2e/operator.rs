@@ -473,3 +473,37 @@ fn diff_bundle_shows_what_an_update_would_change_and_the_daemon_audits() {
     assert!(audit.contains("method=POST") && audit.contains("status=202"), "{audit}");
     assert!(!log.contains('\u{1b}'), "no colour codes in a log file");
 }
+
+#[test]
+fn bundle_lint_renders_every_chart_and_build_refuses_a_broken_template() {
+    let d = Daemon::start("operator_lint");
+    d.shop_bundle("1.0.0", |_| {});
+    let good = d.dir.join("shop-1.0.0");
+    let out = capstan().args(["bundle", "lint"]).arg(&good).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("(5 charts rendered)"), "{}", text(&out.stderr));
+
+    d.shop_bundle("1.2.0", crate::daemon::break_api);
+    let broken = d.dir.join("shop-1.2.0");
+    let out = capstan().args(["bundle", "lint"]).arg(&broken).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("chart api:") && stderr.contains("this release is broken"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    let bundle = d.dir.join("broken.tgz");
+    let out = capstan()
+        .args(["bundle", "build"])
+        .arg(&broken)
+        .arg("--key")
+        .arg(d.dir.join("keys/test.key"))
+        .arg("--out")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("this release is broken"));
+    assert!(!bundle.exists(), "nothing built");
+}

@@ -11,6 +11,7 @@
 mod app;
 mod bundle;
 mod examples;
+mod lint;
 mod plugin;
 mod serve;
 mod template;
