@@ -507,3 +507,73 @@ fn bundle_lint_renders_every_chart_and_build_refuses_a_broken_template() {
     assert!(text(&out.stderr).contains("this release is broken"));
     assert!(!bundle.exists(), "nothing built");
 }
+
+#[test]
+fn plugin_new_scaffolds_a_crate_that_builds_tests_and_runs() {
+    let dir = crate::support::fresh_dir("operator_scaffold");
+    let crate_dir = dir.join("my-plugin");
+    let sdk = crate::support::workspace_root().join("plugin-sdk");
+    let out = capstan()
+        .args(["plugin", "new", "my-plugin", "--dir"])
+        .arg(&crate_dir)
+        .arg("--sdk-path")
+        .arg(&sdk)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for file in ["Cargo.toml", "src/lib.rs", "facts/simplex.yaml", "README.md"] {
+        assert!(crate_dir.join(file).is_file(), "{file}");
+    }
+    let again = capstan()
+        .args(["plugin", "new", "my-plugin", "--dir"])
+        .arg(&crate_dir)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1), "an existing folder is refused");
+    // The workspace's lock file: the same dependency versions, no resolving.
+    std::fs::copy(
+        crate::support::workspace_root().join("Cargo.lock"),
+        crate_dir.join("Cargo.lock"),
+    )
+    .unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target = crate::support::target_dir().join("scaffold");
+    for args in [
+        vec!["build", "--release", "--target", "wasm32-wasip2"],
+        vec!["test"],
+    ] {
+        let out = std::process::Command::new(&cargo)
+            .args(&args)
+            .current_dir(&crate_dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cargo {args:?}: {}", text(&out.stderr));
+        if args[0] == "test" {
+            let stdout = text(&out.stdout);
+            assert!(stdout.contains("test result: ok. 2 passed"), "{stdout}");
+        }
+    }
+    let wasm = target.join("wasm32-wasip2/release/my_plugin.wasm");
+    let out = capstan()
+        .args(["plugin", "run"])
+        .arg(&wasm)
+        .arg("--facts")
+        .arg(crate_dir.join("facts/simplex.yaml"))
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("name: my-plugin"), "{stdout}");
+    assert!(stdout.contains("# overrides for chart web\nreplicaCount: 1"), "{stdout}");
+    let out = capstan()
+        .args(["plugin", "run"])
+        .arg(&wasm)
+        .arg("--facts")
+        .arg(crate_dir.join("facts/simplex.yaml"))
+        .args(["--hook", "semantic-check"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("outcome: proceed"));
+}

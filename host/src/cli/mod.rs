@@ -12,6 +12,7 @@ mod app;
 mod bundle;
 mod examples;
 mod lint;
+mod scaffold;
 mod plugin;
 mod serve;
 mod template;
