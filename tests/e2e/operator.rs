@@ -26,7 +26,10 @@ fn versions(d: &Daemon) -> (Vec<String>, Vec<String>) {
     let name = |v: &serde_json::Value| v["version"].as_str().unwrap().to_owned();
     (
         all.iter().map(name).collect(),
-        all.iter().filter(|v| v["rollback"] == true).map(name).collect(),
+        all.iter()
+            .filter(|v| v["rollback"] == true)
+            .map(name)
+            .collect(),
     )
 }
 
@@ -189,11 +192,7 @@ fn scriptable_output_is_one_object_per_result_and_quiet_prints_nothing() {
 
     let again = d.cli(&["app", "upload", v10.to_str().unwrap()]);
     let stderr = text(&again.stderr);
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "one line: {stderr}"
-    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(
         stderr.contains("already exists") && stderr.contains("capstan app update"),
         "{stderr}"
@@ -249,7 +248,10 @@ fn scriptable_output_is_one_object_per_result_and_quiet_prints_nothing() {
     assert!(!plain.status.success());
     d.ok(&["app", "delete", "shop", "--force"]);
     assert!(!d.applied().join("shop/web.yaml").exists());
-    assert_eq!(json(&d.ok(&["app", "list", "-o", "json"])), serde_json::json!([]));
+    assert_eq!(
+        json(&d.ok(&["app", "list", "-o", "json"])),
+        serde_json::json!([])
+    );
 }
 
 #[test]
@@ -319,7 +321,10 @@ fn ctrl_c_leaves_the_operation_running_and_app_wait_reattaches() {
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("following apply"), "{stderr}");
-    assert!(stderr.contains("s] applying:"), "progress with elapsed time: {stderr}");
+    assert!(
+        stderr.contains("s] applying:"),
+        "progress with elapsed time: {stderr}"
+    );
     assert_eq!(d.state_of("shop"), "applied");
     // Nothing running: wait reports the last operation and its outcome.
     let out = d.cli(&["app", "status", "shop", "--watch"]);
@@ -359,15 +364,28 @@ fn overrides_cannot_be_lost_by_accident() {
     );
     let bad = d.dir.join("bad-values.yaml");
     std::fs::write(&bad, "replicaCount: 2\nimage: [1\n").unwrap();
-    let out = d.cli(&["override", "set", "shop", "web", "-f", bad.to_str().unwrap()]);
+    let out = d.cli(&[
+        "override",
+        "set",
+        "shop",
+        "web",
+        "-f",
+        bad.to_str().unwrap(),
+    ]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr.contains(&format!("values file {}", bad.display())) && stderr.contains("line "),
         "{stderr}"
     );
-    let user = json(&d.ok(&["override", "show", "shop", "web", "--layer", "user", "-o", "json"]));
-    assert_eq!(user, serde_json::json!({"replicaCount": 3}), "nothing was lost");
+    let user = json(&d.ok(&[
+        "override", "show", "shop", "web", "--layer", "user", "-o", "json",
+    ]));
+    assert_eq!(
+        user,
+        serde_json::json!({"replicaCount": 3}),
+        "nothing was lost"
+    );
 
     // --set-string, --set-json and --set-file as `capstan template` has them.
     let note = d.dir.join("note.txt");
@@ -393,8 +411,13 @@ fn overrides_cannot_be_lost_by_accident() {
         stderr.contains("warning: user key replicaCont is not in the chart's values.yaml"),
         "{stderr}"
     );
-    assert!(!stderr.contains("image.tag"), "a known key is no typo: {stderr}");
-    let user = json(&d.ok(&["override", "show", "shop", "web", "--layer", "user", "-o", "json"]));
+    assert!(
+        !stderr.contains("image.tag"),
+        "a known key is no typo: {stderr}"
+    );
+    let user = json(&d.ok(&[
+        "override", "show", "shop", "web", "--layer", "user", "-o", "json",
+    ]));
     assert_eq!(
         user,
         serde_json::json!({
@@ -407,7 +430,10 @@ fn overrides_cannot_be_lost_by_accident() {
     );
     let merged = json(&d.ok(&["override", "show", "shop", "web", "--merged", "-o", "json"]));
     assert_eq!(merged["replicaCount"], 3);
-    assert_eq!(merged["image"]["repository"], "registry.example.invalid/shop-web");
+    assert_eq!(
+        merged["image"]["repository"],
+        "registry.example.invalid/shop-web"
+    );
     let defaults = d.ok(&["override", "show", "shop", "web", "--layer", "defaults"]);
     assert!(defaults.contains("replicaCount: 1"), "{defaults}");
     let system = d.ok(&["override", "show", "shop", "web", "--layer", "system"]);
@@ -435,14 +461,29 @@ fn diff_bundle_shows_what_an_update_would_change_and_the_daemon_audits() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
-        stdout.contains("chart worker: 0 added, 0 changed,") && !stdout.contains("chart worker: 0 added, 0 changed, 0 removed"),
+        stdout.contains("chart worker: 0 added, 0 changed,")
+            && !stdout.contains("chart worker: 0 added, 0 changed, 0 removed"),
         "the dropped chart's objects go: {stdout}"
     );
-    assert!(stdout.contains("+    currency: USD") || stdout.contains("USD"), "{stdout}");
+    assert!(
+        stdout.contains("+    currency: USD") || stdout.contains("USD"),
+        "{stdout}"
+    );
     assert!(!stdout.contains('\u{1b}'), "no colour off a terminal");
     let plain = d.cli(&["app", "diff", "shop", "--bundle", v11.to_str().unwrap()]);
-    assert_eq!(plain.status.code(), Some(0), "changes exit 0 without the flag");
-    let missing = d.cli(&["app", "diff", "shop", "--bundle", "/nonexistent.tgz", "--detailed-exitcode"]);
+    assert_eq!(
+        plain.status.code(),
+        Some(0),
+        "changes exit 0 without the flag"
+    );
+    let missing = d.cli(&[
+        "app",
+        "diff",
+        "shop",
+        "--bundle",
+        "/nonexistent.tgz",
+        "--detailed-exitcode",
+    ]);
     assert_eq!(missing.status.code(), Some(1));
     // Nothing was stored: the app is as it was, no bundle left behind.
     let shown = d.show("shop");
@@ -459,7 +500,8 @@ fn diff_bundle_shows_what_an_update_would_change_and_the_daemon_audits() {
 
     let log = d.log();
     assert!(
-        log.contains("listening") && log.contains(&d.state().join("capstan.sock").display().to_string()),
+        log.contains("listening")
+            && log.contains(&d.state().join("capstan.sock").display().to_string()),
         "{log}"
     );
     let audit = log
@@ -470,7 +512,10 @@ fn diff_bundle_shows_what_an_update_would_change_and_the_daemon_audits() {
         audit.contains("who=\"socket-owner\"") || audit.contains("who=socket-owner"),
         "{audit}"
     );
-    assert!(audit.contains("method=POST") && audit.contains("status=202"), "{audit}");
+    assert!(
+        audit.contains("method=POST") && audit.contains("status=202"),
+        "{audit}"
+    );
     assert!(!log.contains('\u{1b}'), "no colour codes in a log file");
 }
 
@@ -479,13 +524,25 @@ fn bundle_lint_renders_every_chart_and_build_refuses_a_broken_template() {
     let d = Daemon::start("operator_lint");
     d.shop_bundle("1.0.0", |_| {});
     let good = d.dir.join("shop-1.0.0");
-    let out = capstan().args(["bundle", "lint"]).arg(&good).output().unwrap();
+    let out = capstan()
+        .args(["bundle", "lint"])
+        .arg(&good)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("(5 charts rendered)"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("(5 charts rendered)"),
+        "{}",
+        text(&out.stderr)
+    );
 
     d.shop_bundle("1.2.0", crate::daemon::break_api);
     let broken = d.dir.join("shop-1.2.0");
-    let out = capstan().args(["bundle", "lint"]).arg(&broken).output().unwrap();
+    let out = capstan()
+        .args(["bundle", "lint"])
+        .arg(&broken)
+        .output()
+        .unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -521,7 +578,12 @@ fn plugin_new_scaffolds_a_crate_that_builds_tests_and_runs() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    for file in ["Cargo.toml", "src/lib.rs", "facts/simplex.yaml", "README.md"] {
+    for file in [
+        "Cargo.toml",
+        "src/lib.rs",
+        "facts/simplex.yaml",
+        "README.md",
+    ] {
         assert!(crate_dir.join(file).is_file(), "{file}");
     }
     let again = capstan()
@@ -529,7 +591,11 @@ fn plugin_new_scaffolds_a_crate_that_builds_tests_and_runs() {
         .arg(&crate_dir)
         .output()
         .unwrap();
-    assert_eq!(again.status.code(), Some(1), "an existing folder is refused");
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "an existing folder is refused"
+    );
     // The workspace's lock file: the same dependency versions, no resolving.
     std::fs::copy(
         crate::support::workspace_root().join("Cargo.lock"),
@@ -548,7 +614,11 @@ fn plugin_new_scaffolds_a_crate_that_builds_tests_and_runs() {
             .env("CARGO_TARGET_DIR", &target)
             .output()
             .unwrap();
-        assert!(out.status.success(), "cargo {args:?}: {}", text(&out.stderr));
+        assert!(
+            out.status.success(),
+            "cargo {args:?}: {}",
+            text(&out.stderr)
+        );
         if args[0] == "test" {
             let stdout = text(&out.stdout);
             assert!(stdout.contains("test result: ok. 2 passed"), "{stdout}");
@@ -565,7 +635,10 @@ fn plugin_new_scaffolds_a_crate_that_builds_tests_and_runs() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(stdout.contains("name: my-plugin"), "{stdout}");
-    assert!(stdout.contains("# overrides for chart web\nreplicaCount: 1"), "{stdout}");
+    assert!(
+        stdout.contains("# overrides for chart web\nreplicaCount: 1"),
+        "{stdout}"
+    );
     let out = capstan()
         .args(["plugin", "run"])
         .arg(&wasm)

@@ -217,7 +217,9 @@ enum AppCommand {
         name: String,
     },
     /// What an apply would change against what is applied.
-    #[command(after_help = "Exit status with --detailed-exitcode: 0 no changes, 2 changes, 1 error.\n\nExample: capstan app diff shop --bundle shop-1.1.0.tgz --detailed-exitcode")]
+    #[command(
+        after_help = "Exit status with --detailed-exitcode: 0 no changes, 2 changes, 1 error.\n\nExample: capstan app diff shop --bundle shop-1.1.0.tgz --detailed-exitcode"
+    )]
     Diff {
         /// The app.
         name: String,
@@ -401,7 +403,9 @@ pub fn run_volume(args: VolumeArgs) -> anyhow::Result<ExitCode> {
         }
         VolumeCommand::Remove { name, force } => {
             client.volume_remove(&name, &VolumeRemoveQuery { force })?;
-            status(&format!("volume {name} removed; its data stays on the node"));
+            status(&format!(
+                "volume {name} removed; its data stays on the node"
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -409,9 +413,12 @@ pub fn run_volume(args: VolumeArgs) -> anyhow::Result<ExitCode> {
 
 fn print_volume(format: Format, view: &VolumeView) -> anyhow::Result<()> {
     if matches!(format, Format::Json | Format::Yaml | Format::Name) {
-        return print_named(format, view, |_| String::new(), |v| {
-            vec![format!("volume/{}", v.volume.name)]
-        });
+        return print_named(
+            format,
+            view,
+            |_| String::new(),
+            |v| vec![format!("volume/{}", v.volume.name)],
+        );
     }
     print_volumes(format, std::slice::from_ref(view))
 }
@@ -423,29 +430,34 @@ fn print_volumes(format: Format, views: &[VolumeView]) -> anyhow::Result<()> {
             .map(|v| format!("volume/{}", v.volume.name))
             .collect()
     };
-    print_named(format, &views, |views| {
-        let rows: Vec<Vec<String>> = views
-            .iter()
-            .map(|v| {
-                vec![
-                    v.volume.name.clone(),
-                    v.volume.node.clone(),
-                    v.volume.host_path.display().to_string(),
-                    v.volume.size.clone(),
-                    v.claim.clone(),
-                    if v.used_by.is_empty() {
-                        "-".into()
-                    } else {
-                        v.used_by.join(",")
-                    },
-                ]
-            })
-            .collect();
-        table(
-            &["NAME", "NODE", "PATH", "SIZE", "CLAIM", "IN USE BY"],
-            &rows,
-        )
-    }, names)
+    print_named(
+        format,
+        &views,
+        |views| {
+            let rows: Vec<Vec<String>> = views
+                .iter()
+                .map(|v| {
+                    vec![
+                        v.volume.name.clone(),
+                        v.volume.node.clone(),
+                        v.volume.host_path.display().to_string(),
+                        v.volume.size.clone(),
+                        v.claim.clone(),
+                        if v.used_by.is_empty() {
+                            "-".into()
+                        } else {
+                            v.used_by.join(",")
+                        },
+                    ]
+                })
+                .collect();
+            table(
+                &["NAME", "NODE", "PATH", "SIZE", "CLAIM", "IN USE BY"],
+                &rows,
+            )
+        },
+        names,
+    )
 }
 
 /// Runs `capstan app`.
@@ -597,9 +609,7 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             };
             let colour = std::io::IsTerminal::is_terminal(&std::io::stdout());
             print_value(format, &diffs, |d| diff_text(d, colour))?;
-            let changed = diffs
-                .iter()
-                .any(|d| d.added + d.changed + d.removed > 0);
+            let changed = diffs.iter().any(|d| d.added + d.changed + d.removed > 0);
             Ok(if detailed_exitcode && changed {
                 ExitCode::from(2)
             } else {
@@ -670,7 +680,7 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
                 None
             };
             match only {
-                Some(values) => print_value(format, &values, |v| yaml_or_none(v))?,
+                Some(values) => print_value(format, &values, yaml_or_none)?,
                 None => {
                     warn_all(&shown.warnings);
                     print_value(format, &shown, layers_text)?;
@@ -825,7 +835,12 @@ fn wait(client: &Client, format: Format, name: &str) -> anyhow::Result<ExitCode>
 }
 
 /// Waits for operation `id` with progress, then reports how it ended.
-fn finish(client: &Client, format: Format, name: &str, id: OperationId) -> anyhow::Result<ExitCode> {
+fn finish(
+    client: &Client,
+    format: Format,
+    name: &str,
+    id: OperationId,
+) -> anyhow::Result<ExitCode> {
     on_interrupt(format!(
         "interrupted; the operation goes on in the daemon. Follow it again with `capstan app wait {name}`"
     ));
@@ -950,30 +965,40 @@ fn print_lines(lines: &[String]) -> anyhow::Result<()> {
 fn print_app(format: Format, app: &AppRecord) -> anyhow::Result<()> {
     match format {
         Format::Table => print_apps(format, std::slice::from_ref(app)),
-        _ => print_named(format, app, |_| String::new(), |a| vec![format!("app/{}", a.name)]),
+        _ => print_named(
+            format,
+            app,
+            |_| String::new(),
+            |a| vec![format!("app/{}", a.name)],
+        ),
     }
 }
 
 fn print_apps(format: Format, apps: &[AppRecord]) -> anyhow::Result<()> {
     let names = |apps: &&[AppRecord]| apps.iter().map(|a| format!("app/{}", a.name)).collect();
-    print_named(format, &apps, |apps| {
-        let rows: Vec<Vec<String>> = apps
-            .iter()
-            .map(|a| {
-                vec![
-                    a.name.to_string(),
-                    a.active_version.clone(),
-                    a.state.to_string(),
-                    a.target_version.clone().unwrap_or_default(),
-                    a.progress
-                        .clone()
-                        .or_else(|| a.message.clone())
-                        .unwrap_or_default(),
-                ]
-            })
-            .collect();
-        table(&["NAME", "VERSION", "STATE", "TARGET", "MESSAGE"], &rows)
-    }, names)
+    print_named(
+        format,
+        &apps,
+        |apps| {
+            let rows: Vec<Vec<String>> = apps
+                .iter()
+                .map(|a| {
+                    vec![
+                        a.name.to_string(),
+                        a.active_version.clone(),
+                        a.state.to_string(),
+                        a.target_version.clone().unwrap_or_default(),
+                        a.progress
+                            .clone()
+                            .or_else(|| a.message.clone())
+                            .unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            table(&["NAME", "VERSION", "STATE", "TARGET", "MESSAGE"], &rows)
+        },
+        names,
+    )
 }
 
 fn show_table(details: &AppDetails) -> String {

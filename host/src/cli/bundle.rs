@@ -310,6 +310,7 @@ mod tests {
             app_dir: app,
             key: keys.join("builder.key"),
             out: archive.clone(),
+            no_lint: true,
         });
         run(BundleArgs { command: build }, &accept).unwrap();
 

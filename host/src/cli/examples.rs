@@ -6,23 +6,58 @@ use clap::Command;
 
 /// (command path, example), for the commands without an `after_help`.
 const EXAMPLES: &[(&str, &str)] = &[
-    ("plugin", "capstan plugin run storage.wasm --facts facts/simplex.yaml"),
-    ("plugin run", "capstan plugin run storage.wasm --facts facts/simplex.yaml --chart rbd-provisioner"),
-    ("plugin new", "capstan plugin new my-plugin && cd my-plugin && cargo build --release --target wasm32-wasip2"),
-    ("plugin inspect", "capstan plugin inspect target/wasm32-wasip2/release/my_plugin.wasm -o json"),
-    ("bundle", "capstan bundle build apps/shop --key keys/me.key --out shop-1.0.0.tgz"),
-    ("bundle build", "capstan bundle build apps/shop --key keys/me.key --out shop-1.0.0.tgz"),
-    ("bundle verify", "capstan bundle verify shop-1.0.0.tgz --trust keys/"),
+    (
+        "plugin",
+        "capstan plugin run storage.wasm --facts facts/simplex.yaml",
+    ),
+    (
+        "plugin run",
+        "capstan plugin run storage.wasm --facts facts/simplex.yaml --chart rbd-provisioner",
+    ),
+    (
+        "plugin new",
+        "capstan plugin new my-plugin && cd my-plugin && cargo build --release --target wasm32-wasip2",
+    ),
+    (
+        "bundle",
+        "capstan bundle build apps/shop --key keys/me.key --out shop-1.0.0.tgz",
+    ),
+    (
+        "bundle build",
+        "capstan bundle build apps/shop --key keys/me.key --out shop-1.0.0.tgz",
+    ),
+    (
+        "bundle verify",
+        "capstan bundle verify shop-1.0.0.tgz --trust keys/",
+    ),
     ("bundle inspect", "capstan bundle inspect shop-1.0.0.tgz"),
     ("bundle lint", "capstan bundle lint apps/shop"),
-    ("template", "capstan template web ./charts/web --set replicaCount=2 -n shop"),
+    (
+        "template",
+        "capstan template web ./charts/web --set replicaCount=2 -n shop",
+    ),
     ("keygen", "capstan keygen --name me --out keys/"),
-    ("serve", "capstan serve --trust keys/ --state /var/lib/capstan --keep-versions 3"),
-    ("app", "capstan app upload shop-1.0.0.tgz && capstan app apply shop"),
-    ("override", "capstan override set shop web --set replicaCount=3"),
+    (
+        "serve",
+        "capstan serve --trust keys/ --state /var/lib/capstan --keep-versions 3",
+    ),
+    (
+        "app",
+        "capstan app upload shop-1.0.0.tgz && capstan app apply shop",
+    ),
+    (
+        "override",
+        "capstan override set shop web --set replicaCount=3",
+    ),
     ("override delete", "capstan override delete shop web"),
-    ("volume", "capstan volume create data --node controller-0 --path /srv/data --size 10Gi"),
-    ("volume create", "capstan volume create data --node controller-0 --path /srv/data --size 10Gi -n shop"),
+    (
+        "volume",
+        "capstan volume create data --node controller-0 --path /srv/data --size 10Gi",
+    ),
+    (
+        "volume create",
+        "capstan volume create data --node controller-0 --path /srv/data --size 10Gi -n shop",
+    ),
     ("volume list", "capstan volume list -o json"),
     ("volume remove", "capstan volume remove data"),
 ];

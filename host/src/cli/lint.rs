@@ -38,7 +38,9 @@ pub fn lint(dir: &Path, facts: Option<&Facts>) -> anyhow::Result<LintReport> {
         .with_context(|| format!("reading {}", meta_path.display()))?;
     let metadata = Metadata::parse(&text)
         .map_err(|e| anyhow::anyhow!("{}: {}", meta_path.display(), super::one_line(&e)))?;
-    let facts = facts.cloned().unwrap_or_else(crate::lifecycle::default_facts);
+    let facts = facts
+        .cloned()
+        .unwrap_or_else(crate::lifecycle::default_facts);
     let sandbox = Sandbox::new(Policy::new())?;
     let app = App {
         name: metadata.name.to_string(),

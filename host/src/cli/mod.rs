@@ -12,8 +12,8 @@ mod app;
 mod bundle;
 mod examples;
 mod lint;
-mod scaffold;
 mod plugin;
+mod scaffold;
 mod serve;
 mod template;
 

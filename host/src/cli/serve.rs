@@ -66,7 +66,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let target = target(&args, &state)?;
     let mut options = Options::new(state.clone(), trust, target);
     options.checkpoints_from_env = true;
-    anyhow::ensure!(args.keep_versions >= 1, "--keep-versions must be at least 1");
+    anyhow::ensure!(
+        args.keep_versions >= 1,
+        "--keep-versions must be at least 1"
+    );
     options.keep_versions = args.keep_versions;
     if let Some(path) = &args.facts {
         let text = std::fs::read_to_string(path)

@@ -935,8 +935,10 @@ impl Lifecycle {
         let Ok(record) = self.store().app(app) else {
             return;
         };
-        let (Ok(kept), Ok(left)) = (self.kept_versions(&record), self.store().user_snapshots(app))
-        else {
+        let (Ok(kept), Ok(left)) = (
+            self.kept_versions(&record),
+            self.store().user_snapshots(app),
+        ) else {
             return;
         };
         for snapshot in left {
@@ -1072,9 +1074,8 @@ impl Lifecycle {
             let kept = self
                 .store()
                 .app(app)
-                .and_then(|record| Ok(self.kept_versions(&record)))
                 .ok()
-                .and_then(Result::ok)
+                .and_then(|record| self.kept_versions(&record).ok())
                 .is_some_and(|kept| kept.iter().any(|k| k.version == version));
             if !kept {
                 self.drop_version(app, &version);
@@ -1280,10 +1281,10 @@ impl Job<'_> {
         };
         let error = match self.apply_version(&request) {
             Ok(()) => {
-                if let Err(e) = self
-                    .inner
-                    .store
-                    .replace_layer(&self.app, &OverrideLayer::User, user)
+                if let Err(e) =
+                    self.inner
+                        .store
+                        .replace_layer(&self.app, &OverrideLayer::User, user)
                 {
                     return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
                 }
@@ -1395,16 +1396,17 @@ fn static_layer(
             })?;
             flags.files.push((file.clone(), text));
         }
-        let merged = crate::values::merge_value_flags(&flags, &|_| Err(String::new())).map_err(
-            |e| Error::InvalidOverrides {
-                reason: match &e {
-                    crate::values::Error::ValuesFile { name, source } => {
-                        format!("static overrides {name}: {source}")
-                    }
-                    other => other.to_string(),
-                },
-            },
-        )?;
+        let merged =
+            crate::values::merge_value_flags(&flags, &|_| Err(String::new())).map_err(|e| {
+                Error::InvalidOverrides {
+                    reason: match &e {
+                        crate::values::Error::ValuesFile { name, source } => {
+                            format!("static overrides {name}: {source}")
+                        }
+                        other => other.to_string(),
+                    },
+                }
+            })?;
         let json = super::stored::to_json(&crate::values::Value::Map(merged))?;
         charts.push((chart.name.to_string(), json));
     }

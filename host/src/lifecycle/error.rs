@@ -284,9 +284,7 @@ impl Error {
             Error::Upgrade { .. }
             | Error::Rollback { .. }
             | Error::NothingToAbort { .. }
-            | Error::Busy { .. } => {
-                ErrorClass::Conflict
-            }
+            | Error::Busy { .. } => ErrorClass::Conflict,
             Error::Vetoed { .. }
             | Error::KubernetesUnsupported { .. }
             | Error::Plugin { .. }

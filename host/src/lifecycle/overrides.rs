@@ -173,9 +173,7 @@ pub fn show(
             unknown_keys(defaults, user, "", &mut found);
             found
                 .into_iter()
-                .map(|key| {
-                    format!("user key {key} is not in the chart's values.yaml (a typo?)")
-                })
+                .map(|key| format!("user key {key} is not in the chart's values.yaml (a typo?)"))
                 .collect()
         }
         _ => Vec::new(),
@@ -317,10 +315,13 @@ fn has_empty_key(expr: &str, many: bool) -> bool {
     } else {
         vec![expr]
     };
-    parts.iter().filter_map(|part| part.split_once('=')).any(|(key, _)| {
-        let key = key.replace("\\.", "");
-        key.split('.').any(|segment| segment.trim().is_empty())
-    })
+    parts
+        .iter()
+        .filter_map(|part| part.split_once('='))
+        .any(|(key, _)| {
+            let key = key.replace("\\.", "");
+            key.split('.').any(|segment| segment.trim().is_empty())
+        })
 }
 
 /// The path of the first empty key in `map`, if any.
@@ -446,8 +447,7 @@ mod tests {
     #[test]
     fn user_keys_missing_from_non_empty_default_maps_are_reported() {
         let defaults: Map =
-            values::parse_values("replicaCount: 1\nimage: {tag: x}\npodAnnotations: {}\n")
-                .unwrap();
+            values::parse_values("replicaCount: 1\nimage: {tag: x}\npodAnnotations: {}\n").unwrap();
         let user: Map = values::parse_values(
             "replicaCont: 2\nimage: {tga: y}\npodAnnotations: {a: b}\nglobal: {x: 1}\n",
         )

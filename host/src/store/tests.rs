@@ -1243,7 +1243,10 @@ fn a_user_snapshot_keeps_the_user_layer_of_its_moment_and_goes_with_its_version(
         .collect();
     assert_eq!(
         seen,
-        [("1.1.0", &json!({"replicas": 4})), ("1.0", &json!({"replicas": 3}))],
+        [
+            ("1.1.0", &json!({"replicas": 4})),
+            ("1.0", &json!({"replicas": 3}))
+        ],
         "most recent first, each with its own values"
     );
     assert!(matches!(

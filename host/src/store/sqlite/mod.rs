@@ -557,7 +557,8 @@ impl Store for SqliteStore {
     }
 
     fn save_user_snapshot(&self, app: &AppName, version: &str) -> Result<(), Error> {
-        let context = || format!("saving the user overrides of app \"{app}\" at version \"{version}\"");
+        let context =
+            || format!("saving the user overrides of app \"{app}\" at version \"{version}\"");
         self.write(context, |tx| {
             require_app(tx, app)?;
             load_version(tx, app, version)?;
