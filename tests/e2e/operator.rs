@@ -518,3 +518,135 @@ fn diff_bundle_shows_what_an_update_would_change_and_the_daemon_audits() {
     );
     assert!(!log.contains('\u{1b}'), "no colour codes in a log file");
 }
+
+#[test]
+fn bundle_lint_renders_every_chart_and_build_refuses_a_broken_template() {
+    let d = Daemon::start("operator_lint");
+    d.shop_bundle("1.0.0", |_| {});
+    let good = d.dir.join("shop-1.0.0");
+    let out = capstan()
+        .args(["bundle", "lint"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("(5 charts rendered)"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    d.shop_bundle("1.2.0", crate::daemon::break_api);
+    let broken = d.dir.join("shop-1.2.0");
+    let out = capstan()
+        .args(["bundle", "lint"])
+        .arg(&broken)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("chart api:") && stderr.contains("this release is broken"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    let bundle = d.dir.join("broken.tgz");
+    let out = capstan()
+        .args(["bundle", "build"])
+        .arg(&broken)
+        .arg("--key")
+        .arg(d.dir.join("keys/test.key"))
+        .arg("--out")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("this release is broken"));
+    assert!(!bundle.exists(), "nothing built");
+}
+
+#[test]
+fn plugin_new_scaffolds_a_crate_that_builds_tests_and_runs() {
+    let dir = crate::support::fresh_dir("operator_scaffold");
+    let crate_dir = dir.join("my-plugin");
+    let sdk = crate::support::workspace_root().join("plugin-sdk");
+    let out = capstan()
+        .args(["plugin", "new", "my-plugin", "--dir"])
+        .arg(&crate_dir)
+        .arg("--sdk-path")
+        .arg(&sdk)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for file in [
+        "Cargo.toml",
+        "src/lib.rs",
+        "facts/simplex.yaml",
+        "README.md",
+    ] {
+        assert!(crate_dir.join(file).is_file(), "{file}");
+    }
+    let again = capstan()
+        .args(["plugin", "new", "my-plugin", "--dir"])
+        .arg(&crate_dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "an existing folder is refused"
+    );
+    // The workspace's lock file: the same dependency versions, no resolving.
+    std::fs::copy(
+        crate::support::workspace_root().join("Cargo.lock"),
+        crate_dir.join("Cargo.lock"),
+    )
+    .unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target = crate::support::target_dir().join("scaffold");
+    for args in [
+        vec!["build", "--release", "--target", "wasm32-wasip2"],
+        vec!["test"],
+    ] {
+        let out = std::process::Command::new(&cargo)
+            .args(&args)
+            .current_dir(&crate_dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cargo {args:?}: {}",
+            text(&out.stderr)
+        );
+        if args[0] == "test" {
+            let stdout = text(&out.stdout);
+            assert!(stdout.contains("test result: ok. 2 passed"), "{stdout}");
+        }
+    }
+    let wasm = target.join("wasm32-wasip2/release/my_plugin.wasm");
+    let out = capstan()
+        .args(["plugin", "run"])
+        .arg(&wasm)
+        .arg("--facts")
+        .arg(crate_dir.join("facts/simplex.yaml"))
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("name: my-plugin"), "{stdout}");
+    assert!(
+        stdout.contains("# overrides for chart web\nreplicaCount: 1"),
+        "{stdout}"
+    );
+    let out = capstan()
+        .args(["plugin", "run"])
+        .arg(&wasm)
+        .arg("--facts")
+        .arg(crate_dir.join("facts/simplex.yaml"))
+        .args(["--hook", "semantic-check"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("outcome: proceed"));
+}

@@ -714,7 +714,7 @@ pub fn run_override(args: OverrideArgs) -> anyhow::Result<ExitCode> {
                 None
             };
             match only {
-                Some(values) => print_value(format, &values, |v| yaml_or_none(v))?,
+                Some(values) => print_value(format, &values, yaml_or_none)?,
                 None => {
                     warn_all(&shown.warnings);
                     print_value(format, &shown, layers_text)?;
@@ -922,18 +922,31 @@ fn report(
 fn wait_for(client: &Client, name: &str, id: OperationId) -> anyhow::Result<HistoryEntry> {
     let began = std::time::Instant::now();
     let mut last_progress = None;
+    let mut seen: Vec<String> = Vec::new();
     loop {
         let entry = client.operation(name, id)?;
         if entry.outcome != Outcome::Running {
             return Ok(entry);
         }
-        let app = client.show_app(name)?.app;
+        let details = client.show_app(name)?;
+        let app = details.app;
         if app.progress.is_some() && app.progress != last_progress {
+            let progress = app.progress.as_deref().unwrap_or("");
+            // "N of M charts": the charts the progress has named so far.
+            if let Some(chart) = details
+                .charts
+                .iter()
+                .find(|c| progress.contains(&format!("chart {}", c.name)))
+                && !seen.contains(&chart.name)
+            {
+                seen.push(chart.name.clone());
+            }
+            let total = details.charts.iter().filter(|c| c.enabled).count();
             status(&format!(
-                "  [{:>5.1}s] {}: {}",
+                "  [{:>5.1}s] {}: {progress} ({} of {total} charts)",
                 began.elapsed().as_secs_f64(),
                 app.state,
-                app.progress.as_deref().unwrap_or("")
+                seen.len().min(total)
             ));
             last_progress = app.progress;
         }

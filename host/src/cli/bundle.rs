@@ -40,6 +40,9 @@ pub enum BundleCommand {
     Verify(VerifyArgs),
     /// Show a bundle's metadata, files, digests and signer (trust not checked).
     Inspect(InspectArgs),
+    /// Render every chart of an app folder with its static overrides and
+    /// its plugins' overrides on example facts (`build` runs this first).
+    Lint(LintArgs),
     /// Store a bundle in an OCI registry (`oci://HOST[:PORT]/REPO:TAG`);
     /// prints the pushed manifest digest.
     Push(PushArgs),
@@ -98,6 +101,17 @@ pub struct PullArgs {
     pub registry: RegistryArgs,
 }
 
+/// `capstan bundle lint APPDIR [--facts FILE]`.
+#[derive(Debug, clap::Args)]
+pub struct LintArgs {
+    /// The app folder holding capstan.yaml.
+    pub app_dir: PathBuf,
+    /// Facts the plugins compute overrides for (YAML); default: one
+    /// all-in-one node.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+}
+
 /// `capstan bundle build APPDIR --key NAME.key --out APP.tgz`.
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
@@ -109,6 +123,9 @@ pub struct BuildArgs {
     /// Where to write the bundle.
     #[arg(long)]
     pub out: PathBuf,
+    /// Do not render the charts first (`bundle lint`).
+    #[arg(long)]
+    pub no_lint: bool,
 }
 
 /// `capstan bundle verify APP.tgz --trust DIR`.
@@ -162,6 +179,26 @@ pub fn run(args: BundleArgs, validate_plugin: PluginValidator<'_>) -> anyhow::Re
         BundleCommand::Inspect(args) => run_inspect(args),
         BundleCommand::Push(args) => run_push(args),
         BundleCommand::Pull(args) => run_pull(args),
+        BundleCommand::Lint(args) => {
+            let facts = match &args.facts {
+                Some(path) => {
+                    let text = fs::read_to_string(path)
+                        .with_context(|| format!("reading facts {}", path.display()))?;
+                    Some(
+                        crate::sandbox::Facts::from_yaml(&text)
+                            .with_context(|| format!("parsing facts {}", path.display()))?,
+                    )
+                }
+                None => None,
+            };
+            let charts = super::lint::check(&args.app_dir, facts.as_ref())?;
+            eprintln!(
+                "{:>12} {} ({charts} charts rendered)",
+                "Linted",
+                args.app_dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -229,6 +266,9 @@ fn run_pull(args: PullArgs) -> anyhow::Result<ExitCode> {
 
 fn run_build(args: BuildArgs, validate_plugin: PluginValidator<'_>) -> anyhow::Result<ExitCode> {
     let key = SigningKey::load(&args.key).context("loading the signing key")?;
+    if !args.no_lint {
+        super::lint::check(&args.app_dir, None)?;
+    }
     let report = bundle::build(&args.app_dir, &key, &args.out, validate_plugin)
         .with_context(|| format!("building a bundle from {}", args.app_dir.display()))?;
     eprintln!(
@@ -391,6 +431,7 @@ mod tests {
             app_dir: app,
             key: keys.join("builder.key"),
             out: archive.clone(),
+            no_lint: true,
         });
         run(BundleArgs { command: build }, &accept).unwrap();
 

@@ -19,10 +19,6 @@ const EXAMPLES: &[(&str, &str)] = &[
         "capstan plugin new my-plugin && cd my-plugin && cargo build --release --target wasm32-wasip2",
     ),
     (
-        "plugin inspect",
-        "capstan plugin inspect target/wasm32-wasip2/release/my_plugin.wasm -o json",
-    ),
-    (
         "bundle",
         "capstan bundle build apps/shop --key keys/me.key --out shop-1.0.0.tgz",
     ),

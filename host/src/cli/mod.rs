@@ -11,7 +11,9 @@
 mod app;
 mod bundle;
 mod examples;
+mod lint;
 mod plugin;
+mod scaffold;
 mod serve;
 mod template;
 

@@ -18,6 +18,21 @@ pub(crate) enum PluginCommand {
     /// Print a plugin's info and the overrides it computes for each chart it
     /// serves (or the one named), as YAML.
     Run(RunArgs),
+    /// Write a new plugin crate (override, hook, facts fixture, unit test)
+    /// that builds for wasm32-wasip2 as it is.
+    New(NewArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NewArgs {
+    /// The plugin's name (lowercase letters, digits, '-').
+    name: String,
+    /// The folder to create (default: ./NAME).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Depend on the SDK at this path instead of its crates.io version.
+    #[arg(long, value_name = "PATH")]
+    sdk_path: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -55,6 +70,19 @@ pub(crate) struct RunArgs {
 pub(crate) fn run(command: PluginCommand) -> anyhow::Result<ExitCode> {
     match command {
         PluginCommand::Run(args) => run_plugin(args),
+        PluginCommand::New(args) => {
+            let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
+            let files = super::scaffold::new_plugin(&args.name, &dir, args.sdk_path.as_deref())?;
+            super::status(&format!(
+                "{:>12} plugin {} in {} ({} files); next: cd {} && cargo build --release --target wasm32-wasip2",
+                "Created",
+                args.name,
+                dir.display(),
+                files.len(),
+                dir.display()
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -1192,9 +1192,8 @@ impl Lifecycle {
             let kept = self
                 .store()
                 .app(app)
-                .and_then(|record| Ok(self.kept_versions(&record)))
                 .ok()
-                .and_then(Result::ok)
+                .and_then(|record| self.kept_versions(&record).ok())
                 .is_some_and(|kept| kept.iter().any(|k| k.version == version));
             if !kept {
                 self.drop_version(app, &version);

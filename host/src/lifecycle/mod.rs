@@ -51,6 +51,7 @@ pub use engine::{
     VersionSummary,
 };
 pub use error::{Error, ErrorClass};
+pub use facts::default_facts;
 pub use metrics::Metrics;
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use run::ChartDiff;
