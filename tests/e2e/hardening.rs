@@ -142,7 +142,7 @@ fn a_damaged_stored_bundle_is_a_409_naming_the_file_and_the_state_and_the_target
     assert_eq!(status, 409, "{body}");
     let history: serde_json::Value =
         serde_json::from_str(&d.ok(&["app", "history", "shop", "-o", "json"])).unwrap();
-    let entries = history.as_array().unwrap();
+    let entries = history["operations"].as_array().unwrap();
     assert!(
         entries.iter().all(|h| h["outcome"] != "running"),
         "{history}"
@@ -190,7 +190,7 @@ fn two_applies_at_once_on_one_app_one_runs_the_other_gets_409() {
     assert_eq!(d.state_of("shop"), "applied");
     let history: serde_json::Value =
         serde_json::from_str(&d.ok(&["app", "history", "shop", "-o", "json"])).unwrap();
-    let applies = history
+    let applies = history["operations"]
         .as_array()
         .unwrap()
         .iter()

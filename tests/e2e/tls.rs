@@ -72,7 +72,7 @@ impl Drop for Serve {
 
 fn serve(dir: &Path, port: u16, extra: &[&Path], flags: &[&str]) -> Serve {
     let token = dir.join("token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    write_private(&token, &format!("{TOKEN}\n"));
     let mut command = capstan();
     command
         .args([
@@ -183,7 +183,7 @@ fn a_client_ca_refuses_clients_without_a_certificate() {
 fn plain_http_off_loopback_is_refused_and_a_bad_key_is_one_line() {
     let dir = fresh_dir("tls_refusals");
     let token = dir.join("token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    write_private(&token, &format!("{TOKEN}\n"));
     let keys = keys(&dir);
     let start = |listen: &str, extra: &[&str]| {
         capstan()
@@ -221,4 +221,12 @@ fn plain_http_off_loopback_is_refused_and_a_bad_key_is_one_line() {
     let err = text(&out.stderr);
     assert!(err.contains("key") && err.contains("k-server.pem"), "{err}");
     assert!(err.contains("holds no PEM private key"), "{err}");
+}
+
+/// Writes a token file readable by its owner only (the daemon refuses
+/// one open to others).
+fn write_private(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
