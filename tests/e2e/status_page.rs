@@ -9,6 +9,7 @@
 //! and is skipped with a message elsewhere.
 
 use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -70,8 +71,9 @@ fn browser() -> Result<(PathBuf, PathBuf), String> {
 fn serve_tcp(d: &Daemon, port: u16, env: &[(&str, &str)]) -> Killed {
     let token = d.dir.join("token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
     let log = std::fs::File::create(d.dir.join("daemon-tcp.log")).unwrap();
-    let child = capstan()
+    let mut child = capstan()
         .arg("serve")
         .arg("--listen")
         .arg(format!("tcp:127.0.0.1:{port}"))
@@ -92,7 +94,18 @@ fn serve_tcp(d: &Daemon, port: u16, env: &[(&str, &str)]) -> Killed {
         .stderr(log)
         .spawn()
         .unwrap();
-    wait_for_port(port, "the daemon");
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(d.dir.join("daemon-tcp.log")).unwrap_or_default();
+            panic!("the daemon exited with {status}: {log}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the daemon did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     Killed(child)
 }
 
