@@ -62,8 +62,8 @@ fn browser() -> Result<(PathBuf, PathBuf), String> {
     };
     let chromium = find(&["chromium", "chromium-browser", "google-chrome"])
         .ok_or("no chromium on PATH (Debian package chromium)")?;
-    let driver =
-        find(&["chromedriver"]).ok_or("no chromedriver on PATH (Debian package chromium-driver)")?;
+    let driver = find(&["chromedriver"])
+        .ok_or("no chromedriver on PATH (Debian package chromium-driver)")?;
     Ok((chromium, driver))
 }
 
@@ -293,7 +293,12 @@ async fn pages(browser: &Client, base: &str, port: u16, dir: &Path) {
     assert_eq!(status, 401, "{answer}");
     let (status, _) = raw(port, "GET", "/v1/apps", "");
     assert_eq!(status, 401);
-    let (status, _) = raw(port, "GET", "/v1/apps", "Cookie: capstan_session=forged\r\n");
+    let (status, _) = raw(
+        port,
+        "GET",
+        "/v1/apps",
+        "Cookie: capstan_session=forged\r\n",
+    );
     assert_eq!(status, 401);
 
     // The app list.
@@ -338,7 +343,10 @@ async fn pages(browser: &Client, base: &str, port: u16, dir: &Path) {
         ["chart-defaults", "static", "system", "user", "merged"]
     );
     let user = text_of(browser, "#chart-web [data-layer=\"user\"] pre").await;
-    assert!(user.contains("<script>window.pwned=1</script> & \\\"quoted\\\""), "{user}");
+    assert!(
+        user.contains("<script>window.pwned=1</script> & \\\"quoted\\\""),
+        "{user}"
+    );
     let defaults = text_of(browser, "#chart-web [data-layer=\"chart-defaults\"] pre").await;
     assert!(defaults.contains("\"replicaCount\": 1"), "{defaults}");
     let merged = text_of(browser, "#chart-web [data-layer=\"merged\"] pre").await;
@@ -358,6 +366,14 @@ async fn pages(browser: &Client, base: &str, port: u16, dir: &Path) {
     assert!(timeline.contains("apply succeeded"), "{timeline}");
     assert!(timeline.contains("upload succeeded"), "{timeline}");
     screenshot(browser, "app").await;
+    browser
+        .execute(
+            "document.getElementById('chart-web').scrollIntoView(); return true;",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(browser, "layers").await;
 
     // Live progress: an apply started from the CLI shows up on the open
     // page step by step, and its end too, without a reload.

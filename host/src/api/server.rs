@@ -122,7 +122,10 @@ pub fn router_with(lifecycle: Lifecycle, token: Option<String>, secure_cookie: b
     let page = Router::new()
         .route("/ui", get(super::ui::index))
         .route("/ui/", get(super::ui::index))
-        .route("/ui/login", get(super::ui::login_form).post(super::ui::login))
+        .route(
+            "/ui/login",
+            get(super::ui::login_form).post(super::ui::login),
+        )
         .route("/ui/apps/{app}", get(super::ui::app))
         .route("/ui/status.css", get(super::ui::style))
         .route("/ui/status.js", get(super::ui::script))

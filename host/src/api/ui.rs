@@ -193,17 +193,17 @@ pub(super) struct Login {
     token: String,
 }
 
-pub(super) async fn login(State(api): State<Api>, form: Result<Form<Login>, FormRejection>) -> Response {
+pub(super) async fn login(
+    State(api): State<Api>,
+    form: Result<Form<Login>, FormRejection>,
+) -> Response {
     let Some(token) = &api.token else {
         return Redirect::to("/ui").into_response();
     };
     let given = form.map(|Form(login)| login.token).unwrap_or_default();
     if !constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
         tracing::warn!("status page login with a wrong token refused");
-        return page(
-            StatusCode::UNAUTHORIZED,
-            render_login(Some("wrong token")),
-        );
+        return page(StatusCode::UNAUTHORIZED, render_login(Some("wrong token")));
     }
     let Some(id) = api.sessions.create() else {
         return page(
@@ -903,7 +903,10 @@ mod tests {
 
     #[test]
     fn durations_are_bars_scaled_to_the_longest() {
-        let mut history = vec![entry(1, Outcome::Succeeded, None), entry(2, Outcome::Failed, None)];
+        let mut history = vec![
+            entry(1, Outcome::Succeeded, None),
+            entry(2, Outcome::Failed, None),
+        ];
         history[1].finished_at = Some(history[1].started_at + 1_250);
         history.push(HistoryEntry {
             finished_at: None,
