@@ -54,3 +54,7 @@ mod hardening;
 /// The operator's verbs (issue 12): rollback, forced update, scriptable
 /// output, re-attaching with `app wait`, completions.
 mod operator;
+
+/// The status page (issue 15) in headless Chromium over WebDriver: the
+/// token gate, the app list, layers, escaping, live progress.
+mod status_page;

@@ -32,6 +32,9 @@
 //! GET    /v1/apps/{app}/overrides/{chart}     ChartOverrides
 //! PUT    /v1/apps/{app}/overrides/{chart}  OverrideSet  ChartOverrides
 //! DELETE /v1/apps/{app}/overrides/{chart}     Deleted
+//! GET    /ui                                  status page (HTML, docs/status-page.md)
+//! GET    /ui/apps/{app}                       status page of one app
+//! GET    /ui/login                  POST form  the page's token form (TCP only)
 //! GET    /v1/volumes                          [VolumeView]
 //! POST   /v1/volumes                VolumeRequest  VolumeView (201)
 //! DELETE /v1/volumes/{name}?VolumeRemoveQuery VolumeView
@@ -48,11 +51,14 @@ mod server;
 #[cfg(test)]
 mod tests;
 pub mod tls;
+pub mod ui;
 pub mod wire;
 
 pub use address::{Address, default_state_dir};
 pub use client::{Client, ClientError, Response, encode_segment};
-pub use server::{Listen, MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, serve, serve_with};
+pub use server::{
+    Listen, MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, router_with, serve, serve_with,
+};
 pub use wire::{ErrorBody, ErrorCode};
 
 /// The body of `202 Accepted` for a started operation; see [`wire::Started`].

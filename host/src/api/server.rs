@@ -8,9 +8,9 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
@@ -70,17 +70,30 @@ pub enum ServeError {
 }
 
 #[derive(Clone)]
-struct Api {
-    lifecycle: Lifecycle,
-    token: Option<Arc<str>>,
+pub(super) struct Api {
+    pub(super) lifecycle: Lifecycle,
+    pub(super) token: Option<Arc<str>>,
+    /// The status page's sessions (a TCP listener's login form).
+    pub(super) sessions: super::ui::Sessions,
+    /// Whether the session cookie is marked `Secure` (TLS is on).
+    pub(super) secure_cookie: bool,
 }
 
 /// The API's routes over `lifecycle`; with a `token`, every request must
-/// carry `Authorization: Bearer TOKEN`.
+/// carry `Authorization: Bearer TOKEN` (or, for a read, the status page's
+/// session cookie).
 pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
+    router_with(lifecycle, token, false)
+}
+
+/// [`router`], with the status page's session cookie marked `Secure` when
+/// `secure_cookie` (the listener speaks TLS).
+pub fn router_with(lifecycle: Lifecycle, token: Option<String>, secure_cookie: bool) -> Router {
     let api = Api {
         lifecycle,
         token: token.map(Arc::from),
+        sessions: super::ui::Sessions::default(),
+        secure_cookie,
     };
     let bundles = Router::new()
         .route("/v1/apps", post(upload).get(list))
@@ -106,8 +119,20 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
             get(override_show).put(override_set).delete(override_delete),
         )
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES));
+    let page = Router::new()
+        .route("/ui", get(super::ui::index))
+        .route("/ui/", get(super::ui::index))
+        .route(
+            "/ui/login",
+            get(super::ui::login_form).post(super::ui::login),
+        )
+        .route("/ui/apps/{app}", get(super::ui::app))
+        .route("/ui/status.css", get(super::ui::style))
+        .route("/ui/status.js", get(super::ui::script))
+        .layer(DefaultBodyLimit::max(16 * 1024));
     bundles
         .merge(rest)
+        .merge(page)
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(api.clone(), authenticate))
@@ -158,7 +183,7 @@ pub async fn serve_with(
         address: shown.clone(),
         source,
     };
-    let app = router(lifecycle, token.clone());
+    let app = router_with(lifecycle, token.clone(), listen.tls.is_some());
     match address {
         Address::Unix(_) if listen.tls.is_some() => Err(ServeError::TlsMismatch(format!(
             "TLS is for a TCP listener, not {shown}"
@@ -254,9 +279,9 @@ fn set_private(path: &std::path::Path) -> std::io::Result<()> {
 
 /// A failed request: a stable code (which decides the status) and one line.
 #[derive(Debug)]
-struct ApiError {
-    code: ErrorCode,
-    message: String,
+pub(super) struct ApiError {
+    pub(super) code: ErrorCode,
+    pub(super) message: String,
 }
 
 impl ApiError {
@@ -267,7 +292,7 @@ impl ApiError {
         }
     }
 
-    fn bad_request(message: impl Into<String>) -> Self {
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(ErrorCode::BadRequest, message)
     }
 }
@@ -358,15 +383,26 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
         path = %request.uri().path()
     );
     async move {
+        let mut by_session = false;
         if let Some(token) = &api.token {
             let given = request
                 .headers()
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "));
-            let ok =
+            let bearer =
                 given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()));
-            if !ok {
+            // The status page's session cookie admits reads only, so a
+            // cookie can never start an operation; the login form and the
+            // page's static files need neither.
+            let path = request.uri().path();
+            let read = matches!(*request.method(), Method::GET | Method::HEAD);
+            by_session = !bearer && read && api.sessions.admits(request.headers());
+            let public = super::ui::is_public(path);
+            if !bearer && !by_session && !public && read && super::ui::is_page(path) {
+                return Redirect::to("/ui/login").into_response();
+            }
+            if !(bearer || by_session || public) {
                 tracing::warn!("request without a valid bearer token refused");
                 let mut response =
                     ApiError::new(ErrorCode::Unauthorized, "missing or wrong bearer token")
@@ -385,7 +421,9 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
         if mutating {
             // The audit line: who (the socket's owner, or a token holder
             // over TCP), what, and how it ended; at the default log level.
-            let who = if api.token.is_some() {
+            let who = if by_session {
+                "session"
+            } else if api.token.is_some() {
                 "bearer-token"
             } else {
                 "socket-owner"
@@ -399,7 +437,7 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
     .await
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -451,7 +489,7 @@ fn json(status: StatusCode, value: &impl serde::Serialize) -> ApiResult {
 }
 
 /// Runs lifecycle work on a blocking thread.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, lifecycle::Error> + Send + 'static,
 ) -> Result<T, ApiError> {
     match tokio::task::spawn_blocking(work).await {
