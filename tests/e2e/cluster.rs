@@ -61,12 +61,21 @@ fn owned_by(double: &KubeDouble, app: &str) -> Vec<String> {
         .collect()
 }
 
+/// The inventory JSON a release Secret holds in `data.release`.
+fn release_inventory(secret: &Value) -> Value {
+    use base64::Engine as _;
+    let data = secret["data"]["release"].as_str().unwrap_or_default();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .expect("base64 data");
+    serde_json::from_slice(&bytes).expect("inventory JSON")
+}
+
 /// Asserts that the store's copy of every release of `app` (`app show -o
 /// json`, `releases`) and the release Secrets in the cluster say the same:
 /// the same releases, the same objects in the same order, the same
 /// revision. Returns each release's chart and revision.
 fn store_agrees_with_the_cluster(c: &Cluster, app: &str) -> Vec<(String, u64)> {
-    use base64::Engine as _;
     let shown = c.daemon.show(app);
     for release in shown["releases"].as_array().into_iter().flatten() {
         assert_eq!(release["method"], "server-side-apply", "{release}");
@@ -90,11 +99,7 @@ fn store_agrees_with_the_cluster(c: &Cluster, app: &str) -> Vec<(String, u64)> {
         .filter(|o| o["type"] == "capstan.dev/release.v1")
         .filter(|o| o["metadata"]["labels"][APP_LABEL] == app)
         .map(|secret| {
-            let data = secret["data"]["release"].as_str().unwrap_or_default();
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data)
-                .expect("base64 data");
-            let inventory: Value = serde_json::from_slice(&bytes).expect("inventory JSON");
+            let inventory = release_inventory(&secret);
             let objects: Vec<Value> = inventory["objects"]
                 .as_array()
                 .cloned()
@@ -375,16 +380,10 @@ fn a_daemon_killed_mid_apply_recovers_with_nothing_orphaned() {
 
 /// The entries of a release Secret: `(kind/name, state)`.
 fn inventory_entries(double: &KubeDouble, namespace: &str, secret: &str) -> Vec<(String, String)> {
-    use base64::Engine as _;
     let Some(secret) = double.object("v1", "Secret", Some(namespace), secret) else {
         return Vec::new();
     };
-    let data = secret["data"]["release"].as_str().unwrap_or_default();
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .expect("base64 data");
-    let inventory: Value = serde_json::from_slice(&bytes).expect("inventory JSON");
-    inventory["objects"]
+    release_inventory(&secret)["objects"]
         .as_array()
         .cloned()
         .unwrap_or_default()
