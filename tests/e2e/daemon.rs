@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::{capstan, copy_dir, example_facts, fresh_dir, plugin_wasm, workspace_root};
@@ -68,18 +68,8 @@ impl Daemon {
         let socket = self.state().join("capstan.sock");
         let _ = std::fs::remove_file(self.state().join("paused-at"));
         let log = std::fs::File::create(self.dir.join("daemon.log")).unwrap();
-        let mut command = capstan();
+        let mut command = self.serve_command(facts);
         command
-            .arg("serve")
-            .arg("--state")
-            .arg(self.state())
-            .arg("--trust")
-            .arg(self.dir.join("keys"))
-            .args(self.target_args())
-            .arg("--facts")
-            .arg(facts)
-            .env_remove("CAPSTAN_TEST_PAUSE_AT")
-            .env_remove("CAPSTAN_TEST_STEP_DELAY_MS")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log);
@@ -97,6 +87,23 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.child = Some(child);
+    }
+
+    /// The `capstan serve` command of this daemon (no test variables).
+    pub fn serve_command(&self, facts: &Path) -> Command {
+        let mut command = capstan();
+        command
+            .arg("serve")
+            .arg("--state")
+            .arg(self.state())
+            .arg("--trust")
+            .arg(self.dir.join("keys"))
+            .args(self.target_args())
+            .arg("--facts")
+            .arg(facts)
+            .env_remove("CAPSTAN_TEST_PAUSE_AT")
+            .env_remove("CAPSTAN_TEST_STEP_DELAY_MS");
+        command
     }
 
     fn target_args(&self) -> Vec<String> {
@@ -214,6 +221,30 @@ impl Daemon {
     /// Builds the example app `example-plugins/apps/NAME` at `version`,
     /// signed by the test key, after `tweak` edited its folder.
     pub fn app_bundle(&self, name: &str, version: &str, tweak: impl FnOnce(&Path)) -> PathBuf {
+        let app = self.app_folder(name, version, tweak);
+        let out_file = self.dir.join(format!("{name}-{version}.tgz"));
+        // Some versions are broken on purpose (to test rollback): the
+        // daemon, not the build, must refuse them here.
+        let out = self.build(&app, &out_file);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        out_file
+    }
+
+    /// `capstan bundle build --no-lint APP --out OUT` with the test key.
+    pub fn build(&self, app: &Path, out_file: &Path) -> Output {
+        capstan()
+            .args(["bundle", "build", "--no-lint"])
+            .arg(app)
+            .arg("--key")
+            .arg(self.dir.join("keys/test.key"))
+            .arg("--out")
+            .arg(out_file)
+            .output()
+            .unwrap()
+    }
+
+    /// The folder [`Daemon::app_bundle`] builds, not built.
+    pub fn app_folder(&self, name: &str, version: &str, tweak: impl FnOnce(&Path)) -> PathBuf {
         let app = self.dir.join(format!("{name}-{version}"));
         let _ = std::fs::remove_dir_all(&app);
         copy_dir(
@@ -237,20 +268,7 @@ impl Daemon {
             &format!("version: {version}"),
         );
         tweak(&app);
-        let out_file = self.dir.join(format!("{name}-{version}.tgz"));
-        // Some versions are broken on purpose (to test rollback): the
-        // daemon, not the build, must refuse them here.
-        let out = capstan()
-            .args(["bundle", "build", "--no-lint"])
-            .arg(&app)
-            .arg("--key")
-            .arg(self.dir.join("keys/test.key"))
-            .arg("--out")
-            .arg(&out_file)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        out_file
+        app
     }
 }
 
@@ -838,9 +856,9 @@ fn a_binary_without_test_hooks_ignores_the_pause_variable() {
     assert!(!d.state().join("paused-at").exists(), "{}", d.log());
 }
 
-/// Named steps where the crash test kills the daemon, with the operation
-/// that reaches them.
-const APPLY_POINTS: &[&str] = &[
+/// Named steps of an apply where the crash test (`crash.rs`) kills the
+/// daemon.
+pub const APPLY_POINTS: &[&str] = &[
     "apply:load-plugins",
     "apply:semantic-check",
     "apply:system-overrides",
@@ -853,113 +871,3 @@ const APPLY_POINTS: &[&str] = &[
     "apply:post-apply",
     "apply:finishing",
 ];
-const UPDATE_POINTS: &[&str] = &[
-    "update:begun",
-    "update:staged",
-    "update:load-plugins",
-    "update:system-overrides",
-    "update:pre-update",
-    "update:applied:web",
-    "update:prune:worker",
-    "update:post-update",
-    "update:finishing",
-    "update:dropping-version",
-];
-
-/// SIGKILL at 21 named points of apply and update; after each restart the
-/// app is in a valid, non-transitional state, the user override is still
-/// there, the stored bundles match the store, and apply works again.
-#[test]
-#[cfg_attr(
-    not(feature = "test-hooks"),
-    ignore = "needs the daemon's test hooks: run with --features capstan/test-hooks (cargo xtask test does)"
-)]
-fn crash_at_every_step_of_apply_and_update_leaves_a_valid_state() {
-    let mut d = Daemon::start("daemon_crash");
-    let v1 = d.shop_bundle("1.0.0", |_| {});
-    let v11 = d.shop_bundle("1.1.0", drop_worker);
-    let fresh_app = |d: &Daemon| {
-        d.ok(&["app", "upload", v1.to_str().unwrap()]);
-        d.ok(&["override", "set", "shop", "web", "--set", "replicaCount=3"]);
-        d.ok(&["app", "apply", "shop"]);
-    };
-    fresh_app(&d);
-    for point in APPLY_POINTS.iter().chain(UPDATE_POINTS) {
-        d.kill();
-        d.spawn(&[("CAPSTAN_TEST_PAUSE_AT", point)]);
-        let args: Vec<&str> = if point.starts_with("update") {
-            vec!["app", "update", v11.to_str().unwrap(), "--no-wait"]
-        } else {
-            vec!["app", "apply", "shop", "--no-wait"]
-        };
-        let mut client = capstan()
-            .args(&args)
-            .env("CAPSTAN_STATE", d.state())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let marker = d.state().join("paused-at");
-        let started = Instant::now();
-        while std::fs::read_to_string(&marker).ok().as_deref() != Some(*point) {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "never reached {point}: {}",
-                d.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        d.kill();
-        let _ = client.kill();
-        let _ = client.wait();
-        d.spawn(&[]);
-
-        let shown = d.show("shop");
-        let state = shown["state"].as_str().unwrap().to_owned();
-        assert!(
-            ["applied", "apply-failed"].contains(&state.as_str()),
-            "after a crash at {point} the app is {state}"
-        );
-        let layers: serde_json::Value =
-            serde_json::from_str(&d.ok(&["override", "show", "shop", "web", "-o", "json"]))
-                .unwrap();
-        assert_eq!(
-            layers["layers"][3]["values"]["replicaCount"], 3,
-            "user override lost at {point}"
-        );
-        let versions: Vec<String> = shown["versions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v["version"].as_str().unwrap().to_owned())
-            .collect();
-        let mut on_disk: Vec<String> = std::fs::read_dir(d.state().join("bundles/shop"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        on_disk.sort();
-        let mut stored = versions.clone();
-        stored.sort();
-        assert_eq!(
-            on_disk, stored,
-            "bundle folders match the store after {point}"
-        );
-
-        if state == "apply-failed" {
-            d.ok(&["app", "recover", "shop"]);
-        }
-        d.ok(&["app", "apply", "shop"]);
-        assert_eq!(
-            d.state_of("shop"),
-            "applied",
-            "apply works again after {point}"
-        );
-        if d.show("shop")["active_version"] != "1.0.0" {
-            // The crash came after the update was recorded: start over on 1.0.0.
-            d.ok(&["app", "remove", "shop"]);
-            d.ok(&["app", "delete", "shop"]);
-            fresh_app(&d);
-        }
-        assert!(read(&d.applied().join("shop/web.yaml")).contains("replicas: 3"));
-    }
-}

@@ -31,8 +31,15 @@ mod render_conformance;
 mod render_limits;
 
 /// The daemon through the real binary: lifecycle, overrides, bad input,
-/// authentication, and SIGKILL at named steps.
+/// authentication.
 mod daemon;
+
+/// SIGKILL at named steps of every operation and inside store writes:
+/// the exact state after restart, and the target against a clean run.
+mod crash;
+
+/// A full disk and a read-only state folder on a tmpfs the test mounts.
+mod disk;
 
 /// Bundles through a real OCI registry (Debian's docker-registry):
 /// push, pull, upload and update from it, tampering, auth.
@@ -51,6 +58,10 @@ mod cluster;
 /// Issue 13: private state, token rules, damaged stored bundles as state
 /// errors, concurrent operations.
 mod hardening;
+
+/// Issue 13: what `bundle build` signs passes upload, and upload refuses
+/// what apply would (charts, subchart archives, sizes, plugins).
+mod admission;
 /// The operator's verbs (issue 12): rollback, forced update, scriptable
 /// output, re-attaching with `app wait`, completions.
 mod operator;

@@ -46,6 +46,8 @@
 //! what an operation may do belongs to `lifecycle`.
 
 mod address;
+#[cfg(test)]
+mod auth_tests;
 mod client;
 mod server;
 #[cfg(test)]

@@ -389,7 +389,7 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
                 .headers()
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
+                .and_then(bearer_credentials);
             let bearer =
                 given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()));
             // The status page's session cookie admits reads only, so a
@@ -435,6 +435,18 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
     }
     .instrument(span)
     .await
+}
+
+/// The credentials of an `Authorization: Bearer TOKEN` value: the scheme
+/// in any case (RFC 9110 section 11.1), one or more spaces, then the token
+/// as given (compared exactly). `None` for another scheme or no token.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = rest.trim_start_matches(' ');
+    (!token.is_empty()).then_some(token)
 }
 
 pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

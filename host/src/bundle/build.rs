@@ -12,7 +12,7 @@ use sha2::{Digest as _, Sha256};
 use super::manifest::{Digest, Manifest, ManifestEntry, is_reserved};
 use super::metadata::{Metadata, Plugin};
 use super::paths::check_entry_path;
-use super::{Error, MANIFEST_PATH, MAX_METADATA_BYTES, METADATA_PATH, SIGNATURE_PATH};
+use super::{Error, Limits, MANIFEST_PATH, MAX_METADATA_BYTES, METADATA_PATH, SIGNATURE_PATH};
 use crate::trust::{Fingerprint, SigningKey};
 
 /// Checks one plugin component: called with the plugin's `capstan.yaml`
@@ -43,20 +43,25 @@ pub struct BuildReport {
 ///
 /// Steps: parse `capstan.yaml`; list every file under `app_dir` (sorted, no
 /// symlinks or special files, no `MANIFEST`/`MANIFEST.sig`); check that every
-/// chart, override and plugin the metadata names exists; pass each plugin to
-/// `validate_plugin`; hash every file into `MANIFEST`; sign it; write a
+/// chart, override and plugin the metadata names exists; run
+/// [`super::check_contents`] (charts load, overrides parse, each plugin
+/// passes `validate_plugin`); hash every file into `MANIFEST`; sign it; write a
 /// gzip-compressed tar with `MANIFEST`, `MANIFEST.sig`, then the files by
 /// path, with mtime 0, uid/gid 0, no owner names, mode 0644 and no folder
 /// entries, in a gzip stream without name or time. The archive goes to a
-/// temporary file beside `out`, renamed over `out` at the end.
+/// temporary file beside `out`, is read back through the checks upload
+/// runs (default [`Limits`], trust aside), and is renamed over `out` at the
+/// end; on any error nothing is left at `out`.
 ///
 /// # Errors
 ///
 /// [`Error::ReadApp`], [`Error::AppEntryNotRegular`], [`Error::ReservedPath`],
 /// path errors for names that are not plain UTF-8 paths, metadata errors,
-/// [`Error::MissingReference`], [`Error::PluginRejected`], [`Error::Sign`],
-/// [`Error::AppChanged`] if a file changes while it is packed, and
-/// [`Error::WriteArchive`].
+/// [`Error::MissingReference`], [`Error::ChartRejected`],
+/// [`Error::OverridesRejected`], [`Error::PluginRejected`], [`Error::Sign`],
+/// [`Error::AppChanged`] if a file changes while it is packed,
+/// [`Error::WriteArchive`], and any unpack rejection of the written archive
+/// (such as [`Error::CompressionRatio`] or [`Error::FileTooLarge`]).
 pub fn build(
     app_dir: &Path,
     key: &SigningKey,
@@ -68,13 +73,7 @@ pub fn build(
     list_files(app_dir, "", &mut files)?;
     let manifest = hash_files(app_dir, &files)?;
     metadata.check_files(&manifest)?;
-    for plugin in &metadata.plugins {
-        let bytes = read_app_file(app_dir, &plugin.path)?;
-        validate_plugin(plugin, &bytes).map_err(|reason| Error::PluginRejected {
-            path: plugin.path.clone(),
-            reason,
-        })?;
-    }
+    super::check_contents(app_dir, &metadata, validate_plugin)?;
     let manifest_text = manifest.render();
     let signature = key.sign(manifest_text.as_bytes()).map_err(Error::Sign)?;
     let archive_bytes = write_archive(app_dir, &manifest, &manifest_text, &signature, out)?;
@@ -108,11 +107,6 @@ fn read_metadata(app_dir: &Path) -> Result<Metadata, Error> {
     }
     let text = fs::read_to_string(&path).map_err(|source| Error::ReadApp { path, source })?;
     Metadata::parse(&text)
-}
-
-fn read_app_file(app_dir: &Path, relative: &str) -> Result<Vec<u8>, Error> {
-    let path = app_dir.join(relative);
-    fs::read(&path).map_err(|source| Error::ReadApp { path, source })
 }
 
 /// Collects every file under `dir` as bundle paths (`/`-separated).
@@ -195,6 +189,7 @@ fn write_archive(
     let temporary = temporary_path(out);
     let result = write_archive_to(app_dir, manifest, manifest_text, signature, &temporary)
         .and_then(|bytes| {
+            check_as_upload_does(&temporary)?;
             fs::rename(&temporary, out).map_err(|source| Error::WriteArchive {
                 path: out.to_path_buf(),
                 source,
@@ -205,6 +200,19 @@ fn write_archive(
         let _ = fs::remove_file(&temporary);
     }
     result
+}
+
+/// Reads the written archive back through the same streaming checks an
+/// upload runs (paths, sizes, the compression ratio, digests, the
+/// signature, the metadata), with the default [`Limits`]: a build never
+/// signs a bundle the daemon's unpack would refuse, such as one that
+/// decompresses to more than 100 times its size.
+fn check_as_upload_does(archive: &Path) -> Result<(), Error> {
+    let file = fs::File::open(archive).map_err(|source| Error::WriteArchive {
+        path: archive.to_path_buf(),
+        source,
+    })?;
+    super::inspect(io::BufReader::new(file), &Limits::default()).map(drop)
 }
 
 fn temporary_path(out: &Path) -> PathBuf {

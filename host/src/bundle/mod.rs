@@ -13,11 +13,16 @@
 //! removes that folder. Only [`verify_and_unpack`] makes a [`VerifiedBundle`],
 //! and the rest of the daemon takes that type, never a path.
 //!
+//! [`check_contents`] holds the checks that need no platform facts (charts
+//! load, static overrides parse, plugins pass a validator), shared by build
+//! and upload, so that what a build signs passes upload.
+//!
 //! It must not touch the store, the sandbox or the cluster: plugin validation
-//! at build time is a function the caller passes in.
+//! is a function the caller passes in.
 
 mod archive;
 mod build;
+mod contents;
 mod files;
 mod manifest;
 mod metadata;
@@ -30,6 +35,7 @@ mod upgrade;
 use std::path::PathBuf;
 
 pub use build::{BuildReport, HashingReader, PluginValidator, build};
+pub use contents::check_contents;
 pub use manifest::{Digest, Manifest, ManifestEntry};
 pub use metadata::{
     Chart, ChartGroup, GroupMode, KubeVersion, KubernetesRange, Metadata, Plugin, Upgrades,
@@ -392,6 +398,24 @@ pub enum Error {
         /// The plugin file.
         path: String,
         /// The validator's reason.
+        reason: String,
+    },
+    /// A chart the metadata declares does not load: a broken `Chart.yaml`
+    /// or `values.yaml`, a subchart archive that does not open, or a file
+    /// or chart past the chart size limits.
+    #[error("chart {chart} cannot be loaded: {reason}")]
+    ChartRejected {
+        /// The chart's name in `capstan.yaml`.
+        chart: String,
+        /// Why, naming the file.
+        reason: String,
+    },
+    /// A static override file does not parse as values.
+    #[error("static overrides {path:?} are not valid values: {reason}")]
+    OverridesRejected {
+        /// The file.
+        path: String,
+        /// Why, with the line.
         reason: String,
     },
     /// Signing the manifest failed.

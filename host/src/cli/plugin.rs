@@ -178,10 +178,6 @@ impl ComponentValidator {
             .get_or_init(|| Sandbox::new(Policy::new()).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(Clone::clone)?;
-        let plugin = sandbox
-            .load(&declared.path, wasm)
-            .map_err(|e| e.to_string())?;
-        let info = plugin.info();
-        bundle::check_plugin_routing(declared, &info.charts, &info.hooks)
+        crate::lifecycle::validate_plugin(sandbox, declared, wasm)
     }
 }

@@ -7,6 +7,11 @@
 //! lands exactly at the named step. Without the variable every point costs
 //! one empty-slice check.
 //!
+//! An entry `store:PREFIX` pauses inside a store write instead: the write
+//! transaction whose context starts with `PREFIX` (`store:finishing
+//! operation`, `store:starting apply`), after its statements and before
+//! its commit (see `store::sqlite`'s pause hook), announced the same way.
+//!
 //! `CAPSTAN_TEST_STEP_DELAY_MS=N` makes every point wait N milliseconds, so
 //! a test can abort an operation while it runs.
 //!

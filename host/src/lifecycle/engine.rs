@@ -1172,10 +1172,28 @@ impl Lifecycle {
             .checkpoints
             .reach(&format!("{}:finishing", operation.as_str()));
         let outcome = ending.finish.outcome;
-        match self.store().finish_operation(op, &ending.finish) {
-            Ok(record) => tracing::info!(state = %record.state, outcome = %outcome,
-                message = record.message.as_deref().unwrap_or(""), "operation finished"),
-            Err(e) => tracing::error!(error = %e, "could not record the end of the operation"),
+        // The work is done: its end must be recorded, or the app would stay
+        // in its transitional state (busy) until the next start. A full
+        // disk or a read-only state folder is waited out.
+        let mut delay = std::time::Duration::from_millis(250);
+        loop {
+            match self.store().finish_operation(op, &ending.finish) {
+                Ok(record) => {
+                    tracing::info!(state = %record.state, outcome = %outcome,
+                        message = record.message.as_deref().unwrap_or(""), "operation finished");
+                    break;
+                }
+                Err(e) if e.is_out_of_storage() || e.is_busy_database() => {
+                    tracing::warn!(error = %crate::lifecycle::Error::from(e).one_line(), retry_in = ?delay,
+                        "could not record the end of the operation; retrying");
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(std::time::Duration::from_secs(5));
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "could not record the end of the operation");
+                    break;
+                }
+            }
         }
         self.inner
             .metrics
@@ -1228,6 +1246,8 @@ impl Lifecycle {
             &self.inner.limits,
         )
         .map_err(|e| Error::Bundle(Box::new(e)))?;
+        super::admit::check(&self.inner.sandbox, &bundle)
+            .map_err(|e| Error::Bundle(Box::new(e)))?;
         // Drain what the tar reader left (padding), so the digest covers
         // the whole archive.
         let _ = std::io::copy(&mut hashing, &mut std::io::sink());

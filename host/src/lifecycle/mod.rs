@@ -21,7 +21,8 @@
 //! group, per chart: plan against what is applied and apply through the
 //! target -> prune charts the version dropped -> `post-apply`.
 //!
-//! Module map: `engine` (the operations and their state rules), `run`
+//! Module map: `admit` (the content checks of a verified bundle, before
+//! it is recorded), `engine` (the operations and their state rules), `run`
 //! (the steps), `plan` (pure), `context` (what operations share),
 //! `stored` (a stored version), `state_dir` (the state folder),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
@@ -29,6 +30,7 @@
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
 //! verified, or the cluster except through [`crate::kube::ApplyTarget`].
 
+mod admit;
 mod checkpoint;
 mod context;
 mod engine;
@@ -45,6 +47,7 @@ mod stored;
 mod tests;
 mod volumes;
 
+pub use admit::validate_plugin;
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use engine::{
     AppDetails, ApplyFlags, ChartSummary, DEFAULT_KEEP_VERSIONS, Lifecycle, Options, Started,

@@ -5,6 +5,8 @@
 //! transaction" trivially true. Writes use `BEGIN IMMEDIATE`, so a writer
 //! takes the lock before it reads and two writers never deadlock upgrading.
 
+#[cfg(feature = "test-hooks")]
+mod pause;
 mod rows;
 mod steps;
 
@@ -54,6 +56,9 @@ pub const DATABASE_FILE: &str = "state.db";
 pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Test hook: write transactions to pause inside (see [`pause`]).
+    #[cfg(feature = "test-hooks")]
+    pause_in_write: Vec<String>,
 }
 
 impl SqliteStore {
@@ -114,6 +119,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             path: path.to_owned(),
             conn: Mutex::new(conn),
+            #[cfg(feature = "test-hooks")]
+            pause_in_write: pause::from_env(),
         })
     }
 
@@ -172,6 +179,10 @@ impl SqliteStore {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(behavior).context(&context)?;
         let value = body(&tx)?;
+        #[cfg(feature = "test-hooks")]
+        if matches!(behavior, TransactionBehavior::Immediate) && !self.pause_in_write.is_empty() {
+            pause::inside_write(&self.path, &self.pause_in_write, &context());
+        }
         tx.commit().context(&context)?;
         Ok(value)
     }
