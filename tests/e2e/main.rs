@@ -51,6 +51,11 @@ mod cluster;
 /// Issue 13: private state, token rules, damaged stored bundles as state
 /// errors, concurrent operations.
 mod hardening;
+
+/// Issue 13: hostile plugins inside `capstan serve`: abort interrupts a
+/// call, the API answers while a plugin spins, memory bombs at once, and
+/// each app's plugins see only its own volumes.
+mod serve_plugins;
 /// The operator's verbs (issue 12): rollback, forced update, scriptable
 /// output, re-attaching with `app wait`, completions.
 mod operator;
