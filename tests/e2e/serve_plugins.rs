@@ -227,7 +227,10 @@ fn the_api_answers_while_a_plugin_spins_to_its_deadline() {
     let median = times[times.len() / 2];
     let slowest = times[times.len() - 1];
     assert!(median <= ANSWER_BOUND, "median {median:?} of {times:?}");
-    assert!(slowest < SPIN_DEADLINE / 5, "slowest {slowest:?} of {times:?}");
+    assert!(
+        slowest < SPIN_DEADLINE / 5,
+        "slowest {slowest:?} of {times:?}"
+    );
 
     let took = spin_seen.elapsed() + wait_settled(&d, "spinner", Duration::from_secs(60));
     let shown = d.show("spinner");
@@ -313,7 +316,11 @@ fn thirty_memory_bombs_at_once_leave_the_daemon_serving_with_each_fault_typed() 
     d.ok(&["app", "upload", good.to_str().unwrap()]);
     d.ok(&["app", "apply", "good"]);
     assert_eq!(d.state_of("good"), "applied");
-    assert!(d.log().lines().all(|l| !l.contains("panicked")), "{}", d.log());
+    assert!(
+        d.log().lines().all(|l| !l.contains("panicked")),
+        "{}",
+        d.log()
+    );
 }
 
 /// What the hostile plugin's `volumes` behaviour saw, from the system
@@ -374,7 +381,10 @@ fn a_plugin_sees_only_the_volumes_its_own_app_mounts() {
     d.ok(&["app", "upload", bystander.to_str().unwrap()]);
     d.ok(&["app", "apply", "gamma"]);
 
-    assert_eq!(volumes_seen(&d, "alpha"), ["alpha-data@worker-0:/srv/alpha"]);
+    assert_eq!(
+        volumes_seen(&d, "alpha"),
+        ["alpha-data@worker-0:/srv/alpha"]
+    );
     assert_eq!(
         volumes_seen(&d, "beta"),
         ["beta-data@worker-1:/srv/beta-secret"]

@@ -112,9 +112,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "--keep-versions must be at least 1"
     );
     options.keep_versions = args.keep_versions;
-    options.policy = options.policy.pool_size(
-        usize::try_from(args.plugin_pool_size).unwrap_or(crate::sandbox::MAX_POOL_SIZE),
-    );
+    options.policy = options
+        .policy
+        .pool_size(usize::try_from(args.plugin_pool_size).unwrap_or(crate::sandbox::MAX_POOL_SIZE));
     if let Some(ms) = args.plugin_deadline {
         options.policy = options
             .policy

@@ -180,5 +180,4 @@ mod tests {
             MAX_POOL_SIZE
         );
     }
-
 }

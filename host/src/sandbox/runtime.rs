@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use wasmtime::component::{Component, Linker};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolConcurrencyLimitError,
-    PoolingAllocationConfig, Store, UpdateDeadline,
+    Config, Engine, InstanceAllocationStrategy, PoolConcurrencyLimitError, PoolingAllocationConfig,
+    Store, UpdateDeadline,
 };
 
 use super::bindings::capstan::plugin::types as wit;
@@ -373,7 +373,9 @@ impl Plugin {
     }
 
     fn call_info(&self, ctx: &CallContext, app: &str) -> Result<PluginInfo, Error> {
-        let info = self.call(ctx, app, "info", &[], |plugin, store| plugin.call_info(store))?;
+        let info = self.call(ctx, app, "info", &[], |plugin, store| {
+            plugin.call_info(store)
+        })?;
         if info.name.is_empty()
             || info.name.len() > MAX_NAME_BYTES
             || info.version.len() > MAX_NAME_BYTES
@@ -434,7 +436,10 @@ impl Plugin {
         store.limiter(|state| state);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |mut store| {
-            if abort.as_ref().is_some_and(|flag| flag.load(Ordering::SeqCst)) {
+            if abort
+                .as_ref()
+                .is_some_and(|flag| flag.load(Ordering::SeqCst))
+            {
                 store.data_mut().aborted = true;
                 return Ok(UpdateDeadline::Interrupt);
             }
