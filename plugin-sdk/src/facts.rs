@@ -128,7 +128,8 @@ pub struct Facts {
     /// Configured storage backends.
     #[serde(default)]
     pub storage_backends: Vec<StorageBackend>,
-    /// Local volumes and their nodes.
+    /// The local volumes this app's components mount, and their nodes
+    /// (never another app's).
     #[serde(default)]
     pub local_volumes: Vec<LocalVolume>,
     /// Kubernetes version, `major.minor.patch`.

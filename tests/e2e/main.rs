@@ -65,6 +65,10 @@ mod admission;
 /// The operator's verbs (issue 12): rollback, forced update, scriptable
 /// output, re-attaching with `app wait`, completions.
 mod operator;
+/// Issue 13: hostile plugins inside `capstan serve`: abort interrupts a
+/// call, the API answers while a plugin spins, memory bombs at once, and
+/// each app's plugins see only its own volumes.
+mod serve_plugins;
 
 /// The status page (issue 15) in headless Chromium over WebDriver: the
 /// token gate, the app list, layers, escaping, live progress.

@@ -403,3 +403,174 @@ fn one_sandbox_compiles_a_component_once_and_shares_it() {
         "served from memory, neither compiled nor read again"
     );
 }
+
+/// A call that spins or sleeps with an abort flag, on its own thread.
+struct Hog {
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    call: std::thread::JoinHandle<Result<serde_json::Map<String, serde_json::Value>, Error>>,
+}
+
+impl Hog {
+    fn start(plugin: &Plugin, app_name: &str, chart: &'static str) -> Hog {
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ctx = ctx().abort_on(flag.clone());
+        let plugin = plugin.clone();
+        let app = App {
+            name: app_name.into(),
+            ..app()
+        };
+        let call = std::thread::spawn(move || plugin.overrides(&ctx, &app, &simplex(), chart));
+        Hog { flag, call }
+    }
+
+    /// Raises the abort flag; returns the fault and how long the call
+    /// took to end after it.
+    fn abort(self) -> (Option<Fault>, Duration) {
+        let raised = Instant::now();
+        self.flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        let result = self.call.join().unwrap();
+        (
+            result.err().and_then(|e| e.fault().cloned()),
+            raised.elapsed(),
+        )
+    }
+}
+
+fn wait_for_slots(sandbox: &Sandbox, held: usize) {
+    let started = Instant::now();
+    while sandbox.slots_in_use() < held {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "hogs never started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(sandbox.slots_in_use(), held);
+}
+
+/// Issue 13: 65 sleepers exhausted the instance pool and every other call
+/// failed with `trap: maximum concurrent limit of 64 ...`. A full pool is
+/// its own fault, a call waits for a slot within its own deadline (and gets
+/// one freed in time), and one app holds at most its share of the pool. An
+/// abort ends a spinning or sleeping call at once, as `aborted`.
+#[test]
+fn a_saturated_pool_is_a_typed_fault_waited_for_within_the_deadline_and_shared_per_app() {
+    // Two slots, one per app; the hogs' deadline is far away, the probes'
+    // is short. Two hogs at most, so the spinning does not starve the
+    // other tests' deadlines.
+    let hog_deadline = Duration::from_secs(120);
+    let probe = Duration::from_millis(300);
+    let policy = Policy::new()
+        .deadline(hog_deadline)
+        .memory_bytes(MEMORY)
+        .pool_size(2);
+    assert_eq!(policy.get_app_slots(), 1);
+    let cache = ComponentCache::open(fresh_dir("sandbox-pool-cache")).unwrap();
+    let sandbox = Sandbox::with_cache(policy, cache).unwrap();
+    let hostile = sandbox
+        .load("hostile", &plugin_bytes("capstan-test-hostile"))
+        .unwrap();
+    assert_eq!(sandbox.slots_in_use(), 0, "a load gives its slot back");
+    let probe_as = |app_name: &str, chart: &str| {
+        let app = App {
+            name: app_name.into(),
+            ..app()
+        };
+        let started = Instant::now();
+        let result = hostile.overrides(&ctx().deadline(probe), &app, &simplex(), chart);
+        (result, started.elapsed())
+    };
+    let exhausted = |result: Result<_, Error>, took: Duration| {
+        let error = result.expect_err("no slot is free for this call");
+        assert_eq!(error.kind(), "pool-exhausted", "{error}");
+        match error.fault() {
+            Some(Fault::PoolExhausted {
+                slots,
+                per_app,
+                waited,
+            }) => {
+                assert_eq!((*slots, *per_app), (2, 1));
+                assert!(*waited >= probe, "gave up early, after {waited:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(took >= probe && took < probe + MARGIN, "{took:?}");
+        assert!(error.to_string().contains("a pool of 2"), "{error}");
+    };
+
+    let a = Hog::start(&hostile, "a", "loop");
+    wait_for_slots(&sandbox, 1);
+    // App a holds its share: its next call waits out its deadline though a
+    // slot is free, and another app's call runs.
+    let (result, took) = probe_as("a", "well-behaved");
+    exhausted(result, took);
+    let (result, _) = probe_as("c", "well-behaved");
+    assert_eq!(result.unwrap()["ok"], serde_json::json!(true));
+
+    // The pool full: any app's call ends `pool-exhausted` at its deadline.
+    let b = Hog::start(&hostile, "b", "sleep-loop");
+    wait_for_slots(&sandbox, 2);
+    let (result, took) = probe_as("d", "well-behaved");
+    exhausted(result, took);
+
+    // A call that waits gets the slot freed within its deadline; a
+    // sleeping call ends at once on abort, not at its deadline.
+    let waiter = {
+        let hostile = hostile.clone();
+        std::thread::spawn(move || {
+            let app = App {
+                name: "d".into(),
+                ..app()
+            };
+            hostile.overrides(
+                &ctx().deadline(Duration::from_secs(60)),
+                &app,
+                &simplex(),
+                "well-behaved",
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let (fault, took) = b.abort();
+    assert_eq!(fault, Some(Fault::Aborted));
+    assert!(took < MARGIN, "the sleeping call took {took:?} to abort");
+    assert_eq!(
+        waiter.join().unwrap().unwrap()["app"],
+        serde_json::json!("d")
+    );
+
+    // So does a spinning one.
+    let (fault, took) = a.abort();
+    assert_eq!(fault, Some(Fault::Aborted));
+    assert!(took < MARGIN, "the spinning call took {took:?} to abort");
+    assert_eq!(sandbox.slots_in_use(), 0);
+
+    // A call whose operation was aborted before it started does not run.
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let started = Instant::now();
+    let error = hostile
+        .overrides(&ctx().abort_on(flag), &app(), &simplex(), "loop")
+        .unwrap_err();
+    assert_eq!(error.fault(), Some(&Fault::Aborted));
+    assert!(started.elapsed() < MARGIN);
+}
+
+/// A call's own deadline is at most the policy's.
+#[test]
+fn a_shorter_call_deadline_times_out_at_it_and_a_longer_one_is_capped() {
+    let f = fixture();
+    let short = Duration::from_millis(200);
+    let started = Instant::now();
+    let error = f
+        .hostile
+        .overrides(&ctx().deadline(short), &app(), &simplex(), "loop")
+        .unwrap_err();
+    assert_eq!(error.fault(), Some(&Fault::Timeout { deadline: short }));
+    let took = started.elapsed();
+    assert!(took >= short && took < short + MARGIN, "{took:?}");
+    let error = f
+        .hostile
+        .overrides(&ctx().deadline(DEADLINE * 10), &app(), &simplex(), "loop")
+        .unwrap_err();
+    assert_eq!(error.fault(), Some(&Fault::Timeout { deadline: DEADLINE }));
+}

@@ -65,6 +65,18 @@ pub struct ServeArgs {
     /// Deadline of one chart render in seconds (render limits; default 10).
     #[arg(long = "render-timeout", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub render_timeout: Option<u64>,
+    /// Plugin calls that may run at once, across all apps (the size of the
+    /// plugin instance pool; one app may hold a quarter of it, at least
+    /// one). A call waits for a free slot within its own deadline, else it
+    /// fails with `pool-exhausted`.
+    #[arg(long, value_name = "N", default_value_t = crate::sandbox::DEFAULT_POOL_SIZE as u64,
+          value_parser = clap::value_parser!(u64).range(1..=crate::sandbox::MAX_POOL_SIZE as u64))]
+    pub plugin_pool_size: u64,
+    /// Wall-clock deadline of one plugin call in milliseconds (default
+    /// 2000); waiting for a pool slot counts.
+    #[arg(long = "plugin-deadline", value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub plugin_deadline: Option<u64>,
     /// How many versions of each app to keep, the active one included
     /// (the others are what `app rollback` can go back to).
     #[arg(long, value_name = "N", default_value_t = crate::lifecycle::DEFAULT_KEEP_VERSIONS,
@@ -100,6 +112,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "--keep-versions must be at least 1"
     );
     options.keep_versions = args.keep_versions;
+    options.policy = options
+        .policy
+        .pool_size(usize::try_from(args.plugin_pool_size).unwrap_or(crate::sandbox::MAX_POOL_SIZE));
+    if let Some(ms) = args.plugin_deadline {
+        options.policy = options
+            .policy
+            .deadline(std::time::Duration::from_millis(ms));
+    }
     if let Some(path) = &args.facts {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading facts {}", path.display()))?;

@@ -390,7 +390,9 @@ impl Lifecycle {
     }
 
     /// Asks the running apply, update, remove or recover of `app` to stop
-    /// at its next step; it then ends in the matching failed state.
+    /// at its next step, and interrupts the plugin call it is in at the
+    /// sandbox's next epoch tick (the call ends as `aborted`); it then ends
+    /// in the matching failed state, outcome `aborted`.
     ///
     /// # Errors
     /// [`Error::NothingToAbort`] when no such operation runs.
@@ -479,7 +481,7 @@ impl Lifecycle {
     /// As an apply's steps would fail.
     pub fn diff(&self, app: &AppName) -> Result<Vec<ChartDiff>, Error> {
         let version = self.active_version_checked(app)?;
-        let abort = AtomicBool::new(false);
+        let abort = Arc::new(AtomicBool::new(false));
         let job = Job {
             inner: &self.inner,
             app: app.clone(),
@@ -516,7 +518,7 @@ impl Lifecycle {
             metadata: bundle.metadata().clone(),
             unstored_static: Some(statics.into_iter().collect()),
         };
-        let abort = AtomicBool::new(false);
+        let abort = Arc::new(AtomicBool::new(false));
         let job = Job {
             inner: &self.inner,
             app: app.clone(),
@@ -1155,7 +1157,7 @@ impl Lifecycle {
         app: &AppName,
         op: OperationId,
         operation: Operation,
-        abort: &AtomicBool,
+        abort: &Arc<AtomicBool>,
         work: impl FnOnce(&Job<'_>) -> Ending,
     ) {
         let span = tracing::info_span!("operation", app = %app, operation = %operation, id = op.0);

@@ -1,7 +1,12 @@
 //! The facts handed to plugins: what the operator told the daemon about
-//! the platform (`serve --facts FILE`), plus the local volumes from the
-//! store, so a plugin sees every volume and node when it decides.
+//! the platform (`serve --facts FILE`), plus, from the store, the local
+//! volumes the app's own components mount. A plugin never sees another
+//! app's volumes (their names, nodes or host paths), nor volumes its app
+//! does not ask for in a `localVolumes` trait.
 
+use std::collections::BTreeSet;
+
+use crate::bundle::Metadata;
 use crate::sandbox::{Facts, LocalVolume, Node, NodeRole, SystemMode};
 use crate::store::{Store, VolumeRecord};
 
@@ -30,14 +35,31 @@ pub fn default_facts() -> Facts {
     }
 }
 
-/// `base` with the store's local volumes in place of any it listed.
+/// `base` with, in place of any local volumes it listed, the store's local
+/// volumes that a component of `metadata` mounts.
 ///
 /// # Errors
 /// The store's error.
-pub fn current_facts(base: &Facts, store: &dyn Store) -> Result<Facts, Error> {
+pub fn current_facts(base: &Facts, store: &dyn Store, metadata: &Metadata) -> Result<Facts, Error> {
+    let mounted = mounted_volumes(metadata);
     let mut facts = base.clone();
-    facts.local_volumes = store.list_volumes()?.iter().map(to_fact).collect();
+    facts.local_volumes = store
+        .list_volumes()?
+        .iter()
+        .filter(|record| mounted.contains(record.name.as_str()))
+        .map(to_fact)
+        .collect();
     Ok(facts)
+}
+
+/// The names of the local volumes the components of `metadata` mount.
+fn mounted_volumes(metadata: &Metadata) -> BTreeSet<&str> {
+    metadata
+        .components
+        .iter()
+        .flat_map(|c| &c.traits.local_volumes)
+        .map(|mount| mount.volume.as_str())
+        .collect()
 }
 
 fn to_fact(record: &VolumeRecord) -> LocalVolume {

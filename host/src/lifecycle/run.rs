@@ -2,15 +2,16 @@
 //! reading what planning needs, planning each chart ([`super::plan`]),
 //! committing decisions and system overrides, and applying through the
 //! target, with a progress line and a checkpoint before each step and an
-//! abort check between steps.
+//! abort check between steps (and inside every plugin call, which the
+//! abort flag interrupts).
 //!
 //! Apply is: plan every chart (nothing written), `pre-apply`, commit
 //! (decisions and system overrides stored), then the target.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -120,7 +121,9 @@ pub(crate) struct Job<'a> {
     pub inner: &'a Inner,
     pub app: AppName,
     pub op: OperationId,
-    pub abort: &'a AtomicBool,
+    /// Raised by `app abort`; checked between steps, and by every plugin
+    /// call at each epoch tick.
+    pub abort: &'a Arc<AtomicBool>,
     pub warnings: Mutex<Vec<String>>,
 }
 
@@ -458,7 +461,7 @@ impl Job<'_> {
         Ok(Prepared {
             request,
             plugins: self.load_plugins(request.version)?,
-            facts: current_facts(&self.inner.facts, self.store())?,
+            facts: current_facts(&self.inner.facts, self.store(), &request.version.metadata)?,
             system: BTreeMap::new(),
         })
     }
@@ -999,14 +1002,23 @@ impl Job<'_> {
         answer: Result<T, sandbox::Error>,
     ) -> Result<T, Error> {
         self.inner.metrics.plugin_call(step, started.elapsed());
-        answer.map_err(|source| {
-            self.inner.metrics.plugin_fault(source.kind());
-            Error::Plugin {
-                plugin: plugin.path.clone(),
-                step: step.to_owned(),
-                source: Box::new(source),
-            }
-        })
+        answer.map_err(|source| self.plugin_failed(&plugin.path, step, source))
+    }
+
+    /// A plugin call's error as the operation's: an abort that interrupted
+    /// the call ends the operation as aborted, any other fault names the
+    /// plugin and the step.
+    fn plugin_failed(&self, path: &str, step: &str, source: sandbox::Error) -> Error {
+        self.inner.metrics.plugin_fault(source.kind());
+        if matches!(source.fault(), Some(sandbox::Fault::Aborted)) {
+            tracing::info!(app = %self.app, plugin = path, step, "plugin call interrupted by the abort");
+            return Error::Aborted;
+        }
+        Error::Plugin {
+            plugin: path.to_owned(),
+            step: step.to_owned(),
+            source: Box::new(source),
+        }
     }
 
     fn plugin_app(&self, prepared: &Prepared<'_>) -> App {
@@ -1017,7 +1029,7 @@ impl Job<'_> {
     }
 
     fn call_context(&self, _function: &str) -> CallContext {
-        CallContext::new(self.inner.app_secret(&self.app))
+        CallContext::new(self.inner.app_secret(&self.app)).abort_on(Arc::clone(self.abort))
     }
 
     /// Loads this version's plugins from its own bundle folder: plugins are
@@ -1038,15 +1050,13 @@ impl Job<'_> {
                 let plugin = self
                     .inner
                     .sandbox
-                    .load(&plugin_name(&p.path), &wasm)
-                    .map_err(|source| {
-                        self.inner.metrics.plugin_fault(source.kind());
-                        Error::Plugin {
-                            plugin: p.path.clone(),
-                            step: "load".into(),
-                            source: Box::new(source),
-                        }
-                    })?;
+                    .load_for(
+                        &self.call_context("info"),
+                        self.app.as_str(),
+                        &plugin_name(&p.path),
+                        &wasm,
+                    )
+                    .map_err(|source| self.plugin_failed(&p.path, "load", source))?;
                 Ok(AppPlugin {
                     path: p.path.clone(),
                     hooks: p.hooks.clone(),

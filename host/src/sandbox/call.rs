@@ -1,7 +1,9 @@
 //! One plugin call: its store state, its limits, its inputs' seed, and the
 //! mapping of whatever ended it to a typed [`Fault`].
 
-use std::time::SystemTime;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::ResourceTable;
@@ -21,10 +23,16 @@ use super::{Fault, Stream};
 /// the same output (stable diffs, idempotent re-applies), while values a
 /// plugin generates, such as passwords, stay unguessable to anyone without
 /// the secret.
+///
+/// A context may also carry an abort flag ([`CallContext::abort_on`]): once
+/// it is raised, the call ends with [`super::Fault::Aborted`] at the next
+/// epoch tick, and a call that has not started yet does not start.
 #[derive(Clone)]
 pub struct CallContext {
     app_secret: [u8; 32],
     now: SystemTime,
+    abort: Option<Arc<AtomicBool>>,
+    deadline: Option<Duration>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -32,6 +40,8 @@ impl std::fmt::Debug for CallContext {
         f.debug_struct("CallContext")
             .field("app_secret", &"<redacted>")
             .field("now", &self.now)
+            .field("abort", &self.aborted())
+            .field("deadline", &self.deadline)
             .finish()
     }
 }
@@ -43,6 +53,54 @@ impl CallContext {
         CallContext {
             app_secret,
             now: SystemTime::UNIX_EPOCH,
+            abort: None,
+            deadline: None,
+        }
+    }
+
+    /// Ends the call (or keeps it from starting) once `flag` is raised:
+    /// the operation the call serves was aborted.
+    #[must_use]
+    pub fn abort_on(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.abort = Some(flag);
+        self
+    }
+
+    /// Gives this call a shorter deadline than the policy's (a caller with
+    /// a budget of its own); the policy's deadline stays the most any call
+    /// gets.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Whether the abort flag is raised.
+    pub fn aborted(&self) -> bool {
+        self.abort
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::SeqCst))
+    }
+
+    /// The abort flag, if the call has one.
+    pub(crate) fn abort_flag(&self) -> Option<&Arc<AtomicBool>> {
+        self.abort.as_ref()
+    }
+
+    /// The call's deadline under `policy`.
+    pub(crate) fn deadline_under(&self, policy: &Policy) -> Duration {
+        self.deadline
+            .map_or(policy.deadline, |mine| mine.min(policy.deadline))
+    }
+
+    /// The same abort flag and deadline with no secret and the clock at
+    /// the epoch, for `info`, whose answer must not depend on the app.
+    pub(crate) fn bare(&self) -> CallContext {
+        CallContext {
+            app_secret: [0; 32],
+            now: SystemTime::UNIX_EPOCH,
+            abort: self.abort.clone(),
+            deadline: self.deadline,
         }
     }
 
@@ -85,6 +143,8 @@ pub(crate) struct HostState {
     log_limit: usize,
     log_used: usize,
     log_exceeded: bool,
+    /// Set by the epoch callback when it ended the call for an abort.
+    pub(crate) aborted: bool,
 }
 
 impl HostState {
@@ -100,6 +160,7 @@ impl HostState {
             log_limit: policy.log_bytes,
             log_used: 0,
             log_exceeded: false,
+            aborted: false,
         }
     }
 
@@ -120,7 +181,10 @@ impl HostState {
     /// Maps the error that ended a call to its fault. The store's own
     /// records come first: a memory or log cap that was hit explains the
     /// trap that followed it.
-    pub(crate) fn classify(&self, error: &wasmtime::Error, policy: &Policy) -> Fault {
+    pub(crate) fn classify(&self, error: &wasmtime::Error, deadline: Duration) -> Fault {
+        if self.aborted {
+            return Fault::Aborted;
+        }
         if self.memory_exceeded {
             return Fault::MemoryLimit {
                 limit: self.memory_limit,
@@ -144,9 +208,7 @@ impl HostState {
             }
         }
         match error.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => Fault::Timeout {
-                deadline: policy.deadline,
-            },
+            Some(Trap::Interrupt) => Fault::Timeout { deadline },
             Some(Trap::StackOverflow) => Fault::StackOverflow,
             Some(trap) => Fault::Trap {
                 message: self.with_panic_message(trap.to_string()),

@@ -6,10 +6,12 @@
 //! untrusted: the sandbox grants no capability but the `log` import and the
 //! WASI interfaces a `wasm32-wasip2` component needs to link, each of them
 //! empty (no preopened directories, no environment, closed stdin, fixed
-//! clocks, seeded randomness). Every call gets a fresh store from a
-//! pre-instantiated component, a wall-clock deadline, a memory cap and caps on
-//! output and log size; a plugin that breaks any of them ends in a typed
-//! [`Fault`], and the host goes on.
+//! clocks, seeded randomness). Every call first takes a slot of the
+//! bounded instance pool (at most a share of it per app), then gets a fresh
+//! store from a pre-instantiated component, a wall-clock deadline, a memory
+//! cap and caps on output and log size, and can be aborted at any epoch
+//! tick; a plugin that breaks any of them ends in a typed [`Fault`], and the
+//! host goes on.
 //!
 //! The sandbox never reads the store, the bundle or the cluster: callers
 //! hand it wasm bytes and facts, and get values back.
@@ -19,6 +21,7 @@ mod call;
 mod facts;
 mod policy;
 mod runtime;
+mod slots;
 mod wasi;
 
 pub use cache::ComponentCache;
@@ -28,8 +31,8 @@ pub use facts::{
     SystemMode, VolumeRequest,
 };
 pub use policy::{
-    DEFAULT_DEADLINE, DEFAULT_LOG_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES, EPOCH_TICK,
-    LOG_LINE_COST, Policy,
+    DEFAULT_DEADLINE, DEFAULT_LOG_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
+    DEFAULT_POOL_SIZE, EPOCH_TICK, LOG_LINE_COST, MAX_POOL_SIZE, Policy,
 };
 pub use runtime::{Plugin, PluginInfo, Sandbox};
 
@@ -199,12 +202,26 @@ pub enum Fault {
     },
     /// The plugin returned its own error.
     PluginError(PluginError),
+    /// The call was interrupted because the operation it served was
+    /// aborted (`app abort`): it ends at the next epoch tick, whether the
+    /// plugin computes, sleeps or waits for a slot.
+    Aborted,
+    /// No instance slot came free within the call's deadline: the pool
+    /// was full, or the app already held its share of it.
+    PoolExhausted {
+        /// Slots in the pool.
+        slots: usize,
+        /// Slots one app may hold at once.
+        per_app: usize,
+        /// How long the call waited.
+        waited: Duration,
+    },
 }
 
 impl Fault {
     /// The stable name of this fault's kind: `timeout`, `memory-limit`,
-    /// `stack-overflow`, `trap`, `invalid-output`, `output-too-large` or
-    /// `plugin-error`.
+    /// `stack-overflow`, `trap`, `invalid-output`, `output-too-large`,
+    /// `plugin-error`, `aborted` or `pool-exhausted`.
     pub fn kind(&self) -> &'static str {
         match self {
             Fault::Timeout { .. } => "timeout",
@@ -214,6 +231,8 @@ impl Fault {
             Fault::InvalidOutput { .. } => "invalid-output",
             Fault::OutputTooLarge { .. } => "output-too-large",
             Fault::PluginError(_) => "plugin-error",
+            Fault::Aborted => "aborted",
+            Fault::PoolExhausted { .. } => "pool-exhausted",
         }
     }
 }
@@ -236,6 +255,16 @@ impl fmt::Display for Fault {
                 write!(f, "{stream} exceeded {} KiB", limit >> 10)
             }
             Fault::PluginError(e) => write!(f, "{e}"),
+            Fault::Aborted => f.write_str("interrupted: the operation was aborted"),
+            Fault::PoolExhausted {
+                slots,
+                per_app,
+                waited,
+            } => write!(
+                f,
+                "no plugin slot came free in {} ms (a pool of {slots}, at most {per_app} per app)",
+                waited.as_millis()
+            ),
         }
     }
 }

@@ -11,9 +11,12 @@ use std::time::Duration;
 /// bomb may end as `timeout` before it reaches the memory cap).
 ///
 /// Enforced by epoch interruption: a ticker thread advances the engine's
-/// epoch every [`EPOCH_TICK`], so a call ends within one tick of its
-/// deadline. No host call blocks: `log` never does, and the monotonic
-/// clock's waits (a plugin's `sleep`) are ready at once.
+/// epoch every [`EPOCH_TICK`], and at each tick the call compares the
+/// wall clock with its deadline (and looks at its abort flag), so a call
+/// ends within one tick of its deadline, never before it. The deadline runs
+/// from the moment the call is asked for: waiting for a pool slot counts.
+/// No host call blocks: `log` never does, and the monotonic clock's waits
+/// (a plugin's `sleep`) are ready at once.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Linear memory a single call's instance may grow to, in bytes.
@@ -36,6 +39,18 @@ pub const DEFAULT_LOG_BYTES: usize = 64 << 10;
 /// about what the host's log line around it (time, level, plugin) takes.
 /// With the default budget a call may log at most 1,024 lines.
 pub const LOG_LINE_COST: usize = 64;
+
+/// Plugin calls that may hold a component instance at once, across all
+/// apps: the size of the engine's instance pool. A call past it waits for a
+/// slot within its own deadline and ends in `pool-exhausted` if none comes
+/// free. One app may hold at most a quarter of the pool (at least one slot;
+/// see [`Policy::get_app_slots`]), so one app's slow plugins cannot take
+/// every slot. `capstan serve --plugin-pool-size N` sets it.
+pub const DEFAULT_POOL_SIZE: usize = 64;
+
+/// The largest pool [`Policy::pool_size`] accepts: each slot reserves
+/// virtual address space for its memories up front.
+pub const MAX_POOL_SIZE: usize = 1024;
 
 /// How often the epoch ticker advances; the granularity of deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -60,6 +75,7 @@ pub struct Policy {
     pub(crate) memory_bytes: usize,
     pub(crate) output_bytes: usize,
     pub(crate) log_bytes: usize,
+    pub(crate) pool_size: usize,
 }
 
 impl Default for Policy {
@@ -76,6 +92,7 @@ impl Policy {
             memory_bytes: DEFAULT_MEMORY_BYTES,
             output_bytes: DEFAULT_OUTPUT_BYTES,
             log_bytes: DEFAULT_LOG_BYTES,
+            pool_size: DEFAULT_POOL_SIZE,
         }
     }
 
@@ -107,6 +124,25 @@ impl Policy {
         self
     }
 
+    /// Sets how many calls may hold an instance at once, clamped to
+    /// `1..=`[`MAX_POOL_SIZE`]. Default: [`DEFAULT_POOL_SIZE`].
+    #[must_use]
+    pub fn pool_size(mut self, slots: usize) -> Self {
+        self.pool_size = slots.clamp(1, MAX_POOL_SIZE);
+        self
+    }
+
+    /// How many calls may hold an instance at once.
+    pub fn get_pool_size(&self) -> usize {
+        self.pool_size
+    }
+
+    /// How many of the pool's slots one app may hold at once: a quarter of
+    /// the pool, at least one.
+    pub fn get_app_slots(&self) -> usize {
+        (self.pool_size / 4).max(1)
+    }
+
     /// The wall-clock deadline per call.
     pub fn get_deadline(&self) -> Duration {
         self.deadline
@@ -115,14 +151,6 @@ impl Policy {
     /// The memory cap per call, in bytes.
     pub fn get_memory_bytes(&self) -> usize {
         self.memory_bytes
-    }
-
-    /// The epoch ticks a call may run: the deadline rounded up to whole
-    /// ticks, at least one.
-    pub(crate) fn deadline_ticks(&self) -> u64 {
-        let tick = EPOCH_TICK.as_nanos().max(1);
-        let ticks = self.deadline.as_nanos().div_ceil(tick);
-        u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
     }
 }
 
@@ -137,13 +165,19 @@ mod tests {
         assert_eq!(p.memory_bytes, 64 * 1024 * 1024);
         assert_eq!(p.output_bytes, 1024 * 1024);
         assert_eq!(p.log_bytes, 64 * 1024);
+        assert_eq!(p.get_pool_size(), 64);
+        assert_eq!(p.get_app_slots(), 16);
     }
 
     #[test]
-    fn deadline_rounds_up_to_whole_ticks() {
-        let p = Policy::new().deadline(Duration::from_millis(12));
-        assert_eq!(p.deadline_ticks(), 3);
-        let zero = Policy::new().deadline(Duration::ZERO);
-        assert_eq!(zero.deadline_ticks(), 1);
+    fn the_pool_is_clamped_and_every_app_gets_at_least_one_slot() {
+        assert_eq!(Policy::new().pool_size(0).get_pool_size(), 1);
+        assert_eq!(Policy::new().pool_size(1).get_app_slots(), 1);
+        assert_eq!(Policy::new().pool_size(7).get_app_slots(), 1);
+        assert_eq!(Policy::new().pool_size(8).get_app_slots(), 2);
+        assert_eq!(
+            Policy::new().pool_size(usize::MAX).get_pool_size(),
+            MAX_POOL_SIZE
+        );
     }
 }

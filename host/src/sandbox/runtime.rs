@@ -4,9 +4,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolConcurrencyLimitError, PoolingAllocationConfig,
+    Store, UpdateDeadline,
+};
 
 use super::bindings::capstan::plugin::types as wit;
 use super::bindings::{OverridePlugin, OverridePluginPre};
@@ -14,11 +18,8 @@ use super::cache::ComponentCache;
 use super::call::{CallContext, HostState};
 use super::facts::{App, ComponentFacts, Facts};
 use super::policy::{EPOCH_TICK, Policy};
+use super::slots::{Refused, Slots};
 use super::{Error, Fault, PluginError, Stream, wasi};
-
-/// Component instances that may be alive at once across all calls; a call
-/// past it fails to instantiate until another call ends.
-const POOL_INSTANCES: u32 = 64;
 
 /// The pooling allocator's per-memory ceiling, above any sane policy cap.
 const POOL_MEMORY_CEILING: usize = 1 << 30;
@@ -71,6 +72,7 @@ struct Inner {
     policy: Policy,
     cache: Option<ComponentCache>,
     loaded: Mutex<HashMap<[u8; 32], Component>>,
+    slots: Slots,
     _ticker: Ticker,
 }
 
@@ -104,6 +106,7 @@ impl Sandbox {
         )
         .map_err(Error::Engine)?;
         let ticker = Ticker::start(engine.clone()).map_err(Error::Ticker)?;
+        let slots = Slots::new(policy.get_pool_size(), policy.get_app_slots());
         Ok(Sandbox {
             inner: Arc::new(Inner {
                 engine,
@@ -111,6 +114,7 @@ impl Sandbox {
                 policy,
                 cache,
                 loaded: Mutex::new(HashMap::new()),
+                slots,
                 _ticker: ticker,
             }),
         })
@@ -126,6 +130,11 @@ impl Sandbox {
         &self.inner.engine
     }
 
+    /// How many calls hold a slot of the instance pool now.
+    pub fn slots_in_use(&self) -> usize {
+        self.inner.slots.in_use()
+    }
+
     /// Compiles (or loads from the cache) and links a plugin, then asks it
     /// for its [`PluginInfo`]. `name` is how errors name the plugin until it
     /// has told its own name.
@@ -137,6 +146,23 @@ impl Sandbox {
     /// does not export the capstan world, [`Error::Fault`] when `info`
     /// misbehaves, [`Error::Cache`] when the cache cannot be written.
     pub fn load(&self, name: &str, wasm: &[u8]) -> Result<Plugin, Error> {
+        self.load_for(&CallContext::new([0; 32]), "", name, wasm)
+    }
+
+    /// [`Sandbox::load`] for `app`: its `info` call is charged to the app's
+    /// share of the instance pool, and ends early when `ctx`'s abort flag is
+    /// raised (only the flag and the deadline of `ctx` are used).
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::load`].
+    pub fn load_for(
+        &self,
+        ctx: &CallContext,
+        app: &str,
+        name: &str,
+        wasm: &[u8],
+    ) -> Result<Plugin, Error> {
         let component = self.component(name, wasm)?;
         let pre = self
             .inner
@@ -156,7 +182,7 @@ impl Sandbox {
             pre,
             sandbox: self.clone(),
         };
-        plugin.info = plugin.call_info()?;
+        plugin.info = plugin.call_info(&ctx.bare(), app)?;
         plugin.name = plugin.info.name.clone();
         Ok(plugin)
     }
@@ -192,11 +218,14 @@ impl Sandbox {
 }
 
 fn engine_config(policy: &Policy) -> Config {
+    // Every call holds one slot (see `slots`) and one component instance;
+    // the pool has room for as many instances as there are slots.
+    let instances = u32::try_from(policy.get_pool_size()).unwrap_or(u32::MAX);
     let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(POOL_INSTANCES)
-        .total_core_instances(POOL_INSTANCES * 8)
-        .total_memories(POOL_INSTANCES * 2)
-        .total_tables(POOL_INSTANCES * 8)
+    pool.total_component_instances(instances)
+        .total_core_instances(instances.saturating_mul(8))
+        .total_memories(instances.saturating_mul(2))
+        .total_tables(instances.saturating_mul(8))
         // The resource limiter enforces the policy's cap and records that it
         // did; the pool's own ceiling sits above it as a backstop, so that
         // the limiter is the one that refuses.
@@ -275,7 +304,7 @@ impl Plugin {
             chart.as_bytes(),
         ];
         let (wit_app, wit_facts) = (app.to_wit(), facts.to_wit());
-        let text = self.call(ctx, "overrides", &inputs, |plugin, store| {
+        let text = self.call(ctx, &app.name, "overrides", &inputs, |plugin, store| {
             plugin.call_overrides(store, &wit_app, &wit_facts, chart)
         })?;
         let text = text.map_err(|e| self.plugin_error(e))?;
@@ -302,7 +331,7 @@ impl Plugin {
         ];
         let (wit_app, wit_facts, wit_component) =
             (app.to_wit(), facts.to_wit(), component.to_wit());
-        let answer = self.call(ctx, "workload-kind", &inputs, |plugin, store| {
+        let answer = self.call(ctx, &app.name, "workload-kind", &inputs, |plugin, store| {
             plugin.call_workload_kind(store, &wit_app, &wit_facts, &wit_component)
         })?;
         match answer {
@@ -331,7 +360,7 @@ impl Plugin {
             &json_bytes(facts)[..],
         ];
         let (wit_app, wit_facts) = (app.to_wit(), facts.to_wit());
-        let outcome = self.call(ctx, "lifecycle", &inputs, |plugin, store| {
+        let outcome = self.call(ctx, &app.name, "lifecycle", &inputs, |plugin, store| {
             plugin.call_lifecycle(store, hook_to_wit(hook), &wit_app, &wit_facts)
         })?;
         match outcome.map_err(|e| self.plugin_error(e))? {
@@ -343,9 +372,10 @@ impl Plugin {
         }
     }
 
-    fn call_info(&self) -> Result<PluginInfo, Error> {
-        let ctx = CallContext::new([0; 32]);
-        let info = self.call(&ctx, "info", &[], |plugin, store| plugin.call_info(store))?;
+    fn call_info(&self, ctx: &CallContext, app: &str) -> Result<PluginInfo, Error> {
+        let info = self.call(ctx, app, "info", &[], |plugin, store| {
+            plugin.call_info(store)
+        })?;
         if info.name.is_empty()
             || info.name.len() > MAX_NAME_BYTES
             || info.version.len() > MAX_NAME_BYTES
@@ -375,21 +405,49 @@ impl Plugin {
         })
     }
 
-    /// Runs one export in a fresh store under the policy's limits.
+    /// Runs one export in a fresh store under the policy's limits, in a
+    /// slot of the instance pool charged to `app`.
+    ///
+    /// The deadline runs from here: waiting for a slot counts. At each epoch
+    /// tick the store's callback ends the call if its abort flag is raised
+    /// or the wall clock is past the deadline.
     fn call<R>(
         &self,
         ctx: &CallContext,
+        app: &str,
         function: &str,
         inputs: &[&[u8]],
         invoke: impl FnOnce(&OverridePlugin, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
-        let policy = &self.sandbox.inner.policy;
+        let started = Instant::now();
+        let inner = &self.sandbox.inner;
+        let policy = &inner.policy;
+        let deadline = ctx.deadline_under(policy);
+        let until = started + deadline;
+        let abort = ctx.abort_flag().cloned();
+        let slot = match inner.slots.acquire(app, until, abort.as_deref()) {
+            Ok(slot) => slot,
+            Err(Refused::Aborted) => return Err(self.fault(Fault::Aborted)),
+            Err(Refused::Exhausted) => return Err(self.fault(self.pool_exhausted(started))),
+        };
         let seed = ctx.seed(function, inputs);
         let state = HostState::new(&self.name, policy, ctx.now(), seed);
-        let mut store = Store::new(&self.sandbox.inner.engine, state);
+        let mut store = Store::new(&inner.engine, state);
         store.limiter(|state| state);
-        store.set_epoch_deadline(policy.deadline_ticks());
-        store.epoch_deadline_trap();
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut store| {
+            if abort
+                .as_ref()
+                .is_some_and(|flag| flag.load(Ordering::SeqCst))
+            {
+                store.data_mut().aborted = true;
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            if Instant::now() >= until {
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            Ok(UpdateDeadline::Continue(1))
+        });
         let span = tracing::debug_span!("plugin call", plugin = %self.name, function);
         let _entered = span.enter();
         let result = self
@@ -397,7 +455,27 @@ impl Plugin {
             .instantiate(&mut store)
             .and_then(|plugin| invoke(&plugin, &mut store));
         store.data().forward_stdio();
-        result.map_err(|error| self.fault(store.data().classify(&error, policy)))
+        let result = result.map_err(|error| {
+            if error.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
+                // A backstop: the slots keep calls under the pool's size.
+                self.fault(self.pool_exhausted(started))
+            } else {
+                self.fault(store.data().classify(&error, deadline))
+            }
+        });
+        // The instance goes back to the pool before the slot does.
+        drop(store);
+        drop(slot);
+        result
+    }
+
+    fn pool_exhausted(&self, started: Instant) -> Fault {
+        let policy = &self.sandbox.inner.policy;
+        Fault::PoolExhausted {
+            slots: policy.get_pool_size(),
+            per_app: policy.get_app_slots(),
+            waited: started.elapsed(),
+        }
     }
 
     fn parse_overrides(

@@ -31,6 +31,7 @@ const BEHAVIOURS: &[&str] = &[
     "read-file",
     "read-env",
     "clock-and-random",
+    "volumes",
     "well-behaved",
 ];
 
@@ -99,6 +100,9 @@ impl Guest for Hostile {
                 }
             }
             "clock-and-random" => Ok(clock_and_random(&app, &facts)),
+            // Tells what the facts reveal of local volumes: a plugin must
+            // see only those its own app mounts.
+            "volumes" => Ok(seen_volumes(&facts)),
             "well-behaved" => Ok(format!("{{\"app\":\"{}\",\"ok\":true}}", app.name)),
             other => Err(PluginError::Unsupported(format!("chart {other}"))),
         }
@@ -107,9 +111,13 @@ impl Guest for Hostile {
     fn workload_kind(
         _app: App,
         _facts: Facts,
-        _component: Component,
+        component: Component,
     ) -> Result<WorkloadKind, PluginError> {
-        spin_forever()
+        match component.chart.as_str() {
+            // The volume-facts app leaves the decision to the host.
+            "volumes" => Err(PluginError::Unsupported("not deciding".into())),
+            _ => spin_forever(),
+        }
     }
 
     fn lifecycle(_hook: Hook, _app: App, _facts: Facts) -> Result<HookOutcome, PluginError> {
@@ -153,6 +161,17 @@ fn trap() -> ! {
 #[cfg(not(target_family = "wasm"))]
 fn trap() -> ! {
     std::process::abort()
+}
+
+/// `{"seen": ["name@node:hostPath", ...]}` of every local volume in the
+/// facts.
+fn seen_volumes(facts: &Facts) -> String {
+    let seen: Vec<String> = facts
+        .local_volumes
+        .iter()
+        .map(|v| format!("\"{}@{}:{}\"", v.name, v.node, v.host_path))
+        .collect();
+    format!("{{\"seen\":[{}]}}", seen.join(","))
 }
 
 /// What a plugin can learn of time and randomness: the host must make both
