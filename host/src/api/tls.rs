@@ -1,7 +1,8 @@
 //! TLS for the TCP listener and the client (rustls with ring): loading PEM
-//! certificates and keys, the server and client configurations, and a
-//! listener that runs each handshake on its own task so a slow or silent
-//! client never holds up the others.
+//! certificates and keys, the server and client configurations (the
+//! client's certificate for a daemon that demands one, and whether one
+//! did), and a listener that runs each handshake on its own task so a slow
+//! or silent client never holds up the others.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
