@@ -45,6 +45,9 @@ mod disk;
 /// push, pull, upload and update from it, tampering, auth.
 mod registry;
 
+/// The registry token service the bearer-token tests run on loopback.
+mod token_server;
+
 /// TLS on the TCP listener with certificates the test generates.
 mod tls;
 

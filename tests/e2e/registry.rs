@@ -18,6 +18,7 @@ use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
 use crate::daemon::{Daemon, text};
+use crate::token_server::TokenServer;
 
 const BINARY: &str = "docker-registry";
 
@@ -33,6 +34,39 @@ impl Registry {
     /// htpasswd basic auth. `None` (after printing why) when the binary is
     /// not installed and this is not CI.
     fn start(dir: &Path, users: &[(&str, &str)]) -> Option<Registry> {
+        Registry::start_with(dir, |root| {
+            if users.is_empty() {
+                return String::new();
+            }
+            let lines: Vec<String> = users
+                .iter()
+                .map(|(user, password)| format!("{user}:{}", bcrypt::hash(password, 5).unwrap()))
+                .collect();
+            let htpasswd = root.join("htpasswd");
+            std::fs::write(&htpasswd, lines.join("\n") + "\n").unwrap();
+            format!(
+                "auth:\n  htpasswd:\n    realm: capstan-test\n    path: {}\n",
+                htpasswd.display()
+            )
+        })
+    }
+
+    /// A registry that takes bearer tokens from `tokens` (`auth: token`).
+    fn start_with_tokens(dir: &Path, tokens: &TokenServer) -> Option<Registry> {
+        Registry::start_with(dir, |_| {
+            format!(
+                "auth:\n  token:\n    realm: {}\n    service: {}\n    issuer: {}\n    rootcertbundle: {}\n",
+                tokens.realm(),
+                crate::token_server::SERVICE,
+                crate::token_server::ISSUER,
+                tokens.ca().display()
+            )
+        })
+    }
+
+    /// Starts a registry whose config's `auth` section is what `auth`
+    /// writes (given the registry's folder).
+    fn start_with(dir: &Path, auth: impl FnOnce(&Path) -> String) -> Option<Registry> {
         let found = Command::new(BINARY)
             .arg("--version")
             .output()
@@ -48,19 +82,7 @@ impl Registry {
         let root = dir.join("registry");
         std::fs::create_dir_all(&root).unwrap();
         let port = free_port();
-        let mut auth = String::new();
-        if !users.is_empty() {
-            let lines: Vec<String> = users
-                .iter()
-                .map(|(user, password)| format!("{user}:{}", bcrypt::hash(password, 5).unwrap()))
-                .collect();
-            let htpasswd = root.join("htpasswd");
-            std::fs::write(&htpasswd, lines.join("\n") + "\n").unwrap();
-            auth = format!(
-                "auth:\n  htpasswd:\n    realm: capstan-test\n    path: {}\n",
-                htpasswd.display()
-            );
-        }
+        let auth = auth(&root);
         let config = root.join("config.yml");
         std::fs::write(
             &config,
@@ -168,13 +190,9 @@ fn ok(daemon: &Daemon, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
-/// The error of a command that must fail with exit 1, on its cause line.
+/// The error of a command that must fail with exit 1: one `error:` line.
 fn refused(daemon: &Daemon, args: &[&str]) -> String {
-    let out = cli(daemon, args);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let stderr = text(&out.stderr);
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    stderr
+    one_error_line(&cli(daemon, args))
 }
 
 #[test]
@@ -464,4 +482,254 @@ fn htpasswd_auth_takes_credentials_from_a_docker_config() {
         std::fs::read(&pulled).unwrap(),
         std::fs::read(bundle).unwrap()
     );
+}
+
+/// A Docker config file `dir/config.json` with `user:password` for the
+/// registry, as `docker login` writes it; returns its folder.
+fn docker_config(
+    daemon: &Daemon,
+    registry: &Registry,
+    dir: &str,
+    user: &str,
+    password: &str,
+) -> PathBuf {
+    let dir = daemon.dir.join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    std::fs::write(
+        dir.join("config.json"),
+        format!(
+            r#"{{"auths":{{"127.0.0.1:{}":{{"auth":"{auth}"}}}}}}"#,
+            registry.port
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// `capstan ARGS --plain-http` with `DOCKER_CONFIG` set to `config` (or
+/// unset, with an empty home, for no credentials at all).
+fn with_docker_config(
+    daemon: &Daemon,
+    config: Option<&Path>,
+    args: &[&str],
+) -> std::process::Output {
+    let empty_home = daemon.dir.join("empty-home");
+    std::fs::create_dir_all(&empty_home).unwrap();
+    let mut command = crate::support::capstan();
+    command
+        .args(args)
+        .arg("--plain-http")
+        .env("CAPSTAN_STATE", daemon.state())
+        .env_remove("CAPSTAN_SERVER")
+        .env_remove("CAPSTAN_TOKEN")
+        .env("HOME", &empty_home);
+    match config {
+        Some(dir) => command.env("DOCKER_CONFIG", dir),
+        None => command.env_remove("DOCKER_CONFIG"),
+    };
+    command.output().unwrap()
+}
+
+/// The one `error:` line of a command that must fail with exit 1.
+fn one_error_line(out: &std::process::Output) -> String {
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    err
+}
+
+#[test]
+fn bearer_tokens_from_the_registrys_token_service() {
+    static USERS: &[crate::token_server::User] = &[
+        ("ci", "s3cret-pass", &["pull", "push"]),
+        ("reader", "read-only-pass", &["pull"]),
+    ];
+    let daemon = Daemon::start("registry_token");
+    let tokens = TokenServer::start(&daemon.dir, USERS);
+    let Some(registry) = Registry::start_with_tokens(&daemon.dir, &tokens) else {
+        return;
+    };
+    let bundle = daemon.shop_bundle("1.0.0", |_| {});
+    let bundle_text = bundle.to_str().unwrap();
+    let tag = registry.reference("apps/shop:1.0.0");
+    // The registry itself asks for a bearer token from the realm.
+    let (status, answer) = registry.http("GET", "/v2/", "text/plain", b"");
+    assert_eq!(status, 401, "{answer}");
+    assert!(
+        answer.contains(&format!("Bearer realm=\"{}\"", tokens.realm())),
+        "{answer}"
+    );
+
+    // No credentials: the token service wants some.
+    let err = one_error_line(&with_docker_config(
+        &daemon,
+        None,
+        &["bundle", "push", bundle_text, &tag],
+    ));
+    assert!(err.contains("refused access to"), "{err}");
+    assert!(err.contains("authentication required"), "{err}");
+    assert!(err.contains("no credentials for 127.0.0.1"), "{err}");
+
+    // A wrong password: the token service's own word, and no password.
+    let wrong = docker_config(&daemon, &registry, "wrong", "ci", "not-the-password");
+    let err = one_error_line(&with_docker_config(
+        &daemon,
+        Some(&wrong),
+        &["bundle", "push", bundle_text, &tag],
+    ));
+    assert!(err.contains("refused access to"), "{err}");
+    assert!(err.contains("incorrect username or password"), "{err}");
+    assert!(!err.contains("not-the-password"), "{err}");
+    assert!(
+        !err.contains('{'),
+        "the token service's JSON is read, not quoted: {err}"
+    );
+
+    // The right one: a token for pull and push, then push and pull with it.
+    let ci = docker_config(&daemon, &registry, "ci", "ci", "s3cret-pass");
+    let out = with_docker_config(&daemon, Some(&ci), &["bundle", "push", bundle_text, &tag]);
+    assert!(
+        out.status.success(),
+        "{}\nregistry log:\n{}",
+        text(&out.stderr),
+        registry.log()
+    );
+    let digest = text(&out.stdout).trim().to_owned();
+    assert!(digest.starts_with("sha256:"), "{digest}");
+    let issued = tokens.issued();
+    assert!(
+        issued.iter().any(|t| t.user == "ci"
+            && t.status == 200
+            && t.scope == "repository:apps/shop:pull,push"),
+        "{issued:?}"
+    );
+
+    // A user who may only pull: pulls (by tag and by digest), and uploads
+    // from the registry into the daemon; a push is refused.
+    let reader = docker_config(&daemon, &registry, "reader", "reader", "read-only-pass");
+    let pulled = daemon.dir.join("pulled.tgz");
+    let pulled_text = pulled.to_str().unwrap();
+    let out = with_docker_config(
+        &daemon,
+        Some(&reader),
+        &["bundle", "pull", &tag, "-o", pulled_text],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read(&pulled).unwrap(),
+        std::fs::read(&bundle).unwrap()
+    );
+    let pinned = registry.reference(&format!("apps/shop@{digest}"));
+    let out = with_docker_config(
+        &daemon,
+        Some(&reader),
+        &["bundle", "pull", &pinned, "-o", pulled_text],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = with_docker_config(&daemon, Some(&reader), &["app", "upload", &tag]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        daemon.show("shop")["versions"][0]["source"],
+        pinned.as_str()
+    );
+    assert!(
+        tokens.issued().iter().any(|t| t.user == "reader"
+            && t.status == 200
+            && t.scope == "repository:apps/shop:pull"),
+        "{:?}",
+        tokens.issued()
+    );
+    let err = one_error_line(&with_docker_config(
+        &daemon,
+        Some(&reader),
+        &[
+            "bundle",
+            "push",
+            bundle_text,
+            &registry.reference("apps/shop:2.0.0"),
+        ],
+    ));
+    assert!(err.contains("refused access to"), "{err}");
+}
+
+#[test]
+fn oversized_and_mismatched_manifests_are_refused_with_one_line() {
+    let daemon = Daemon::start("registry_limits");
+    let Some(registry) = Registry::start(&daemon.dir, &[]) else {
+        return;
+    };
+    let bundle = daemon.shop_bundle("1.0.0", |_| {});
+    let bytes = std::fs::read(&bundle).unwrap();
+    let tag = registry.reference("apps/shop:1.0.0");
+    let digest = ok(&daemon, &["bundle", "push", bundle.to_str().unwrap(), &tag]);
+    let digest = digest.trim();
+    let put = |tag: &str, manifest: &str| {
+        let (status, answer) = registry.http(
+            "PUT",
+            &format!("/v2/apps/shop/manifests/{tag}"),
+            "application/vnd.oci.image.manifest.v1+json",
+            manifest.as_bytes(),
+        );
+        assert_eq!(status, 201, "{answer}");
+    };
+    let manifest = |layer_size: u64, padding: usize| {
+        format!(
+            r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.capstan.bundle.v1","config":{{"mediaType":"application/vnd.capstan.bundle.config.v1+json","digest":"{d}","size":{n}}},"layers":[{{"mediaType":"application/vnd.capstan.bundle.v1.tar+gzip","digest":"{d}","size":{layer_size}}}],"annotations":{{"padding":"{}"}}}}"#,
+            "x".repeat(padding),
+            d = sha256(&bytes),
+            n = bytes.len(),
+        )
+    };
+
+    // A manifest over 256 KiB (the registry itself takes up to 4 MiB).
+    put("huge", &manifest(bytes.len() as u64, 300 * 1024));
+    let err = one_error_line(&cli(
+        &daemon,
+        &["bundle", "pull", &registry.reference("apps/shop:huge")],
+    ));
+    assert!(err.contains("manifest of"), "{err}");
+    assert!(err.contains("over the limit of 262144"), "{err}");
+
+    // A bundle layer declared larger than the daemon takes: refused before
+    // a byte of it is fetched.
+    let limit = capstan::api::MAX_BUNDLE_BYTES as u64;
+    put("big-blob", &manifest(limit + 1, 0));
+    let err = one_error_line(&cli(
+        &daemon,
+        &["app", "upload", &registry.reference("apps/shop:big-blob")],
+    ));
+    assert!(err.contains("bundle blob of"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is {} bytes, over the limit of {limit}",
+            limit + 1
+        )),
+        "{err}"
+    );
+    assert_eq!(daemon.ok(&["app", "list", "-o", "json"]).trim(), "[]");
+
+    // The stored manifest changed under its digest: pulled by digest or by
+    // tag, what arrives is not what the digest names.
+    let stored = registry.blob_file(digest);
+    let original = std::fs::read_to_string(&stored).unwrap();
+    let changed = original.replace("\"1.0.0\"", "\"6.6.6\"");
+    assert_ne!(changed, original);
+    std::fs::write(&stored, changed).unwrap();
+    for reference in [
+        registry.reference(&format!("apps/shop@{digest}")),
+        tag.clone(),
+    ] {
+        let err = one_error_line(&cli(&daemon, &["bundle", "pull", &reference]));
+        assert!(err.contains("manifest of"), "{reference}: {err}");
+        assert!(
+            err.contains("does not match its digest"),
+            "{reference}: {err}"
+        );
+        assert!(
+            err.contains(&format!("expected {digest}")),
+            "{reference}: {err}"
+        );
+    }
 }

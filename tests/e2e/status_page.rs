@@ -2,8 +2,9 @@
 //! over WebDriver (chromedriver, through fantoccini) against a daemon on a
 //! TCP listener with a token and the example shop app. The token gate,
 //! the app list, a chart's layers, a user value holding `<script>` shown
-//! as text, and live progress during a slowed apply. A screenshot of each
-//! page is written to `TARGET/status-page/`.
+//! as text, live progress during a slowed apply, and the chart of
+//! operation durations showing the numbers of the daemon's `/metrics`. A
+//! screenshot of each page is written to `TARGET/status-page/`.
 //!
 //! Without chromium and chromedriver the test fails under CI (`CI=true`)
 //! and is skipped with a message elsewhere.
@@ -318,6 +319,9 @@ async fn pages(browser: &Client, base: &str, port: u16, dir: &Path) {
         "return document.getElementById('live').textContent.indexOf('updated') >= 0;",
     )
     .await;
+    // This daemon has run no operation yet: its metrics have no durations.
+    let none = text_of(browser, "#operation-durations").await;
+    assert!(none.contains("No operation has finished"), "{none}");
     screenshot(browser, "apps").await;
 
     // The app page: a chart's layers side by side, the hostile value as
@@ -418,4 +422,79 @@ async fn pages(browser: &Client, base: &str, port: u16, dir: &Path) {
         .await
         .unwrap();
     assert_eq!(kept, json!(true), "the page reloaded");
+
+    // The daemon's metrics in the chart of operation durations: the same
+    // numbers /metrics gives, bucket by bucket.
+    let bearer = format!("Authorization: Bearer {TOKEN}\r\n");
+    let (status, metrics) = raw(port, "GET", "/metrics", &bearer);
+    assert_eq!(status, 200, "{metrics}");
+    let count = metric(
+        &metrics,
+        "capstan_operation_duration_seconds_count{operation=\"apply\"}",
+    );
+    let sum = metric(
+        &metrics,
+        "capstan_operation_duration_seconds_sum{operation=\"apply\"}",
+    );
+    assert_eq!(count, 1.0, "{metrics}");
+    assert!(sum > 0.0, "{metrics}");
+    browser.goto(&format!("{base}/ui")).await.unwrap();
+    let group = browser
+        .find(Locator::Css(
+            "#operation-durations g[data-operation=\"apply\"]",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        group.attr("data-count").await.unwrap().as_deref(),
+        Some("1")
+    );
+    let bars = group.find_all(Locator::Css("rect")).await.unwrap();
+    let mut below = 0.0;
+    let mut seen = Vec::new();
+    for bar in &bars {
+        let le = bar.attr("data-le").await.unwrap().unwrap();
+        let shown: f64 = bar
+            .attr("data-count")
+            .await
+            .unwrap()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let cumulative = metric(
+            &metrics,
+            &format!(
+                "capstan_operation_duration_seconds_bucket{{operation=\"apply\",le=\"{le}\"}}"
+            ),
+        );
+        assert_eq!(shown, cumulative - below, "bucket le={le}: {metrics}");
+        below = cumulative;
+        seen.push(le);
+    }
+    assert_eq!(seen.last().map(String::as_str), Some("+Inf"), "{seen:?}");
+    assert_eq!(below, count);
+    let row = "#operation-durations-table tr[data-operation=\"apply\"]";
+    assert_eq!(text_of(browser, &format!("{row} .count")).await, "1");
+    assert_eq!(
+        text_of(browser, &format!("{row} .mean")).await,
+        format!("{:.3}s", sum / count)
+    );
+    browser
+        .execute(
+            "document.getElementById('operation-durations').scrollIntoView(); return true;",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(browser, "durations").await;
+}
+
+/// The value of the sample `name` (with its labels) in Prometheus text.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
 }

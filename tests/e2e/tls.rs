@@ -1,7 +1,8 @@
 //! TLS on the TCP listener, with certificates the test generates (rcgen):
 //! the CLI verifies the daemon against `--tls-ca` / `CAPSTAN_TLS_CA`, an
 //! unknown CA and plain HTTP are refused, a client CA demands client
-//! certificates, and plain HTTP off loopback is refused at start.
+//! certificates (the CLI presents one with `--tls-cert`/`--tls-key`), and
+//! plain HTTP off loopback is refused at start.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
@@ -160,11 +161,45 @@ fn the_cli_verifies_a_tls_daemon_and_refuses_another_ca_or_plain_http() {
     );
 }
 
+/// A CA for clients and a client certificate it signed: (ca.pem,
+/// client.pem, client.key) in `dir`.
+fn client_certificate(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("{name} client CA"));
+    ca_params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+    ];
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("{name} operator"));
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let paths = (
+        dir.join(format!("{name}-client-ca.pem")),
+        dir.join(format!("{name}-client.pem")),
+        dir.join(format!("{name}-client.key")),
+    );
+    std::fs::write(&paths.0, ca.pem()).unwrap();
+    std::fs::write(&paths.1, cert.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    paths
+}
+
 #[test]
-fn a_client_ca_refuses_clients_without_a_certificate() {
+fn a_client_ca_refuses_clients_without_a_certificate_and_admits_one_it_signed() {
     let dir = fresh_dir("tls_client_ca");
     let (ca, cert, key) = certificates(&dir, "server");
-    let (client_ca, _, _) = certificates(&dir, "clients");
+    let (client_ca, client_cert, client_key) = client_certificate(&dir, "ops");
+    let (_, stranger_cert, stranger_key) = client_certificate(&dir, "stranger");
     let port = free_port();
     let _daemon = serve(
         &dir,
@@ -173,8 +208,78 @@ fn a_client_ca_refuses_clients_without_a_certificate() {
         &["--tls-cert", "--tls-key", "--tls-client-ca"],
     );
     wait_for_port(port);
-    let out = list(&format!("https://127.0.0.1:{port}"), Some(&ca), None);
-    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let https = format!("https://127.0.0.1:{port}");
+    let with = |identity: Option<(&Path, &Path)>, env: bool| {
+        let mut command = capstan();
+        command
+            .args(["app", "list", "-o", "json", "--server", &https, "--tls-ca"])
+            .arg(&ca)
+            .env("CAPSTAN_TOKEN", TOKEN)
+            .env_remove("CAPSTAN_TLS_CERT")
+            .env_remove("CAPSTAN_TLS_KEY");
+        match identity {
+            Some((cert, key)) if env => {
+                command
+                    .env("CAPSTAN_TLS_CERT", cert)
+                    .env("CAPSTAN_TLS_KEY", key);
+            }
+            Some((cert, key)) => {
+                command
+                    .arg("--tls-cert")
+                    .arg(cert)
+                    .arg("--tls-key")
+                    .arg(key);
+            }
+            None => {}
+        }
+        command.output().unwrap()
+    };
+
+    // No certificate: one line that says what is missing and how to give it.
+    let out = with(None, false);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: TLS with the daemon at https://127.0.0.1"),
+        "{err}"
+    );
+    assert!(err.contains("requires a client certificate"), "{err}");
+    assert!(err.contains("--tls-cert and --tls-key"), "{err}");
+
+    // A certificate the client CA signed: by flags and by the environment.
+    let out = with(Some((&client_cert, &client_key)), false);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "[]");
+    let out = with(Some((&client_cert, &client_key)), true);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // One another CA signed: refused, on one line.
+    let out = with(Some((&stranger_cert, &stranger_key)), false);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("TLS with the daemon at"), "{err}");
+    assert!(err.contains("--tls-client-ca"), "{err}");
+
+    // A key that is not the certificate's, and a certificate without its key.
+    let out = with(Some((&client_cert, &stranger_key)), false);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("stranger-client.key"), "{err}");
+    let out = capstan()
+        .args(["app", "list", "--server", &https, "--tls-cert"])
+        .arg(&client_cert)
+        .env_remove("CAPSTAN_TLS_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--tls-key"),
+        "{}",
+        text(&out.stderr)
+    );
+
     let log = std::fs::read_to_string(dir.join(format!("daemon-{port}.log"))).unwrap();
     assert!(!log.contains("panicked"), "{log}");
 }

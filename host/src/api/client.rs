@@ -142,6 +142,7 @@ pub struct Client {
     token: Option<String>,
     runtime: tokio::runtime::Runtime,
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    certificate: Option<std::sync::Arc<super::tls::ClientCertificate>>,
 }
 
 impl Client {
@@ -160,6 +161,7 @@ impl Client {
             token,
             runtime,
             tls: None,
+            certificate: None,
         })
     }
 
@@ -169,6 +171,17 @@ impl Client {
     #[must_use]
     pub fn with_tls(mut self, config: std::sync::Arc<rustls::ClientConfig>) -> Client {
         self.tls = Some(config);
+        self
+    }
+
+    /// [`Client::with_tls`], with the client certificate it presents to a
+    /// daemon that asks for one ([`super::tls::client_tls`]); a daemon
+    /// that refuses the client for want of one gets a [`ClientError::Tls`]
+    /// saying so.
+    #[must_use]
+    pub fn with_client_tls(mut self, tls: super::tls::ClientTls) -> Client {
+        self.tls = Some(tls.config);
+        self.certificate = Some(tls.certificate);
         self
     }
 
@@ -643,11 +656,81 @@ impl Client {
                 )
                 .await
                 .map_err(|_| tls_error("the handshake timed out".into()))?
-                .map_err(|e| tls_error(e.to_string()))?;
-                send_on(TokioIo::new(stream), request).await
+                .map_err(|e| tls_error(self.tls_refusal(&e).unwrap_or_else(|| e.to_string())))?;
+                // A daemon that requires a client certificate refuses one
+                // without (or with one it does not trust) after the
+                // handshake, on the first read.
+                return send_on(TokioIo::new(stream), request).await.map_err(|e| {
+                    match self.tls_refusal(e.as_ref()) {
+                        Some(why) => tls_error(why),
+                        None => http(e),
+                    }
+                });
             }
         };
         response.map_err(http)
+    }
+
+    /// Why a daemon refused this client's TLS, when `error` (or its
+    /// causes) says, or when the daemon asked for a client certificate
+    /// that this client does not have.
+    fn tls_refusal(&self, error: &(dyn std::error::Error + 'static)) -> Option<String> {
+        use rustls::AlertDescription as A;
+        let alert = std::iter::successors(Some(error), |e| e.source()).find_map(|e| {
+            let tls = e.downcast_ref::<rustls::Error>().or_else(|| {
+                e.downcast_ref::<std::io::Error>()
+                    .and_then(|io| io.get_ref())
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            });
+            match tls {
+                Some(rustls::Error::AlertReceived(alert)) => Some(*alert),
+                _ => None,
+            }
+        });
+        let closed = std::iter::successors(Some(error), |e| e.source()).any(|e| {
+            use std::io::ErrorKind as K;
+            e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
+                )
+            }) || e
+                .downcast_ref::<hyper::Error>()
+                .is_some_and(|h| h.is_incomplete_message() || h.is_closed())
+        });
+        let certificate = self.certificate.as_deref();
+        let present = certificate.is_some_and(super::tls::ClientCertificate::present);
+        let requested = certificate.is_some_and(super::tls::ClientCertificate::requested);
+        let hint = "give one with --tls-cert and --tls-key (CAPSTAN_TLS_CERT, CAPSTAN_TLS_KEY)";
+        match alert {
+            Some(A::CertificateRequired) => {
+                Some(format!("the daemon requires a client certificate; {hint}"))
+            }
+            Some(
+                alert @ (A::BadCertificate
+                | A::UnknownCA
+                | A::CertificateUnknown
+                | A::CertificateExpired
+                | A::CertificateRevoked
+                | A::UnsupportedCertificate
+                | A::AccessDenied),
+            ) if present => Some(format!(
+                "the daemon refused the client certificate (alert {alert:?}); \
+                 is it signed by the daemon's --tls-client-ca?"
+            )),
+            Some(alert) if requested && !present => Some(format!(
+                "the daemon requires a client certificate (alert {alert:?}); {hint}"
+            )),
+            None if closed && requested && !present => Some(format!(
+                "the daemon asked for a client certificate and closed the connection without one; {hint}"
+            )),
+            None if closed && requested => Some(
+                "the daemon closed the connection after asking for a client certificate \
+                 (is this one signed by the daemon's --tls-client-ca?)"
+                    .to_owned(),
+            ),
+            _ => None,
+        }
     }
 
     fn connect_error(&self, error: std::io::Error) -> ClientError {

@@ -1,7 +1,8 @@
 //! TLS for the TCP listener and the client (rustls with ring): loading PEM
-//! certificates and keys, the server and client configurations, and a
-//! listener that runs each handshake on its own task so a slow or silent
-//! client never holds up the others.
+//! certificates and keys, the server and client configurations (the
+//! client's certificate for a daemon that demands one, and whether one
+//! did), and a listener that runs each handshake on its own task so a slow
+//! or silent client never holds up the others.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -20,7 +21,8 @@ pub enum TlsError {
     /// The file cannot be read or holds no PEM item of the kind needed.
     #[error("{what} {}: {why}", path.display())]
     File {
-        /// `certificate`, `key` or `CA bundle`.
+        /// `certificate`, `key`, `client certificate`, `client key` or
+        /// `CA bundle`.
         what: &'static str,
         /// The file.
         path: PathBuf,
@@ -53,14 +55,14 @@ fn certificates(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'s
     Ok(certs)
 }
 
-fn private_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+fn private_key(what: &'static str, path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     let bytes = std::fs::read(path).map_err(|e| TlsError::File {
-        what: "key",
+        what,
         path: path.to_path_buf(),
         why: e.to_string(),
     })?;
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::File {
-        what: "key",
+        what,
         path: path.to_path_buf(),
         why: format!("holds no PEM private key: {e}"),
     })
@@ -90,7 +92,7 @@ pub fn server_config(
     client_ca: Option<&Path>,
 ) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let chain = certificates("certificate", cert)?;
-    let key = private_key(key)?;
+    let key = private_key("key", key)?;
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?;
@@ -114,11 +116,92 @@ pub fn server_config(
 }
 
 /// The client's TLS configuration: trusts the certificates in `ca` when
-/// given, else the system's roots.
+/// given, else the system's roots; presents no client certificate.
 ///
 /// # Errors
 /// [`TlsError`] naming the file; no usable system roots.
 pub fn client_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, TlsError> {
+    client_tls(ca, None).map(|tls| tls.config)
+}
+
+/// The client's certificate for a daemon that asks for one
+/// (`serve --tls-client-ca`), and whether a daemon asked: a daemon that
+/// requires a certificate refuses a client without one only after the
+/// client's side of the handshake is done, often by closing the
+/// connection, so what the client saw alone cannot say why.
+#[derive(Debug)]
+pub struct ClientCertificate {
+    key: Option<Arc<rustls::sign::CertifiedKey>>,
+    requested: std::sync::atomic::AtomicBool,
+}
+
+impl ClientCertificate {
+    /// Whether a certificate is configured.
+    pub fn present(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// Whether a daemon asked this client for a certificate.
+    pub fn requested(&self) -> bool {
+        self.requested.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl rustls::client::ResolvesClientCert for ClientCertificate {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.requested
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.key.clone()
+    }
+
+    fn has_certs(&self) -> bool {
+        self.key.is_some()
+    }
+}
+
+/// A client's TLS: the configuration and the certificate it presents.
+#[derive(Debug, Clone)]
+pub struct ClientTls {
+    /// The rustls configuration.
+    pub config: Arc<rustls::ClientConfig>,
+    /// The client certificate (maybe none) and whether a daemon asked.
+    pub certificate: Arc<ClientCertificate>,
+}
+
+/// The client's TLS: trusts `ca` (else the system's roots) and, with
+/// `identity` (certificate chain PEM, leaf first; private key PEM),
+/// presents that certificate to a daemon that asks for one.
+///
+/// # Errors
+/// [`TlsError`] naming the file; a key that does not match the
+/// certificate; no usable system roots.
+pub fn client_tls(
+    ca: Option<&Path>,
+    identity: Option<(&Path, &Path)>,
+) -> Result<ClientTls, TlsError> {
+    let key =
+        match identity {
+            Some((cert, key)) => {
+                let chain = certificates("client certificate", cert)?;
+                let der = private_key("client key", key)?;
+                let certified = rustls::sign::CertifiedKey::from_der(chain, der, &provider())
+                    .map_err(|e| TlsError::File {
+                        what: "client key",
+                        path: key.to_path_buf(),
+                        why: format!("cannot be used with {}: {e}", cert.display()),
+                    })?;
+                Some(Arc::new(certified))
+            }
+            None => None,
+        };
+    let certificate = Arc::new(ClientCertificate {
+        key,
+        requested: std::sync::atomic::AtomicBool::new(false),
+    });
     let store = match ca {
         Some(path) => roots(path)?,
         None => {
@@ -139,9 +222,12 @@ pub fn client_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, Tls
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?
         .with_root_certificates(store)
-        .with_no_client_auth();
+        .with_client_cert_resolver(certificate.clone());
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    Ok(ClientTls {
+        config: Arc::new(config),
+        certificate,
+    })
 }
 
 /// A TCP listener that hands out TLS streams. Handshakes run on their own

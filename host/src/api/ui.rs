@@ -32,6 +32,7 @@ use serde_json::Value;
 
 use super::server::{Api, ApiError, blocking, constant_time_eq};
 use super::wire::{AppDetails, AppRecord, ChartOverrides, HistoryEntry, VolumeView};
+use crate::lifecycle::{DurationHistogram, OPERATION_BUCKETS};
 use crate::model::AppName;
 use crate::store::Outcome;
 
@@ -220,8 +221,9 @@ pub(super) async fn login(
 
 pub(super) async fn index(State(api): State<Api>) -> Response {
     let lc = api.lifecycle.clone();
+    let durations = api.lifecycle.metrics().operation_durations();
     match blocking(move || Ok((lc.list()?, lc.volume_list()?))).await {
-        Ok((apps, volumes)) => page(StatusCode::OK, render_index(&apps, &volumes)),
+        Ok((apps, volumes)) => page(StatusCode::OK, render_index(&apps, &volumes, &durations)),
         Err(e) => error_page(&e),
     }
 }
@@ -317,8 +319,13 @@ pub fn render_login(error: Option<&str>) -> String {
 }
 
 /// The app list: every app with its state, version and the running
-/// operation's progress, and every volume.
-pub fn render_index(apps: &[AppRecord], volumes: &[VolumeView]) -> String {
+/// operation's progress, every volume, and the daemon's metrics of
+/// operation durations as a chart.
+pub fn render_index(
+    apps: &[AppRecord],
+    volumes: &[VolumeView],
+    durations: &[DurationHistogram],
+) -> String {
     let mut body = String::from("<h1>Apps</h1>");
     if apps.is_empty() {
         body.push_str("<p class=\"note\">No apps uploaded.</p>");
@@ -347,7 +354,126 @@ pub fn render_index(apps: &[AppRecord], volumes: &[VolumeView]) -> String {
     }
     body.push_str("<h2>Volumes</h2>");
     body.push_str(&volume_table(volumes));
+    body.push_str("<h2>Operation durations</h2>");
+    body.push_str(&render_operation_durations(durations));
     layout("apps", &body, "/v1/apps")
+}
+
+/// The daemon's operation duration histograms (`/metrics`,
+/// `capstan_operation_duration_seconds`) as a bar chart (inline SVG): a
+/// group of bars per operation kind, one bar per bucket with the number
+/// of operations that took that long (not cumulative; the last bar is
+/// those over the last bound), and a table of counts and means.
+pub fn render_operation_durations(durations: &[DurationHistogram]) -> String {
+    let durations: Vec<&DurationHistogram> = durations.iter().filter(|d| d.count > 0).collect();
+    if durations.is_empty() {
+        return "<p class=\"note\" id=\"operation-durations\">No operation has finished since \
+                the daemon started.</p>"
+            .into();
+    }
+    let tallest = durations
+        .iter()
+        .flat_map(|d| duration_bars(d).into_iter().map(|(_, _, n)| n))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let (bar, gap, group_gap, height, label) = (10i64, 2i64, 28i64, 60i64, 16i64);
+    let per_group = (bar + gap) * (OPERATION_BUCKETS.len() as i64 + 1);
+    let width = (per_group + group_gap) * durations.len() as i64;
+    let mut svg = format!(
+        "<svg id=\"operation-durations\" width=\"{width}\" height=\"{total}\" \
+         viewBox=\"0 0 {width} {total}\" role=\"img\" aria-label=\"operation durations\">",
+        total = height + label + 2
+    );
+    for (i, d) in durations.iter().enumerate() {
+        let x0 = i as i64 * (per_group + group_gap);
+        let operation = escape(&d.operation);
+        let _ = write!(
+            svg,
+            "<g data-operation=\"{operation}\" data-count=\"{}\" data-sum=\"{}\">",
+            d.count, d.sum
+        );
+        for (j, (range, le, n)) in duration_bars(d).into_iter().enumerate() {
+            let h = if n == 0 {
+                1
+            } else {
+                (n as i64 * height / tallest as i64).max(2)
+            };
+            let _ = write!(
+                svg,
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{bar}\" height=\"{h}\" class=\"{class}\" \
+                 data-le=\"{le}\" data-count=\"{n}\"><title>{title}</title></rect>",
+                x = x0 + j as i64 * (bar + gap),
+                y = height + 1 - h,
+                class = if n == 0 { "empty" } else { "bar" },
+                le = escape(&le),
+                title = escape(&format!("{}: {n} took {range}", d.operation)),
+            );
+        }
+        let _ = write!(
+            svg,
+            "<text x=\"{x0}\" y=\"{}\">{operation}</text></g>",
+            height + label
+        );
+    }
+    svg.push_str("</svg>");
+    let mut table = String::from(
+        "<table id=\"operation-durations-table\"><thead><tr><th>Operation</th>\
+         <th>Finished</th><th>Mean</th><th>Total</th></tr></thead><tbody>",
+    );
+    for d in &durations {
+        let _ = write!(
+            table,
+            "<tr data-operation=\"{}\"><td>{}</td><td class=\"count\">{}</td>\
+             <td class=\"mean\">{}</td><td class=\"sum\">{}</td></tr>",
+            escape(&d.operation),
+            escape(&d.operation),
+            d.count,
+            escape(&secs(d.sum / d.count as f64)),
+            escape(&secs(d.sum)),
+        );
+    }
+    table.push_str("</tbody></table>");
+    format!(
+        "<figure class=\"durations\">{svg}<figcaption>Operations by how long they took, \
+         from the daemon's metrics (<code>capstan_operation_duration_seconds</code> at \
+         <code>/metrics</code>) since it started; buckets at most {}s, then over {}s.\
+         </figcaption></figure>{table}",
+        escape(
+            &OPERATION_BUCKETS
+                .iter()
+                .map(f64::to_string)
+                .collect::<Vec<_>>()
+                .join("s, ")
+        ),
+        OPERATION_BUCKETS[OPERATION_BUCKETS.len() - 1]
+    )
+}
+
+/// One histogram's bars: per bucket, the operations in it alone (not
+/// cumulative), as (range for people, upper bound as `/metrics` prints
+/// it, count); the last bar is those over the last bound (`+Inf`).
+fn duration_bars(d: &DurationHistogram) -> Vec<(String, String, u64)> {
+    let mut out = Vec::new();
+    let mut below = 0u64;
+    let mut lower: Option<f64> = None;
+    for (bound, cumulative) in &d.buckets {
+        let label = match lower {
+            None => format!("at most {bound}s"),
+            Some(low) => format!("{low}s to {bound}s"),
+        };
+        out.push((label, bound.to_string(), cumulative.saturating_sub(below)));
+        below = *cumulative;
+        lower = Some(*bound);
+    }
+    let last = lower.map_or_else(|| "any".to_owned(), |low| format!("over {low}s"));
+    out.push((last, "+Inf".to_owned(), d.count.saturating_sub(below)));
+    out
+}
+
+/// Seconds with millisecond precision, e.g. `1.234s`.
+fn secs(seconds: f64) -> String {
+    format!("{seconds:.3}s")
 }
 
 /// One app: state and live progress, the last error in full, charts and
@@ -775,7 +901,7 @@ mod tests {
 
     #[test]
     fn the_app_list_escapes_names_versions_progress_and_messages() {
-        let html = render_index(&[record("shop", Some(HOSTILE))], &[]);
+        let html = render_index(&[record("shop", Some(HOSTILE))], &[], &[]);
         assert_inert(&html);
         assert!(html.contains("1.0.0 → &lt;b&gt;2.0.0&lt;/b&gt;"));
         assert!(html.contains("chart &lt;web&gt; 1/2"));
@@ -787,9 +913,73 @@ mod tests {
 
     #[test]
     fn an_empty_list_says_so() {
-        let html = render_index(&[], &[]);
+        let html = render_index(&[], &[], &[]);
         assert!(html.contains("No apps uploaded."));
         assert!(html.contains("No volumes."));
+        assert!(html.contains("No operation has finished"));
+    }
+
+    fn histogram(operation: &str, seconds: &[f64]) -> DurationHistogram {
+        DurationHistogram {
+            operation: operation.into(),
+            buckets: OPERATION_BUCKETS
+                .iter()
+                .map(|&bound| {
+                    (
+                        bound,
+                        seconds.iter().filter(|&&s| s <= bound).count() as u64,
+                    )
+                })
+                .collect(),
+            count: seconds.len() as u64,
+            sum: seconds.iter().sum(),
+        }
+    }
+
+    #[test]
+    fn the_operation_duration_chart_draws_each_bucket_of_the_metrics() {
+        let durations = [
+            histogram("apply", &[0.3, 0.4, 4.0, 400.0]),
+            histogram("remove", &[0.05]),
+            histogram(HOSTILE, &[]),
+        ];
+        let html = render_operation_durations(&durations);
+        // A kind with nothing finished is left out (and so is its name).
+        assert_eq!(html.matches("<g data-operation").count(), 2, "{html}");
+        assert!(!html.contains("alert"), "{html}");
+        let bars = OPERATION_BUCKETS.len() + 1;
+        assert_eq!(html.matches("<rect").count(), 2 * bars);
+        // Per bucket, not cumulative: two in (0.25, 0.5], one in (2.5, 5],
+        // one over the last bound; the tallest bar is full height.
+        assert!(
+            html.contains("height=\"60\" class=\"bar\" data-le=\"0.5\" data-count=\"2\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("height=\"30\" class=\"bar\" data-le=\"5\" data-count=\"1\""),
+            "{html}"
+        );
+        assert!(html.contains("data-le=\"+Inf\" data-count=\"1\""), "{html}");
+        assert!(
+            html.contains("class=\"empty\" data-le=\"1\" data-count=\"0\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("<title>apply: 2 took 0.25s to 0.5s</title>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<title>apply: 1 took over 300s</title>"),
+            "{html}"
+        );
+        // The table: counts, means and totals.
+        assert!(html.contains("<td class=\"count\">4</td><td class=\"mean\">101.175s</td><td class=\"sum\">404.700s</td>"), "{html}");
+        assert!(
+            html.contains("<td class=\"count\">1</td><td class=\"mean\">0.050s</td>"),
+            "{html}"
+        );
+        let index = render_index(&[], &[], &durations);
+        assert!(index.contains("id=\"operation-durations\""));
     }
 
     fn page_data() -> AppPage {

@@ -45,9 +45,28 @@ pub struct Connection {
     pub token: Option<String>,
     /// The CA certificate (PEM) that signed a TLS daemon's certificate;
     /// default: the system's roots. Given with an `http://` or `tcp:`
-    /// server, that server is spoken to over TLS.
+    /// server (as is --tls-cert), that server is spoken to over TLS.
     #[arg(long, global = true, value_name = "FILE", env = "CAPSTAN_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
+    /// The client certificate (PEM, leaf first) presented to a TLS daemon
+    /// that requires one (`serve --tls-client-ca`); needs --tls-key.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "CAPSTAN_TLS_CERT",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        env = "CAPSTAN_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -75,16 +94,23 @@ impl Connection {
                 Address::default_for(&self.state.clone().unwrap_or_else(api::default_state_dir))
             }
         };
-        let address = match (address, &self.tls_ca) {
-            (Address::Tcp(addr), Some(_)) => Address::Https(addr),
-            (address, _) => address,
+        let identity = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
+        let address = match address {
+            Address::Tcp(addr) if self.tls_ca.is_some() || identity.is_some() => {
+                Address::Https(addr)
+            }
+            address => address,
         };
         let client = Client::new(address.clone(), self.token.clone())?;
         Ok(match address {
             Address::Https(_) => {
-                let config = api::tls::client_config(self.tls_ca.as_deref())
-                    .context("loading the daemon's CA (--tls-ca)")?;
-                client.with_tls(config)
+                let what = if identity.is_some() {
+                    "loading the daemon's CA (--tls-ca) and the client certificate (--tls-cert, --tls-key)"
+                } else {
+                    "loading the daemon's CA (--tls-ca)"
+                };
+                let tls = api::tls::client_tls(self.tls_ca.as_deref(), identity).context(what)?;
+                client.with_client_tls(tls)
             }
             _ => client,
         })

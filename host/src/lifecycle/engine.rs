@@ -1162,6 +1162,7 @@ impl Lifecycle {
     ) {
         let span = tracing::info_span!("operation", app = %app, operation = %operation, id = op.0);
         let _entered = span.enter();
+        let started = std::time::Instant::now();
         let job = Job {
             inner: &self.inner,
             app: app.clone(),
@@ -1200,6 +1201,9 @@ impl Lifecycle {
         self.inner
             .metrics
             .operation(operation.as_str(), outcome.as_str());
+        self.inner
+            .metrics
+            .operation_took(operation.as_str(), started.elapsed());
         if let Ok(mut running) = self.inner.running.lock()
             && running.get(app.as_str()).is_some_and(|(id, _)| *id == op)
         {

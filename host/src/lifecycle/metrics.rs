@@ -1,6 +1,8 @@
 //! Counters the daemon exposes at `/metrics`, in the Prometheus text
-//! format: operations by kind and outcome, plugin call durations, and
-//! plugin faults by kind.
+//! format: operations by kind and outcome, operation durations, plugin
+//! call durations, and plugin faults by kind. The status page draws its
+//! chart of operation durations from [`Metrics::operation_durations`],
+//! the numbers `/metrics` prints.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -9,6 +11,32 @@ use std::time::Duration;
 
 /// Upper bounds (seconds) of the plugin call duration histogram.
 const DURATION_BUCKETS: [f64; 9] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5];
+
+/// Upper bounds (seconds) of the operation duration histogram: an
+/// operation runs from a fraction of a second (a directory target) to
+/// minutes (a cluster that waits for readiness).
+pub const OPERATION_BUCKETS: [f64; 10] = [0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
+
+/// One operation kind's durations, as `/metrics` prints them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DurationHistogram {
+    /// The operation (`apply`, `remove`, `update`, ...).
+    pub operation: String,
+    /// `(upper bound in seconds, operations that took at most that)`,
+    /// cumulative as in Prometheus, bounds from [`OPERATION_BUCKETS`].
+    pub buckets: Vec<(f64, u64)>,
+    /// How many finished.
+    pub count: u64,
+    /// Their durations added up, in seconds.
+    pub sum: f64,
+}
+
+#[derive(Debug, Default)]
+struct OperationHistogram {
+    buckets: [u64; OPERATION_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
 
 #[derive(Debug, Default)]
 struct Histogram {
@@ -20,6 +48,7 @@ struct Histogram {
 #[derive(Debug, Default)]
 struct Counters {
     operations: BTreeMap<(String, String), u64>,
+    operation_durations: BTreeMap<String, OperationHistogram>,
     plugin_calls: BTreeMap<String, Histogram>,
     plugin_faults: BTreeMap<String, u64>,
 }
@@ -37,6 +66,39 @@ impl Metrics {
         *c.operations
             .entry((operation.to_owned(), outcome.to_owned()))
             .or_default() += 1;
+    }
+
+    /// Records how long one operation that ran in the background
+    /// (apply, remove, update, rollback, recover) took, begin to finish.
+    pub fn operation_took(&self, operation: &str, took: Duration) {
+        let mut c = self.lock();
+        let h = c
+            .operation_durations
+            .entry(operation.to_owned())
+            .or_default();
+        let secs = took.as_secs_f64();
+        for (bucket, bound) in h.buckets.iter_mut().zip(OPERATION_BUCKETS) {
+            if secs <= bound {
+                *bucket += 1;
+            }
+        }
+        h.count += 1;
+        h.sum += secs;
+    }
+
+    /// The operation duration histograms, by operation: the numbers of
+    /// `capstan_operation_duration_seconds`.
+    pub fn operation_durations(&self) -> Vec<DurationHistogram> {
+        self.lock()
+            .operation_durations
+            .iter()
+            .map(|(operation, h)| DurationHistogram {
+                operation: operation.clone(),
+                buckets: OPERATION_BUCKETS.iter().copied().zip(h.buckets).collect(),
+                count: h.count,
+                sum: h.sum,
+            })
+            .collect()
     }
 
     /// Records one plugin call of `function` that took `took`.
@@ -74,6 +136,33 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "capstan_operations_total{{operation=\"{operation}\",outcome=\"{outcome}\"}} {n}"
+            );
+        }
+        out.push_str(
+            "# HELP capstan_operation_duration_seconds App operations that ran in the background, by kind, begin to finish.\n",
+        );
+        out.push_str("# TYPE capstan_operation_duration_seconds histogram\n");
+        for (operation, h) in &c.operation_durations {
+            for (bound, n) in OPERATION_BUCKETS.iter().zip(h.buckets) {
+                let _ = writeln!(
+                    out,
+                    "capstan_operation_duration_seconds_bucket{{operation=\"{operation}\",le=\"{bound}\"}} {n}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "capstan_operation_duration_seconds_bucket{{operation=\"{operation}\",le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(
+                out,
+                "capstan_operation_duration_seconds_sum{{operation=\"{operation}\"}} {}",
+                h.sum
+            );
+            let _ = writeln!(
+                out,
+                "capstan_operation_duration_seconds_count{{operation=\"{operation}\"}} {}",
+                h.count
             );
         }
         out.push_str(
@@ -151,5 +240,41 @@ mod tests {
             text.contains("capstan_plugin_call_duration_seconds_count{function=\"overrides\"} 2\n")
         );
         assert!(text.contains("capstan_plugin_faults_total{kind=\"timeout\"} 1\n"));
+    }
+
+    #[test]
+    fn operation_durations_are_a_histogram_by_kind() {
+        let m = Metrics::default();
+        assert!(m.operation_durations().is_empty());
+        m.operation_took("apply", Duration::from_millis(300));
+        m.operation_took("apply", Duration::from_secs(4));
+        m.operation_took("remove", Duration::from_millis(50));
+        let text = m.render();
+        assert!(text.contains("# TYPE capstan_operation_duration_seconds histogram\n"));
+        assert!(text.contains(
+            "capstan_operation_duration_seconds_bucket{operation=\"apply\",le=\"0.25\"} 0\n"
+        ));
+        assert!(text.contains(
+            "capstan_operation_duration_seconds_bucket{operation=\"apply\",le=\"0.5\"} 1\n"
+        ));
+        assert!(text.contains(
+            "capstan_operation_duration_seconds_bucket{operation=\"apply\",le=\"5\"} 2\n"
+        ));
+        assert!(text.contains(
+            "capstan_operation_duration_seconds_bucket{operation=\"apply\",le=\"+Inf\"} 2\n"
+        ));
+        assert!(text.contains("capstan_operation_duration_seconds_sum{operation=\"apply\"} 4.3\n"));
+        assert!(
+            text.contains("capstan_operation_duration_seconds_count{operation=\"remove\"} 1\n")
+        );
+        let durations = m.operation_durations();
+        assert_eq!(durations.len(), 2);
+        let apply = &durations[0];
+        assert_eq!(apply.operation, "apply");
+        assert_eq!(apply.count, 2);
+        assert!((apply.sum - 4.3).abs() < 1e-9);
+        assert_eq!(apply.buckets.len(), OPERATION_BUCKETS.len());
+        assert_eq!(apply.buckets[2], (0.5, 1));
+        assert_eq!(apply.buckets[5], (5.0, 2));
     }
 }

@@ -55,7 +55,7 @@ pub use engine::{
 };
 pub use error::{Error, ErrorClass};
 pub use facts::default_facts;
-pub use metrics::Metrics;
+pub use metrics::{DurationHistogram, Metrics, OPERATION_BUCKETS};
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use run::ChartDiff;
 pub use state_dir::StatePaths;

@@ -302,7 +302,7 @@ impl Session {
             },
         };
         match &e {
-            E::AuthenticationFailure(why) => refused(first_line(why)),
+            E::AuthenticationFailure(why) => refused(token_service_refusal(why)),
             E::UnauthorizedError { .. } => refused("unauthorized".into()),
             E::ServerError {
                 code: 401 | 403,
@@ -366,6 +366,36 @@ impl Session {
                 Error::Registry { host, why }
             }
         }
+    }
+}
+
+/// What a registry's token service said when it refused: the message of
+/// its JSON answer (`details`, as Docker Hub's, `error_description`,
+/// `message`, `error`, or distribution's `errors[].message`), else its
+/// first line.
+fn token_service_refusal(body: &str) -> String {
+    let said = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|json| {
+            ["details", "detail", "error_description", "message", "error"]
+                .iter()
+                .find_map(|key| json.get(key).and_then(|v| v.as_str()).map(str::to_owned))
+                .or_else(|| {
+                    let messages: Vec<&str> = json
+                        .get("errors")?
+                        .as_array()?
+                        .iter()
+                        .filter_map(|e| e.get("message").and_then(|m| m.as_str()))
+                        .collect();
+                    (!messages.is_empty()).then(|| messages.join("; "))
+                })
+        })
+        .map(|text| first_line(&text))
+        .unwrap_or_else(|| first_line(body));
+    if said.is_empty() {
+        "the token service refused the credentials".into()
+    } else {
+        format!("token service: {said}")
     }
 }
 
@@ -651,6 +681,28 @@ mod tests {
             version: "0.1.0".into(),
             signer: "SHA256:x".into(),
         }
+    }
+
+    #[test]
+    fn a_token_services_refusal_is_its_message_on_one_line() {
+        assert_eq!(
+            token_service_refusal(r#"{"details":"incorrect username or password"}"#),
+            "token service: incorrect username or password"
+        );
+        assert_eq!(
+            token_service_refusal(
+                r#"{"errors":[{"code":"UNAUTHORIZED","message":"access denied"}]}"#
+            ),
+            "token service: access denied"
+        );
+        assert_eq!(
+            token_service_refusal("<html>\nForbidden\n</html>"),
+            "token service: <html>"
+        );
+        assert_eq!(
+            token_service_refusal(""),
+            "the token service refused the credentials"
+        );
     }
 
     #[test]
