@@ -204,7 +204,11 @@ fn peers(extra: &[String]) -> Result<(), String> {
         [flag] if flag == "--dev" => {
             capstan.args(["--profile", "dev"]).args(TEST_FEATURES);
         }
-        _ => return Err(format!("peers: unknown arguments {extra:?}; usage: cargo xtask peers [--dev]")),
+        _ => {
+            return Err(format!(
+                "peers: unknown arguments {extra:?}; usage: cargo xtask peers [--dev]"
+            ));
+        }
     }
     capstan.args(["--", "overrides/"]);
     run(capstan, "the sandbox bench")?;
@@ -217,11 +221,23 @@ fn peers(extra: &[String]) -> Result<(), String> {
         command
     };
     let mut plugin = peers_cargo();
-    plugin.args(["build", "--release", "--target", EXTISM_TARGET, "--manifest-path"]);
+    plugin.args([
+        "build",
+        "--release",
+        "--target",
+        EXTISM_TARGET,
+        "--manifest-path",
+    ]);
     plugin.args([PEERS_MANIFEST, "-p", "capstan-peers-extism-storage"]);
     run(plugin, "building the Extism plugin")?;
     let mut extism = peers_cargo();
-    extism.args(["bench", "--manifest-path", PEERS_MANIFEST, "--", "overrides/"]);
+    extism.args([
+        "bench",
+        "--manifest-path",
+        PEERS_MANIFEST,
+        "--",
+        "overrides/",
+    ]);
     run(extism, "the peers bench")?;
 
     let python = Command::new("python3")
@@ -242,7 +258,8 @@ fn peers(extra: &[String]) -> Result<(), String> {
     };
     print!("{python_text}");
 
-    let criterion = |target: &Path, id: &str| criterion_median(&target.join("criterion/overrides").join(id));
+    let criterion =
+        |target: &Path, id: &str| criterion_median(&target.join("criterion/overrides").join(id));
     let rows = [
         Measured {
             name: "capstan",
@@ -303,7 +320,11 @@ fn criterion_median(bench_dir: &Path) -> Option<f64> {
 /// The `NAME median_ns=N` line the Python bench printed.
 fn python_median(text: &str, name: &str) -> Option<f64> {
     text.lines()
-        .filter_map(|line| line.strip_prefix(name)?.trim_start().strip_prefix("median_ns="))
+        .filter_map(|line| {
+            line.strip_prefix(name)?
+                .trim_start()
+                .strip_prefix("median_ns=")
+        })
         .find_map(|rest| rest.split_whitespace().next()?.parse().ok())
 }
 
