@@ -1,22 +1,35 @@
 //! Sandbox benchmarks.
 //!
 //! - `overrides/capstan`: one `overrides` call of the storage example plugin
-//!   through capstan's sandbox on a warm host: a fresh store and instance
-//!   from the pre-instantiated component, with every limit and capture on.
-//! - `overrides/bare-wasmtime`: the same component and call in a bare
-//!   wasmtime loop: default engine, full WASI linked, no limits, no capture.
+//!   (chart `rbd-provisioner`, the simplex facts) through capstan's sandbox
+//!   on a warm host: a fresh store and instance from the pre-instantiated
+//!   component, with every limit and capture on, and the returned JSON
+//!   parsed and checked.
+//! - `overrides/bare-wasmtime`: the floor: the same component and call in a
+//!   bare wasmtime loop on an engine with the sandbox's pooling allocator
+//!   configuration ([`capstan::sandbox::pooling_config`]), a fresh store per
+//!   call, an empty WASI context, no limits, no capture, the JSON text
+//!   returned as it is.
 //! - `load/compile` against `load/cached`: compiling the component against
 //!   loading it from capstan's compiled-component cache.
 //!
-//! Run with `cargo bench -p capstan --bench sandbox` after
-//! `cargo xtask plugins` (which builds the plugin components).
+//! Before timing, both `overrides` outputs are checked equal to
+//! `benches/peers/fixtures/rbd-provisioner.simplex.json`, which the peers
+//! benchmark (Extism, Python) checks its outputs against too, and the facts
+//! equal to that benchmark's `simplex.json`. Run with
+//! `cargo bench -p capstan --bench sandbox` after `cargo xtask plugins`
+//! (which builds the plugin components); `cargo xtask peers` runs the
+//! `overrides` group and the peers in one go (docs/performance.md).
 
 use std::path::PathBuf;
 
-use capstan::sandbox::{App, CallContext, ComponentCache, Facts, Policy, Sandbox};
+use capstan::sandbox::{
+    App, CallContext, ComponentCache, Facts, NodeRole, Policy, Sandbox, StorageKind, SystemMode,
+    pooling_config,
+};
 use criterion::{Criterion, criterion_group, criterion_main};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 mod bare {
@@ -48,6 +61,14 @@ fn facts() -> Facts {
     Facts::from_yaml(&text).expect("parsing the example facts")
 }
 
+/// A file of the peers benchmark's fixtures (`benches/peers/fixtures`).
+fn peers_fixture(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../benches/peers/fixtures")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
 struct BareState {
     wasi: WasiCtx,
     table: ResourceTable,
@@ -68,57 +89,107 @@ impl bare::capstan::plugin::host::Host for BareState {
     fn log(&mut self, _level: wit::LogLevel, _message: String) {}
 }
 
-fn wit_facts() -> wit::Facts {
+/// The facts as the bare loop's bindings type them (what the sandbox's
+/// own conversion does).
+fn bare_facts(facts: &Facts) -> wit::Facts {
     wit::Facts {
-        system_mode: wit::SystemMode::Simplex,
-        controller_count: 1,
-        worker_count: 1,
-        nodes: vec![wit::Node {
-            name: "controller-0".into(),
-            roles: vec![wit::NodeRole::Controller, wit::NodeRole::Worker],
-            labels: vec![wit::Label {
-                key: "kubernetes.io/hostname".into(),
-                value: "controller-0".into(),
-            }],
-            schedulable: true,
-        }],
-        storage_backends: vec![wit::StorageBackend {
-            name: "ceph-store".into(),
-            kind: wit::StorageKind::Ceph,
-            replication: 1,
-            monitors: vec!["192.168.204.2:6789".into()],
-            pools: vec!["kube-rbd".into()],
-            is_default: true,
-        }],
+        system_mode: match facts.system_mode {
+            SystemMode::Simplex => wit::SystemMode::Simplex,
+            SystemMode::Duplex => wit::SystemMode::Duplex,
+            SystemMode::Standard => wit::SystemMode::Standard,
+        },
+        controller_count: facts.controller_count,
+        worker_count: facts.worker_count,
+        nodes: facts
+            .nodes
+            .iter()
+            .map(|n| wit::Node {
+                name: n.name.clone(),
+                roles: n
+                    .roles
+                    .iter()
+                    .map(|r| match r {
+                        NodeRole::Controller => wit::NodeRole::Controller,
+                        NodeRole::Worker => wit::NodeRole::Worker,
+                        NodeRole::Storage => wit::NodeRole::Storage,
+                    })
+                    .collect(),
+                labels: n
+                    .labels
+                    .iter()
+                    .map(|(key, value)| wit::Label {
+                        key: key.clone(),
+                        value: value.clone(),
+                    })
+                    .collect(),
+                schedulable: n.schedulable,
+            })
+            .collect(),
+        storage_backends: facts
+            .storage_backends
+            .iter()
+            .map(|b| wit::StorageBackend {
+                name: b.name.clone(),
+                kind: match b.kind {
+                    StorageKind::Ceph => wit::StorageKind::Ceph,
+                    StorageKind::CephRook => wit::StorageKind::CephRook,
+                    StorageKind::Lvm => wit::StorageKind::Lvm,
+                    StorageKind::Nfs => wit::StorageKind::Nfs,
+                    StorageKind::External => wit::StorageKind::External,
+                },
+                replication: b.replication,
+                monitors: b.monitors.clone(),
+                pools: b.pools.clone(),
+                is_default: b.is_default,
+            })
+            .collect(),
         local_volumes: vec![],
-        kubernetes_version: "1.30.2".into(),
-        extra: r#"{"region":"lab-1"}"#.into(),
+        kubernetes_version: facts.kubernetes_version.clone(),
+        extra: facts.extra.to_string(),
     }
 }
 
 fn overrides(c: &mut Criterion) {
     let wasm = storage_wasm();
+    let facts = facts();
+    assert_eq!(
+        Facts::from_yaml(&peers_fixture("simplex.json")).expect("the peers' facts"),
+        facts,
+        "the peers benchmark's facts differ from the example's"
+    );
+    assert!(facts.local_volumes.is_empty(), "the bare loop passes none");
+    let expected: serde_json::Value =
+        serde_json::from_str(&peers_fixture("rbd-provisioner.simplex.json"))
+            .expect("the expected overrides");
     let mut group = c.benchmark_group("overrides");
 
-    let sandbox = Sandbox::new(Policy::new()).expect("sandbox");
+    let policy = Policy::new();
+    let sandbox = Sandbox::new(policy.clone()).expect("sandbox");
     let plugin = sandbox.load("storage", &wasm).expect("loading storage");
-    let (ctx, app, facts) = (
+    let (ctx, app) = (
         CallContext::new([1; 32]),
         App {
             name: "bench".into(),
             version: "1.0.0".into(),
         },
-        facts(),
     );
-    group.bench_function("capstan", |b| {
-        b.iter(|| {
-            plugin
-                .overrides(&ctx, &app, &facts, "rbd-provisioner")
-                .expect("overrides")
-        })
-    });
+    let call = || {
+        plugin
+            .overrides(&ctx, &app, &facts, "rbd-provisioner")
+            .expect("overrides")
+    };
+    assert_eq!(
+        serde_json::Value::Object(call()),
+        expected,
+        "capstan's output"
+    );
+    group.bench_function("capstan", |b| b.iter(call));
 
-    let engine = Engine::default();
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(&policy)));
+    let engine = Engine::new(&config).expect("the floor's engine");
     let component = Component::new(&engine, &wasm).expect("compiling");
     let mut linker = Linker::<BareState>::new(&engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).expect("linking wasi");
@@ -130,23 +201,27 @@ fn overrides(c: &mut Criterion) {
         name: "bench".into(),
         version: "1.0.0".into(),
     };
-    let wit_facts = wit_facts();
-    group.bench_function("bare-wasmtime", |b| {
-        b.iter(|| {
-            let mut store = Store::new(
-                &engine,
-                BareState {
-                    wasi: WasiCtx::builder().build(),
-                    table: ResourceTable::new(),
-                },
-            );
-            let plugin = pre.instantiate(&mut store).expect("instantiate");
-            plugin
-                .call_overrides(&mut store, &wit_app, &wit_facts, "rbd-provisioner")
-                .expect("call")
-                .expect("plugin ok")
-        })
-    });
+    let wit_facts = bare_facts(&facts);
+    let bare_call = || {
+        let mut store = Store::new(
+            &engine,
+            BareState {
+                wasi: WasiCtx::builder().build(),
+                table: ResourceTable::new(),
+            },
+        );
+        let plugin = pre.instantiate(&mut store).expect("instantiate");
+        plugin
+            .call_overrides(&mut store, &wit_app, &wit_facts, "rbd-provisioner")
+            .expect("call")
+            .expect("plugin ok")
+    };
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&bare_call()).expect("JSON"),
+        expected,
+        "the floor's output"
+    );
+    group.bench_function("bare-wasmtime", |b| b.iter(bare_call));
     group.finish();
 }
 

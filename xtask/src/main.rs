@@ -1,13 +1,21 @@
 //! Project tasks that need more than one cargo command: `cargo xtask demo`,
-//! `cargo xtask test`, `cargo xtask build`, `cargo xtask plugins`.
+//! `cargo xtask test`, `cargo xtask build`, `cargo xtask plugins`,
+//! `cargo xtask peers`.
 //!
-//! Each task installs what it needs first (the `wasm32-wasip2` target) so
-//! that a fresh machine with only the Rust toolchain can run it.
+//! Each task installs what it needs first (the `wasm32-wasip2` target, and
+//! for `peers` the `wasm32-unknown-unknown` target Extism plugins build for)
+//! so that a fresh machine with only the Rust toolchain can run it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// The target the peers benchmark's Extism plugin builds for.
+const EXTISM_TARGET: &str = "wasm32-unknown-unknown";
+
+/// The peers benchmark's own workspace (docs/performance.md).
+const PEERS_MANIFEST: &str = "benches/peers/Cargo.toml";
 
 /// The workspace members that do not build for the wasm target, from
 /// `native-only-packages.txt` at the workspace root (the e2e tests read the
@@ -31,6 +39,7 @@ fn main() -> ExitCode {
         Some("build") => build_plugins().and_then(|()| build_host()),
         Some("test") => build_plugins().and_then(|()| run_tests(&args[1..])),
         Some("demo") => build_plugins().and_then(|()| demo(&args[1..])),
+        Some("peers") => build_plugins().and_then(|()| peers(&args[1..])),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -38,7 +47,10 @@ fn main() -> ExitCode {
                  build the example plugins and app, run the main job end to end\n  \
                  test [ARGS]               build the plugins, then run every test (`cargo test --workspace --features capstan/test-hooks ARGS`)\n  \
                  build                     build everything: the host and every plugin\n  \
-                 plugins                   build the example and test plugins for {WASM_TARGET}"
+                 plugins                   build the example and test plugins for {WASM_TARGET}\n  \
+                 peers [--dev]             benchmark the storage plugin's overrides call: capstan, a bare wasmtime\n                            \
+                 floor, Extism (fresh and reused plugin) and Python, in one run (docs/performance.md);\n                            \
+                 --dev: capstan's side in the dev profile CI builds, not the bench profile"
             );
             return ExitCode::from(2);
         }
@@ -78,6 +90,11 @@ fn run(mut command: Command, what: &str) -> Result<(), String> {
 
 /// Installs the wasm target when rustup is there and the target is not.
 fn ensure_wasm_target() -> Result<(), String> {
+    ensure_target(WASM_TARGET)
+}
+
+/// Installs `target` when rustup is there and the target is not.
+fn ensure_target(target: &str) -> Result<(), String> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output();
@@ -85,14 +102,14 @@ fn ensure_wasm_target() -> Result<(), String> {
         Ok(out)
             if String::from_utf8_lossy(&out.stdout)
                 .lines()
-                .any(|l| l.trim() == WASM_TARGET) =>
+                .any(|l| l.trim() == target) =>
         {
             Ok(())
         }
         Ok(_) => {
             let mut add = Command::new("rustup");
-            add.args(["target", "add", WASM_TARGET]);
-            run(add, "rustup target add wasm32-wasip2")
+            add.args(["target", "add", target]);
+            run(add, &format!("rustup target add {target}"))
         }
         // No rustup: the toolchain was installed another way; let cargo
         // report a missing target if it is missing.
@@ -145,4 +162,178 @@ fn demo(extra: &[String]) -> Result<(), String> {
         .env("CAPSTAN_TARGET_DIR", target_dir)
         .current_dir(&root);
     run(demo, "the demo")
+}
+
+/// The workspace's target folder, where criterion writes its estimates.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// The peers benchmark's target folder: `CAPSTAN_PEERS_TARGET_DIR`, else
+/// `benches/peers/target`. Never the workspace's: it holds another
+/// wasmtime.
+fn peers_target_dir() -> PathBuf {
+    std::env::var_os("CAPSTAN_PEERS_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("benches/peers/target"))
+}
+
+/// One measurement of the peers table.
+struct Measured {
+    name: &'static str,
+    what: &'static str,
+    median_ns: Option<f64>,
+}
+
+/// `cargo xtask peers`: capstan's sandboxed `overrides` call and its bare
+/// wasmtime floor (`host/benches/sandbox.rs`), the same logic as an Extism
+/// plugin (`benches/peers`) and as a Python function
+/// (`benches/peers/storage_overrides.py`), one after the other on this
+/// machine, then the medians and ratios. Every bench checks its output
+/// against the same fixture before timing.
+fn peers(extra: &[String]) -> Result<(), String> {
+    let root = workspace_root();
+    let mut capstan = cargo();
+    capstan.args(["bench", "-p", "capstan", "--bench", "sandbox"]);
+    match extra {
+        [] => {}
+        // The build CI makes (`cargo build --workspace --benches` with the
+        // test features), so nothing is rebuilt in the release profile.
+        [flag] if flag == "--dev" => {
+            capstan.args(["--profile", "dev"]).args(TEST_FEATURES);
+        }
+        _ => {
+            return Err(format!(
+                "peers: unknown arguments {extra:?}; usage: cargo xtask peers [--dev]"
+            ));
+        }
+    }
+    capstan.args(["--", "overrides/"]);
+    run(capstan, "the sandbox bench")?;
+
+    ensure_target(EXTISM_TARGET)?;
+    let peers_target = peers_target_dir();
+    let peers_cargo = || {
+        let mut command = cargo();
+        command.env("CARGO_TARGET_DIR", &peers_target);
+        command
+    };
+    let mut plugin = peers_cargo();
+    plugin.args([
+        "build",
+        "--release",
+        "--target",
+        EXTISM_TARGET,
+        "--manifest-path",
+    ]);
+    plugin.args([PEERS_MANIFEST, "-p", "capstan-peers-extism-storage"]);
+    run(plugin, "building the Extism plugin")?;
+    let mut extism = peers_cargo();
+    extism.args([
+        "bench",
+        "--manifest-path",
+        PEERS_MANIFEST,
+        "--",
+        "overrides/",
+    ]);
+    run(extism, "the peers bench")?;
+
+    let python = Command::new("python3")
+        .arg(root.join("benches/peers/storage_overrides.py"))
+        .output();
+    let python_text = match python {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Ok(out) => {
+            return Err(format!(
+                "the Python bench failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Err(e) => {
+            eprintln!("xtask: python3 not run ({e}); its rows stay empty");
+            String::new()
+        }
+    };
+    print!("{python_text}");
+
+    let criterion =
+        |target: &Path, id: &str| criterion_median(&target.join("criterion/overrides").join(id));
+    let rows = [
+        Measured {
+            name: "capstan",
+            what: "capstan's sandboxed call: fresh instance, every limit on",
+            median_ns: criterion(&target_dir(), "capstan"),
+        },
+        Measured {
+            name: "bare-wasmtime",
+            what: "floor: bare wasmtime, same pooling configuration, fresh store",
+            median_ns: criterion(&target_dir(), "bare-wasmtime"),
+        },
+        Measured {
+            name: "extism-fresh",
+            what: "Extism, fresh plugin per call (from the compiled module)",
+            median_ns: criterion(&peers_target, "extism-fresh"),
+        },
+        Measured {
+            name: "extism-reused",
+            what: "Extism, one plugin reused",
+            median_ns: criterion(&peers_target, "extism-reused"),
+        },
+        Measured {
+            name: "extism-new",
+            what: "Extism, Plugin::new per call (compiles each time)",
+            median_ns: criterion(&peers_target, "extism-new"),
+        },
+        Measured {
+            name: "python-call",
+            what: "Python function in a running interpreter, no sandbox",
+            median_ns: python_median(&python_text, "python-call"),
+        },
+        Measured {
+            name: "python-json",
+            what: "the same with JSON text in and out",
+            median_ns: python_median(&python_text, "python-json"),
+        },
+    ];
+    let capstan_ns = rows[0].median_ns;
+    println!("\n| bench | median | capstan / it | what |\n|---|---:|---:|---|");
+    for row in &rows {
+        let median = row.median_ns.map_or("-".to_string(), format_ns);
+        let ratio = match (capstan_ns, row.median_ns) {
+            (Some(c), Some(m)) if m > 0.0 => format!("{:.2}", c / m),
+            _ => "-".to_string(),
+        };
+        println!("| `{}` | {median} | {ratio} | {} |", row.name, row.what);
+    }
+    Ok(())
+}
+
+/// The median point estimate, in ns, that criterion wrote for one bench.
+fn criterion_median(bench_dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(bench_dir.join("new/estimates.json")).ok()?;
+    let estimates: serde_json::Value = serde_json::from_str(&text).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+/// The `NAME median_ns=N` line the Python bench printed.
+fn python_median(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter_map(|line| {
+            line.strip_prefix(name)?
+                .trim_start()
+                .strip_prefix("median_ns=")
+        })
+        .find_map(|rest| rest.split_whitespace().next()?.parse().ok())
+}
+
+fn format_ns(ns: f64) -> String {
+    if ns >= 1_000_000.0 {
+        format!("{:.2} ms", ns / 1_000_000.0)
+    } else if ns >= 1_000.0 {
+        format!("{:.2} µs", ns / 1_000.0)
+    } else {
+        format!("{ns:.0} ns")
+    }
 }

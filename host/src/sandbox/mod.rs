@@ -34,7 +34,7 @@ pub use policy::{
     DEFAULT_DEADLINE, DEFAULT_LOG_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
     DEFAULT_POOL_SIZE, EPOCH_TICK, LOG_LINE_COST, MAX_POOL_SIZE, Policy,
 };
-pub use runtime::{Plugin, PluginInfo, Sandbox};
+pub use runtime::{Plugin, PluginInfo, Sandbox, pooling_config};
 
 use std::fmt;
 use std::path::PathBuf;

@@ -217,7 +217,11 @@ impl Sandbox {
     }
 }
 
-fn engine_config(policy: &Policy) -> Config {
+/// The pooling allocator configuration of every sandbox engine under
+/// `policy`: instance, memory and table counts, and the per-memory
+/// ceiling. Public so that the benchmarks' bare-wasmtime floor allocates
+/// instances exactly as the sandbox does.
+pub fn pooling_config(policy: &Policy) -> PoolingAllocationConfig {
     // Every call holds one slot (see `slots`) and one component instance;
     // the pool has room for as many instances as there are slots.
     let instances = u32::try_from(policy.get_pool_size()).unwrap_or(u32::MAX);
@@ -230,12 +234,16 @@ fn engine_config(policy: &Policy) -> Config {
         // did; the pool's own ceiling sits above it as a backstop, so that
         // the limiter is the one that refuses.
         .max_memory_size(policy.memory_bytes.max(POOL_MEMORY_CEILING));
+    pool
+}
+
+fn engine_config(policy: &Policy) -> Config {
     let mut config = Config::new();
     config
         .epoch_interruption(true)
         .wasm_component_model(true)
         .wasm_backtrace_max_frames(std::num::NonZeroUsize::new(BACKTRACE_FRAMES))
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(policy)));
     config
 }
 
