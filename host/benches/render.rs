@@ -1,7 +1,7 @@
 //! Rendering speed: charts of N templates, each using includes from a
 //! `_helpers.tpl` of 30 defines, rendered end to end (dependencies, values,
 //! parse, execute, sort). Time should grow linearly with N; the target is a
-//! median under 5 ms for N = 100.
+//! median under 2 ms for N = 100 (issue 14).
 //!
 //! `render_chart` renders the same loaded chart in every iteration, as the
 //! daemon does: its templates are parsed on the first render and the
