@@ -17,6 +17,15 @@ pub struct TemplateArgs {
     /// chart folder or .tgz.
     #[arg(value_name = "[NAME] CHART", num_args = 1..=2, required = true)]
     pub args: Vec<String>,
+    /// Name the release with this Go template (Sprig functions, no data),
+    /// as Helm's --name-template; not with a NAME argument.
+    #[arg(long = "name-template", value_name = "TPL")]
+    pub name_template: Option<String>,
+    /// Accepted as `helm template` accepts it: the name stays
+    /// "release-name" (Helm's template command presets it); not with a
+    /// NAME argument.
+    #[arg(short = 'g', long = "generate-name")]
+    pub generate_name: bool,
     /// Values file (YAML); may be repeated, later files win.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
     pub values: Vec<PathBuf>,
@@ -74,20 +83,28 @@ impl TemplateArgs {
         limits
     }
 
-    /// The render options these arguments ask for.
-    pub fn options(&self) -> TemplateOptions {
-        let (release_name, chart) = match self.args.as_slice() {
-            [chart] => ("release-name".to_string(), chart.clone()),
-            [name, chart, ..] => (name.clone(), chart.clone()),
-            [] => ("release-name".to_string(), String::new()),
+    /// The render options these arguments ask for. The release name is
+    /// picked as `helm template` picks it ([`render::names::name_and_chart`]
+    /// with the name preset to "release-name").
+    ///
+    /// # Errors
+    /// [`render::Error::ReleaseNameArgs`] when a NAME argument comes with
+    /// `--generate-name` or `--name-template`,
+    /// [`render::Error::NameTemplate`] when the name template fails.
+    pub fn options(&self) -> Result<TemplateOptions, render::Error> {
+        let flags = render::names::NameFlags {
+            name_template: self.name_template.clone(),
+            generate_name: self.generate_name,
+            preset: Some(render::names::TEMPLATE_RELEASE_NAME.to_string()),
         };
+        let (release_name, chart) = render::names::name_and_chart(&self.args, &flags)?;
         let mut values: Vec<ValueSource> =
             self.values.iter().cloned().map(ValueSource::File).collect();
         values.extend(self.set_json.iter().cloned().map(ValueSource::SetJson));
         values.extend(self.set.iter().cloned().map(ValueSource::Set));
         values.extend(self.set_string.iter().cloned().map(ValueSource::SetString));
         values.extend(self.set_file.iter().cloned().map(ValueSource::SetFile));
-        TemplateOptions {
+        Ok(TemplateOptions {
             chart: PathBuf::from(chart),
             release_name,
             namespace: self.namespace.clone(),
@@ -99,7 +116,7 @@ impl TemplateArgs {
             skip_tests: self.skip_tests,
             is_upgrade: self.is_upgrade,
             limits: self.limits(),
-        }
+        })
     }
 }
 
@@ -108,7 +125,7 @@ impl TemplateArgs {
 /// # Errors
 /// The render error with the chart named as context.
 pub fn run(args: TemplateArgs) -> anyhow::Result<ExitCode> {
-    let opts = args.options();
+    let opts = args.options()?;
     let out = render::template(&opts)
         .with_context(|| format!("rendering chart {}", opts.chart.display()))?;
     let mut stdout = std::io::stdout().lock();
@@ -155,7 +172,7 @@ mod tests {
             "--skip-tests",
             "--is-upgrade",
         ]);
-        let o = cli.args.options();
+        let o = cli.args.options().unwrap();
         assert_eq!(o.release_name, "rel");
         assert_eq!(o.chart, PathBuf::from("./chart"));
         assert_eq!(o.namespace, "apps");
@@ -170,6 +187,28 @@ mod tests {
         );
         assert!(o.include_crds && o.skip_tests && o.is_upgrade);
         let cli = Cli::parse_from(["t", "./chart"]);
-        assert_eq!(cli.args.options().release_name, "release-name");
+        assert_eq!(cli.args.options().unwrap().release_name, "release-name");
+    }
+
+    #[test]
+    fn names_come_from_the_name_flags_as_in_helm_template() {
+        let cli = Cli::parse_from([
+            "t",
+            "--name-template",
+            "{{ \"web\" }}-{{ add 1 2 }}",
+            "./chart",
+        ]);
+        let o = cli.args.options().unwrap();
+        assert_eq!(
+            (o.release_name.as_str(), o.chart),
+            ("web-3", PathBuf::from("./chart"))
+        );
+        let cli = Cli::parse_from(["t", "-g", "./chart"]);
+        assert_eq!(cli.args.options().unwrap().release_name, "release-name");
+        let cli = Cli::parse_from(["t", "--generate-name", "rel", "./chart"]);
+        assert_eq!(
+            cli.args.options().unwrap_err().to_string(),
+            "cannot set --generate-name and also specify a name"
+        );
     }
 }

@@ -30,13 +30,18 @@ fn process_enabled(chart: &mut Chart, vals: &Map, path: &str) -> Result<(), Erro
         return Ok(());
     }
     let existing = std::mem::take(&mut chart.subcharts);
+    // Helm's processDependencyEnabled: a vendored chart that no dependency
+    // names (at a compatible version) stays as it is; every dependency gets
+    // its own copy of the first vendored chart of its name and a compatible
+    // version (getAliasDependency), renamed to its alias; the vendored
+    // original is not kept beside the copies.
     let mut subcharts: Vec<Chart> = existing
         .iter()
-        .filter(|sub| !chart.dependencies.iter().any(|d| d.name == sub.name()))
+        .filter(|sub| !chart.dependencies.iter().any(|d| provides(sub, d)))
         .cloned()
         .collect();
     for dep in &mut chart.dependencies {
-        if let Some(sub) = existing.iter().find(|s| s.name() == dep.name) {
+        if let Some(sub) = existing.iter().find(|s| provides(s, dep)) {
             let mut copy = sub.clone();
             if !dep.alias.is_empty() {
                 copy.metadata
@@ -65,11 +70,77 @@ fn process_enabled(chart: &mut Chart, vals: &Map, path: &str) -> Result<(), Erro
         .subcharts
         .retain(|s| !disabled.iter().any(|d| d == s.name()));
     chart.dependencies.retain(|d| !disabled.contains(&d.name));
+    set_dependency_metadata(chart);
     for sub in &mut chart.subcharts {
         let sub_path = format!("{path}{}.", sub.name());
         process_enabled(sub, &cvals, &sub_path)?;
     }
     Ok(())
+}
+
+/// Whether the vendored chart `sub` is the one `dep` asks for: its name,
+/// at a version within `dep`'s range (Helm's `IsCompatibleRange`, false
+/// when either does not parse; an empty range takes any release).
+fn provides(sub: &Chart, dep: &super::chart::Dependency) -> bool {
+    if sub.name() != dep.name {
+        return false;
+    }
+    let version = match sub.metadata.get("version") {
+        Some(Value::String(v)) => v.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let Some(compare) = super::funcs::lookup("semverCompare") else {
+        return false;
+    };
+    matches!(
+        compare(&[Value::String(dep.version.clone()), Value::String(version)]),
+        Ok(Value::Bool(true))
+    )
+}
+
+/// `Chart.yaml`'s `dependencies` as Helm leaves them after processing,
+/// which is what `.Chart.Dependencies` shows: the enabled ones only, each
+/// named after its alias and marked enabled, with its `import-values` as
+/// `{child, parent}` maps once they have been processed.
+fn set_dependency_metadata(chart: &mut Chart) {
+    let list = chart
+        .dependencies
+        .iter()
+        .map(|d| {
+            let mut m = Map::new();
+            m.insert("name".into(), Value::String(d.name.clone()));
+            m.insert("version".into(), Value::String(d.version.clone()));
+            m.insert("repository".into(), Value::String(d.repository.clone()));
+            m.insert("condition".into(), Value::String(d.condition.clone()));
+            m.insert(
+                "tags".into(),
+                Value::List(d.tags.iter().cloned().map(Value::String).collect()),
+            );
+            m.insert("enabled".into(), Value::Bool(true));
+            m.insert("import-values".into(), Value::List(d.import_values.clone()));
+            m.insert("alias".into(), Value::String(d.alias.clone()));
+            Value::Map(m)
+        })
+        .collect();
+    chart
+        .metadata
+        .insert("dependencies".into(), Value::List(list));
+}
+
+/// An `import-values` entry as Helm reads it: `(child, parent)` for a
+/// `{child, parent}` map (a missing half is Go's `<nil>`) or for a string
+/// `s` (`exports.s` into the parent's root); `None` for anything else.
+fn import_paths(entry: &Value) -> Option<(String, String)> {
+    let go = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => "<nil>".to_string(),
+        Some(v) => v.to_string(),
+    };
+    match entry {
+        Value::Map(m) => Some((go(m.get("child")), go(m.get("parent")))),
+        Value::String(s) => Some((format!("exports.{s}"), ".".to_string())),
+        _ => None,
+    }
 }
 
 /// Helm's tags then conditions: a condition that resolves to a boolean
@@ -156,23 +227,25 @@ fn process_imports(chart: &mut Chart) -> Result<(), Error> {
         .values;
     let cvals = trim_nulls(cvals);
     let mut imported = Value::Map(Map::new());
-    for dep in &chart.dependencies {
+    for dep in &mut chart.dependencies {
+        let mut normalized = Vec::new();
         for iv in &dep.import_values {
-            let (child, parent) = match iv {
-                Value::Map(m) => (
-                    m.get("child").map(|v| v.to_string()).unwrap_or_default(),
-                    m.get("parent").map(|v| v.to_string()).unwrap_or_default(),
-                ),
-                Value::String(s) => (format!("exports.{s}"), ".".to_string()),
-                _ => continue,
+            let Some((child, parent)) = import_paths(iv) else {
+                continue;
             };
+            let mut pair = Map::new();
+            pair.insert("child".into(), Value::String(child.clone()));
+            pair.insert("parent".into(), Value::String(parent.clone()));
+            normalized.push(Value::Map(pair));
             let Some(found) = table(&cvals, &format!("{}.{child}", dep.name)) else {
                 continue;
             };
             let addition = Value::Map(path_to_map(&parent, found.clone()));
             imported = values::coalesce(&imported, &addition);
         }
+        dep.import_values = normalized;
     }
+    set_dependency_metadata(chart);
     // The parent's own values win over imported ones.
     if let Value::Map(m) = values::merge_values(&imported, &Value::Map(cvals)) {
         chart.values = m;

@@ -2,7 +2,7 @@
 //! ([`mod@template`]), the function library ([`funcs`]), chart loading
 //! ([`chart`]), dependency processing ([`deps`]), schema validation
 //! ([`schema`]), reading manifest heads (`head`), manifest sorting and
-//! printing ([`output`]), and a process-wide cache of parsed templates
+//! printing ([`output`]), release names ([`names`]), and a process-wide cache of parsed templates
 //! (`parsed`) for charts rendered again.
 //!
 //! Owns turning a chart and values into manifests, byte for byte as
@@ -14,6 +14,7 @@ pub mod deps;
 pub mod funcs;
 mod head;
 pub mod limits;
+pub mod names;
 pub mod output;
 mod parsed;
 mod process;
@@ -221,6 +222,21 @@ pub enum Error {
     /// The render thread could not run.
     #[error("rendering thread failed")]
     Thread,
+    /// The release name breaks Helm's rule (`ValidateReleaseName`).
+    #[error("release name {name:?}: {reason}")]
+    ReleaseName {
+        /// The name given.
+        name: String,
+        /// Helm's reason.
+        reason: &'static str,
+    },
+    /// The `NAME` argument and `--generate-name`/`--name-template` do not
+    /// go together, or no name was asked for (Helm's messages).
+    #[error("{0}")]
+    ReleaseNameArgs(String),
+    /// `--name-template` does not parse or fails (Go's message).
+    #[error("{0}")]
+    NameTemplate(String),
 }
 
 /// Helm's rewording of template errors: `execution error at (LOC): MSG`
@@ -702,9 +718,11 @@ fn schema_report(chart: &Chart, values: &Value, report: &mut String) {
 /// prints exactly what Helm prints.
 ///
 /// # Errors
-/// Any [`Error`]: unreadable chart or values, invalid expressions, schema
-/// violations, template failures, `--show-only` paths that match nothing.
+/// Any [`Error`]: an invalid release name, unreadable chart or values,
+/// invalid expressions, schema violations, template failures,
+/// `--show-only` paths that match nothing.
 pub fn template(opts: &TemplateOptions) -> Result<String, Error> {
+    names::validate_release_name(&opts.release_name)?;
     let chart = chart::load(&opts.chart)?;
     let user = merge_user_values(&opts.values)?;
     let caps = Capabilities::new(opts.kube_version.as_deref(), &opts.api_versions)?;

@@ -304,11 +304,18 @@ fn renamed_list(v: Option<&Value>, names: &[(&str, &str)]) -> Value {
         items
             .iter()
             .map(|item| {
+                // A Go struct has every field, at its zero value when unset.
                 let mut m = Map::new();
                 for (from, to) in names {
-                    if let Some(x) = item.as_map().and_then(|im| im.get(*from)) {
-                        m.insert((*to).to_string(), x.clone());
-                    }
+                    let value = match item.as_map().and_then(|im| im.get(*from)) {
+                        Some(x) if !matches!(x, Value::Null) => x.clone(),
+                        _ => match *to {
+                            "Tags" | "ImportValues" => Value::List(Vec::new()),
+                            "Enabled" => Value::Bool(false),
+                            _ => Value::String(String::new()),
+                        },
+                    };
+                    m.insert((*to).to_string(), value);
                 }
                 Value::Map(m)
             })

@@ -56,7 +56,7 @@ pub const MAX_ALIAS_EXPANSION_BYTES: usize = 64 << 20;
 /// them), [`Error::YamlTag`] for a scalar whose `!!int`-style tag does not
 /// match its text. Every error carries a 1-based line and column.
 pub fn parse_yaml(text: &str) -> Result<Value, Error> {
-    with_tab_separators_accepted(text, |text| {
+    with_go_yaml_leniency(text, |text| {
         let mut loader = Loader::new(text);
         Ok(loader
             .next_document()?
@@ -99,7 +99,7 @@ pub fn parse_values(text: &str) -> Result<Map, Error> {
 ///
 /// Those of [`parse_yaml`], for any document.
 pub fn parse_yaml_documents(text: &str) -> Result<Vec<Value>, Error> {
-    with_tab_separators_accepted(text, |text| {
+    with_go_yaml_leniency(text, |text| {
         let mut loader = Loader::new(text);
         let mut documents = Vec::new();
         while let Some(document) = loader.next_document()? {
@@ -120,7 +120,7 @@ pub fn parse_yaml_documents(text: &str) -> Result<Vec<Value>, Error> {
 ///
 /// Those of [`parse_yaml`], for any document.
 pub fn parse_manifest_documents(text: &str) -> Result<Vec<Value>, Error> {
-    with_tab_separators_accepted(text, |text| {
+    with_go_yaml_leniency(text, |text| {
         let mut loader = Loader::with_numbers(text, Numbers::Integers);
         let mut documents = Vec::new();
         while let Some(document) = loader.next_document()? {
@@ -134,42 +134,204 @@ pub fn parse_manifest_documents(text: &str) -> Result<Vec<Value>, Error> {
 /// (libyaml) accepts as ordinary separation.
 const TAB_AFTER_COLON: &str = "':' must be followed by a valid YAML whitespace";
 
-/// The most tab separators [`with_tab_separators_accepted`] rewrites in
-/// one document before giving up.
-const MAX_TAB_FIXES: usize = 256;
+/// The parser's complaints about a token of a flow collection (`[...]`,
+/// `{...}`) that starts left of the enclosing block's indentation, such as
+/// a closing `]` at its key's column. YAML 1.2 asks for that indentation;
+/// go-yaml v2 (libyaml) has no indentation rule inside flow collections.
+const FLOW_INDENTATION: [&str; 2] = [
+    "invalid indentation",
+    "invalid indentation in flow construct",
+];
 
-/// Runs `parse`, and where the parser refuses a tab between a key's `:`
-/// and its value (valid for go-yaml), turns those tabs into spaces and
-/// parses again. Only the blanks the parser itself pointed at change, so
-/// no content (quoted text, block scalars) is touched.
-fn with_tab_separators_accepted<T>(
+/// The parser's complaint about a continuation line of a quoted scalar
+/// left of the block's indentation, which go-yaml v2 does not check either.
+const QUOTED_INDENTATION: &str = "invalid indentation in quoted scalar";
+
+/// How many bytes [`with_go_yaml_leniency`] may parse again, in all, while
+/// it works around the parser's stricter rules for one document (16 MiB):
+/// enough for hundreds of fixes in a large values file, and a bound on the
+/// work a hostile one can cause.
+const MAX_REPARSE_BYTES: usize = 16 << 20;
+
+/// Runs `parse`, and where the parser refuses what go-yaml v2 accepts,
+/// rewrites only blanks that carry no content and parses again:
+///
+/// - a tab between a key's `:` and its value becomes a space;
+/// - a line inside a flow collection that starts left of the block's
+///   indentation (`args: [` ... `]` with the `]` at the key's column) gets
+///   leading spaces;
+/// - so does a continuation line of a quoted scalar that starts left of
+///   the indentation.
+///
+/// Leading blanks of a line inside a flow collection or a quoted scalar are
+/// never content (YAML folds them away), so the value read is the value
+/// go-yaml reads. Errors go-yaml reports as well (a block mapping key out of
+/// line, a missing `]`, a document marker inside a quoted scalar) stay
+/// errors: only the three complaints above are worked around.
+fn with_go_yaml_leniency<T>(
     text: &str,
     parse: impl Fn(&str) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let mut patched: Option<String> = None;
-    for _ in 0..MAX_TAB_FIXES {
+    let mut spent = 0usize;
+    // The flow line moved last and how far it has moved.
+    let mut moved: Option<(usize, usize)> = None;
+    loop {
         let current = patched.as_deref().unwrap_or(text);
-        match parse(current) {
-            Err(Error::YamlSyntax {
-                line,
-                column,
-                message,
-            }) if message == TAB_AFTER_COLON => {
-                match spaces_for_tabs_before(current, line, column) {
-                    Some(fixed) => patched = Some(fixed),
-                    None => {
-                        return Err(Error::YamlSyntax {
-                            line,
-                            column,
-                            message,
-                        });
-                    }
-                }
-            }
-            other => return other,
+        let result = parse(current);
+        let Err(Error::YamlSyntax {
+            line,
+            column,
+            message,
+        }) = &result
+        else {
+            return result;
+        };
+        spent = spent.saturating_add(current.len());
+        if spent > MAX_REPARSE_BYTES {
+            return result;
+        }
+        let (line, col) = (*line, column.saturating_sub(1));
+        let fixed = if message == TAB_AFTER_COLON {
+            spaces_for_tabs_before(current, line, *column)
+        } else if FLOW_INDENTATION.contains(&message.as_str()) {
+            shift_flow_line(current, line, col, &mut moved)
+        } else if message == QUOTED_INDENTATION {
+            indent_quoted_continuation(current, line, col)
+        } else {
+            None
+        };
+        match fixed {
+            Some(fixed) => patched = Some(fixed),
+            None => return result,
         }
     }
-    parse(patched.as_deref().unwrap_or(text))
+}
+
+/// The most columns [`shift_flow_line`] moves one line.
+const MAX_FLOW_SHIFT: usize = 4096;
+
+/// Byte offset where the 1-based `line` of `text` starts.
+fn line_start(text: &str, line: usize) -> Option<usize> {
+    let before = line.checked_sub(1)?;
+    if before == 0 {
+        return Some(0);
+    }
+    text.match_indices('\n').nth(before - 1).map(|(i, _)| i + 1)
+}
+
+/// The column (in characters) of the first non-blank character of the
+/// 1-based `line`, or `None` for a blank or missing line.
+fn leading_column(text: &str, line: usize) -> Option<usize> {
+    let start = line_start(text, line)?;
+    let rest = text[start..].split('\n').next()?;
+    let blanks = rest.chars().take_while(|c| *c == ' ' || *c == '\t').count();
+    let content = rest[blanks..].trim_end_matches('\r');
+    (!content.is_empty()).then_some(blanks)
+}
+
+/// `text` with `count` spaces put at the start of the 1-based `line`.
+fn with_spaces_at(text: &str, line: usize, count: usize) -> Option<String> {
+    let start = line_start(text, line)?;
+    let mut out = String::with_capacity(text.len() + count);
+    out.push_str(&text[..start]);
+    out.extend(std::iter::repeat_n(' ', count));
+    out.push_str(&text[start..]);
+    Some(out)
+}
+
+/// Moves the 1-based `line`, whose token at column `col` (0-based) the
+/// parser found left of the indentation inside a flow collection, to the
+/// right. The indentation wanted is not in the error, so the first try
+/// aligns the line with the nearest non-blank line above it (where a flow
+/// collection's other entries usually are), and a line that still fails
+/// moves twice as far each time; `moved` remembers the line and how far it
+/// has moved.
+fn shift_flow_line(
+    text: &str,
+    line: usize,
+    col: usize,
+    moved: &mut Option<(usize, usize)>,
+) -> Option<String> {
+    let shift = match *moved {
+        Some((last, by)) if last == line => by,
+        _ => {
+            let above = (1..line)
+                .rev()
+                .find_map(|l| leading_column(text, l))
+                .unwrap_or(0);
+            above.max(col + 1) - col
+        }
+    };
+    let total = match *moved {
+        Some((last, by)) if last == line => by.checked_mul(2)?,
+        _ => shift,
+    };
+    if total > MAX_FLOW_SHIFT {
+        return None;
+    }
+    *moved = Some((line, total));
+    with_spaces_at(text, line, shift)
+}
+
+/// Moves every continuation line of the quoted scalar that opens at the
+/// 1-based `line` and 0-based `col` (its quote) so that none starts left of
+/// that quote, which is at or right of the indentation the parser wants.
+/// A line starting with a document marker (`---`, `...`) stays where it
+/// is, so that the parser still reports it as go-yaml does.
+fn indent_quoted_continuation(text: &str, line: usize, col: usize) -> Option<String> {
+    let start = line_start(text, line)?;
+    let (quote_at, quote) = text[start..]
+        .char_indices()
+        .nth(col)
+        .map(|(i, c)| (start + i, c))?;
+    if quote != '"' && quote != '\'' {
+        return None;
+    }
+    let end = closing_quote(text, quote_at, quote)?;
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut changed = false;
+    let mut pos = 0;
+    for (i, _) in text[quote_at..end].match_indices('\n') {
+        let next = quote_at + i + 1;
+        out.push_str(&text[pos..next]);
+        pos = next;
+        let rest = &text[next..];
+        let blanks = rest.chars().take_while(|c| *c == ' ' || *c == '\t').count();
+        let content = &rest[blanks..];
+        let blank_line = content.starts_with('\n') || content.starts_with("\r\n");
+        let marker = blanks == 0 && (content.starts_with("---") || content.starts_with("..."));
+        if blanks < col && !blank_line && !marker {
+            out.extend(std::iter::repeat_n(' ', col - blanks));
+            changed = true;
+        }
+    }
+    out.push_str(&text[pos..]);
+    changed.then_some(out)
+}
+
+/// The byte offset of the quote that closes the scalar opened by `quote`
+/// at byte `open`: `\\` escapes the next character in a double-quoted
+/// scalar, `''` is a quote in a single-quoted one.
+fn closing_quote(text: &str, open: usize, quote: char) -> Option<usize> {
+    let mut chars = text[open + 1..].char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' if quote == '"' => {
+                chars.next();
+            }
+            '\'' if quote == '\'' => {
+                if chars.peek().is_some_and(|(_, n)| *n == '\'') {
+                    chars.next();
+                } else {
+                    return Some(open + 1 + i);
+                }
+            }
+            '"' if quote == '"' => return Some(open + 1 + i),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Replaces the tabs in the run of blanks that ends just before the
@@ -1094,10 +1256,104 @@ mod tests {
             parse_yaml("x: \"k:\\tv\"\nd: |\n  p:\tq\n").unwrap(),
             map(&[("d", s("p:\tq\n")), ("x", s("k:\tv"))])
         );
-        let some = (0..100).map(|i| format!("k{i}:\tv\n")).collect::<String>();
-        assert!(parse_yaml(&some).is_ok());
-        let many = (0..300).map(|i| format!("k{i}:\tv\n")).collect::<String>();
+        let some = (0..300).map(|i| format!("k{i}:\tv\n")).collect::<String>();
+        assert_eq!(parse_yaml(&some).unwrap().as_map().map(Map::len), Some(300));
+        // Each fix parses the document again; the work is bounded.
+        let many = (0..4000).map(|i| format!("k{i}:\tv\n")).collect::<String>();
         assert!(parse_yaml(&many).is_err());
+    }
+
+    fn list(items: &[&str]) -> Value {
+        Value::List(items.iter().map(|i| s(i)).collect())
+    }
+
+    #[test]
+    fn a_flow_sequence_may_close_at_its_keys_column_as_in_go_yaml() {
+        // go-yaml v2 (libyaml) has no indentation rule inside flow
+        // collections: the `]` may sit at the key's column or left of it.
+        let text = "controller:\n  args: [\n    \"--a\",\n    \"--b=1\"\n  ]\n  port: 80\n";
+        assert_eq!(
+            parse_yaml(text).unwrap(),
+            map(&[(
+                "controller",
+                map(&[
+                    ("args", list(&["--a", "--b=1"])),
+                    ("port", Value::Float(80.0))
+                ])
+            )])
+        );
+        let text = "a:\n  list: [ x,\n  y,\n]\n  b: 1\nc: [\n\"z\"\n,w]\n";
+        assert_eq!(
+            parse_yaml(text).unwrap(),
+            map(&[
+                (
+                    "a",
+                    map(&[("b", Value::Float(1.0)), ("list", list(&["x", "y"]))])
+                ),
+                ("c", list(&["z", "w"])),
+            ])
+        );
+        // A trailing comma, as libyaml allows, and entries left of the key.
+        let text = "top:\n  nested:\n    args: [\n\"-v\",\n  \"-q\",\n    ]\n";
+        assert_eq!(
+            parse_yaml(text).unwrap(),
+            map(&[(
+                "top",
+                map(&[("nested", map(&[("args", list(&["-v", "-q"]))]))])
+            )])
+        );
+    }
+
+    #[test]
+    fn flow_mappings_and_quoted_scalars_span_lines_as_in_go_yaml() {
+        let text = "resources: {\n  limits: { cpu: 1 },\nrequests: {memory: 2Gi}\n}\n";
+        assert_eq!(
+            parse_yaml(text).unwrap(),
+            map(&[(
+                "resources",
+                map(&[
+                    ("limits", map(&[("cpu", Value::Float(1.0))])),
+                    ("requests", map(&[("memory", s("2Gi"))])),
+                ])
+            )])
+        );
+        // Continuation lines of quoted scalars fold, wherever they start.
+        let text = "a:\n  b: \"one\ntwo\"\n  c: 'x\n\n  y'\n  d: [\"p\nq\"]\n";
+        assert_eq!(
+            parse_yaml(text).unwrap(),
+            map(&[(
+                "a",
+                map(&[("b", s("one two")), ("c", s("x\ny")), ("d", list(&["p q"]))])
+            )])
+        );
+        let docs = parse_manifest_documents("x: [\n1,\n2\n]\n---\ny: {\nk: v}\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(
+            docs[0],
+            map(&[("x", Value::List(vec![Value::Int(1), Value::Int(2)]))])
+        );
+    }
+
+    #[test]
+    fn indentation_errors_go_yaml_reports_stay_errors() {
+        for bad in [
+            // A block mapping key out of line ("did not find expected key").
+            "a:\n  b: 1\n c: 2\n",
+            // A flow sequence that never closes.
+            "a: [1, 2\nb: 3\n",
+            // A document marker inside a quoted scalar.
+            "a: \"x\n---\ny\"\n",
+            // A flow collection that closes twice.
+            "a: [1]\n]\n",
+            // Block sequence entries inside a flow sequence.
+            "a: [\n- 1\n]\n",
+        ] {
+            assert!(
+                matches!(parse_yaml(bad), Err(Error::YamlSyntax { .. })),
+                "{bad:?} parsed: {:?}",
+                parse_yaml(bad)
+            );
+        }
     }
 
     #[test]
