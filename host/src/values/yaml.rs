@@ -1282,13 +1282,13 @@ mod tests {
                 ])
             )])
         );
-        let text = "a:\n  list: [ x,\n  y,\n]\n  b: 1\nc: [\n\"z\"\n,w]\n";
+        let text = "a:\n  list: [ x,\n  why,\n]\n  b: 1\nc: [\n\"z\"\n,w]\n";
         assert_eq!(
             parse_yaml(text).unwrap(),
             map(&[
                 (
                     "a",
-                    map(&[("b", Value::Float(1.0)), ("list", list(&["x", "y"]))])
+                    map(&[("b", Value::Float(1.0)), ("list", list(&["x", "why"]))])
                 ),
                 ("c", list(&["z", "w"])),
             ])
