@@ -47,6 +47,7 @@
 
 mod address;
 mod client;
+mod peer;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -56,6 +57,7 @@ pub mod wire;
 
 pub use address::{Address, default_state_dir};
 pub use client::{Client, ClientError, Response, encode_segment};
+pub use peer::Peer;
 pub use server::{
     Listen, MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, router_with, serve, serve_with,
 };

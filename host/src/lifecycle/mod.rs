@@ -24,6 +24,7 @@
 //! Module map: `engine` (the operations and their state rules), `run`
 //! (the steps), `plan` (pure), `context` (what operations share),
 //! `stored` (a stored version), `state_dir` (the state folder),
+//! `progress` (where each chart of an operation stands),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
@@ -37,6 +38,7 @@ mod facts;
 mod metrics;
 mod overrides;
 mod plan;
+mod progress;
 pub mod rules;
 mod run;
 mod state_dir;
@@ -54,6 +56,7 @@ pub use error::{Error, ErrorClass};
 pub use facts::default_facts;
 pub use metrics::Metrics;
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
+pub use progress::{ChartProgress, ChartState, OperationCharts};
 pub use run::ChartDiff;
 pub use state_dir::StatePaths;
 pub use volumes::{VOLUMES_APP, VolumeRequest, VolumeView};
