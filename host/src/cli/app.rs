@@ -937,7 +937,9 @@ fn wait_for(
         let running = entry.outcome == Outcome::Running;
         let details = client.show_app(name)?;
         let app = &details.app;
-        if running {
+        // The state the operation runs in (`applying`), as first seen: a
+        // poll racing the end may read the final state already.
+        if running && label.is_none() {
             label = Some(app.state.to_string());
         }
         if !quiet() {
