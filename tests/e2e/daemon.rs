@@ -755,7 +755,7 @@ fn tcp_needs_a_token_and_refuses_a_wrong_or_missing_one() {
         .arg(dir.join("state-b"))
         .arg("--trust")
         .arg(&keys)
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("daemon.log")).unwrap())
         .spawn()
         .unwrap();
     let server = format!("http://127.0.0.1:{port}");
@@ -788,8 +788,25 @@ fn tcp_needs_a_token_and_refuses_a_wrong_or_missing_one() {
             text(&out.stderr)
         );
     }
+    // A mutating request is audited with the token's identity and the
+    // client's address (a refused one too: it names what was asked).
+    let delete = capstan()
+        .args(["app", "delete", "ghost", "--server", &server])
+        .env("CAPSTAN_TOKEN", "s3cret-token-of-32-characters-xx")
+        .output()
+        .unwrap();
+    assert_eq!(delete.status.code(), Some(1), "{}", text(&delete.stderr));
     let _ = child.kill();
     let _ = child.wait();
+    let log = std::fs::read_to_string(dir.join("daemon.log")).unwrap();
+    let audit = log
+        .lines()
+        .find(|l| l.contains("path=/v1/apps/ghost") && l.contains("method=DELETE"))
+        .unwrap_or_else(|| panic!("no audit line for the delete: {log}"));
+    assert!(
+        audit.contains("who=\"bearer-token from 127.0.0.1:") && audit.contains("status=404"),
+        "{audit}"
+    );
 }
 
 #[test]

@@ -163,3 +163,146 @@ fn bad_usage_exits_2() {
     let out = capstan().args(["plugin", "run"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn inspect_shows_info_world_imports_size_and_sha256() {
+    use sha2::Digest;
+    let wasm = plugin_wasm("capstan-example-kafka-placement");
+    let bytes = std::fs::read(&wasm).unwrap();
+    let out = capstan()
+        .args(["plugin", "inspect"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = stdout_of(&out);
+    let sha = hex::encode(sha2::Sha256::digest(&bytes));
+    for line in [
+        "plugin:     kafka-placement 0.1.0".to_owned(),
+        "charts:     zookeeper, broker".to_owned(),
+        "hooks:      semantic-check".to_owned(),
+        "workloads:  decides workload kinds".to_owned(),
+        "world:      capstan:plugin/override-plugin@0.1.0 (this capstan speaks the same)"
+            .to_owned(),
+        format!("size:       {} bytes", bytes.len()),
+        format!("sha256:     {sha}"),
+        "exports:    info, overrides, workload-kind, lifecycle".to_owned(),
+    ] {
+        assert!(text.contains(&format!("{line}\n")), "{line:?} in {text}");
+    }
+    assert!(text.contains("\n  capstan:plugin/types@0.1.0\n"), "{text}");
+    assert!(text.contains("built with: "), "{text}");
+
+    // -o json: one object, with the same facts.
+    let out = capstan()
+        .args(["plugin", "inspect", "-o", "json"])
+        .arg(plugin_wasm("capstan-example-storage"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json.is_object(), "{json}");
+    assert_eq!(json["name"], "storage");
+    assert_eq!(
+        json["charts"],
+        serde_json::json!(["rbd-provisioner", "cephfs-provisioner"])
+    );
+    assert_eq!(json["hooks"], serde_json::json!(["semantic-check"]));
+    assert_eq!(json["decidesWorkloads"], false);
+    assert_eq!(json["world"], "capstan:plugin/override-plugin@0.1.0");
+    assert_eq!(json["witVersion"], "0.1.0");
+    assert_eq!(json["hostPackage"], "capstan:plugin@0.1.0");
+    let storage = std::fs::read(plugin_wasm("capstan-example-storage")).unwrap();
+    assert_eq!(json["size"], storage.len() as u64);
+    assert_eq!(json["sha256"], hex::encode(sha2::Sha256::digest(&storage)));
+    let imports: Vec<&str> = json["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        imports.contains(&"capstan:plugin/host@0.1.0"),
+        "{imports:?}"
+    );
+    assert!(
+        imports
+            .iter()
+            .all(|i| i.starts_with("capstan:plugin/") || i.starts_with("wasi:")),
+        "{imports:?}"
+    );
+    assert!(
+        json["producers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "rustc"),
+        "the Rust compiler names itself: {json}"
+    );
+    assert!(json.get("error").is_none(), "{json}");
+}
+
+#[test]
+fn inspect_of_a_non_component_is_one_line_and_of_an_unlinkable_one_names_the_import() {
+    let dir = fresh_dir("plugin-cli-inspect");
+    let notes = dir.join("notes.wasm");
+    std::fs::write(&notes, "not wasm at all\n").unwrap();
+    let out = capstan()
+        .args(["plugin", "inspect"])
+        .arg(&notes)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = stderr_of(&out);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {} is not a plugin component: not a WebAssembly component (no component header)\n",
+            notes.display()
+        )
+    );
+    let core = dir.join("core.wasm");
+    std::fs::write(&core, b"\0asm\x01\0\0\0").unwrap();
+    let out = capstan()
+        .args(["plugin", "inspect"])
+        .arg(&core)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains(
+            "a core WebAssembly module, not a component (build with --target wasm32-wasip2)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    // A component the sandbox cannot link: what it is is still shown, and
+    // the error names the import the host does not provide.
+    let out = capstan()
+        .args(["plugin", "inspect", "-o", "json"])
+        .arg(plugin_wasm("capstan-test-bad-import"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        json.get("name").is_none(),
+        "no info without loading: {json}"
+    );
+    assert!(
+        json["imports"].as_array().unwrap().iter().any(|i| i
+            .as_str()
+            .unwrap()
+            .starts_with("capstan-test:bad-import/exfiltrate")),
+        "{json}"
+    );
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("does not load") && stderr.contains("exfiltrate"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

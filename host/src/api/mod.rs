@@ -49,6 +49,7 @@ mod address;
 #[cfg(test)]
 mod auth_tests;
 mod client;
+mod peer;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -58,6 +59,7 @@ pub mod wire;
 
 pub use address::{Address, default_state_dir};
 pub use client::{Client, ClientError, Response, encode_segment};
+pub use peer::Peer;
 pub use server::{
     Listen, MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, router_with, serve, serve_with,
 };

@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
 use super::Address;
+use super::peer::Peer;
 use super::wire::{self, ErrorBody, ErrorCode};
 use crate::lifecycle::{self, ErrorClass, Lifecycle, Started};
 use crate::model::AppName;
@@ -195,7 +196,7 @@ pub async fn serve_with(
             remove_stale_socket(path).map_err(bind)?;
             let listener = bind_private(path).map_err(bind)?;
             tracing::info!(target: "capstan::audit", address = %shown, "listening");
-            axum::serve(listener, app)
+            axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
                 .with_graceful_shutdown(shutdown)
                 .await
                 .map_err(|source| ServeError::Serve {
@@ -216,7 +217,7 @@ pub async fn serve_with(
             if let Some(config) = listen.tls {
                 let listener = super::tls::TlsListener::new(listener, config).map_err(bind)?;
                 tracing::info!(target: "capstan::audit", address = %shown, "listening (TLS)");
-                return axum::serve(listener, app)
+                return axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
                     .with_graceful_shutdown(shutdown)
                     .await
                     .map_err(|source| ServeError::Serve {
@@ -225,7 +226,7 @@ pub async fn serve_with(
                     });
             }
             tracing::info!(target: "capstan::audit", address = %shown, "listening");
-            axum::serve(listener, app)
+            axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
                 .with_graceful_shutdown(shutdown)
                 .await
                 .map_err(|source| ServeError::Serve {
@@ -417,18 +418,17 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
         let mutating = request.method() != axum::http::Method::GET;
         let method = request.method().clone();
         let path = request.uri().path().to_owned();
+        let peer = request
+            .extensions()
+            .get::<axum::extract::ConnectInfo<Peer>>()
+            .map(|info| info.0);
         let response = next.run(request).await;
         if mutating {
-            // The audit line: who (the socket's owner, or a token holder
-            // over TCP), what, and how it ended; at the default log level.
-            let who = if by_session {
-                "session"
-            } else if api.token.is_some() {
-                "bearer-token"
-            } else {
-                "socket-owner"
-            };
-            tracing::info!(target: "capstan::audit", who, %method, path = %path,
+            // The audit line: who (the unix socket peer's uid, or a token
+            // holder over TCP and its address), what, and how it ended; at
+            // the default log level.
+            let who = who(by_session, api.token.is_some(), peer.as_ref());
+            tracing::info!(target: "capstan::audit", who = who.as_str(), %method, path = %path,
                 status = response.status().as_u16(), "request");
         }
         response
@@ -447,6 +447,25 @@ fn bearer_credentials(value: &str) -> Option<&str> {
     }
     let token = rest.trim_start_matches(' ');
     (!token.is_empty()).then_some(token)
+}
+
+/// The audit line's `who`: `uid=N pid=P` on the unix socket (the kernel's
+/// word for the peer), `bearer-token from ADDR` or `session from ADDR`
+/// over TCP; without connection info (a router driven in tests),
+/// `socket-owner`, `bearer-token` or `session`.
+fn who(by_session: bool, has_token: bool, peer: Option<&Peer>) -> String {
+    let holder = if by_session {
+        "session"
+    } else if has_token {
+        "bearer-token"
+    } else {
+        "socket-owner"
+    };
+    match peer {
+        Some(unix @ Peer::Unix { .. }) => unix.describe(),
+        Some(tcp @ Peer::Tcp(_)) => format!("{holder} from {}", tcp.describe()),
+        None => holder.to_owned(),
+    }
 }
 
 pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -1004,6 +1004,7 @@ mod tests {
                     decided_at: 86_400_000,
                 }],
                 releases: Vec::new(),
+                chart_progress: None,
             },
             overrides: vec![ChartOverrides {
                 app: "shop".into(),

@@ -16,7 +16,8 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 pub use crate::lifecycle::{
-    ChartDiff, ChartOverrides, LayerValues, OverrideSet, OverrideSummary, VolumeRequest, VolumeView,
+    ChartDiff, ChartOverrides, ChartProgress, ChartState, LayerValues, OperationCharts,
+    OverrideSet, OverrideSummary, VolumeRequest, VolumeView,
 };
 pub use crate::store::{AppRecord, DecisionRecord, HistoryEntry, OperationId, VolumeRecord};
 

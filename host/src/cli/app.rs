@@ -568,7 +568,7 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                         app.state
                     ));
                     let started = client.remove(&name, &RemoveRequest { force: true })?;
-                    let entry = wait_for(&client, &name, started.operation)?;
+                    let entry = wait_for(&client, &name, started.operation, format)?;
                     if entry.outcome != Outcome::Succeeded {
                         anyhow::bail!(
                             "removing {name} before deleting it {}: {}",
@@ -919,7 +919,7 @@ fn finish(
     on_interrupt(format!(
         "interrupted; the operation goes on in the daemon. Follow it again with `capstan app wait {name}`"
     ));
-    let entry = wait_for(client, name, id)?;
+    let entry = wait_for(client, name, id, format)?;
     report(client, format, name, &entry)
 }
 
@@ -943,38 +943,47 @@ fn report(
     )
 }
 
-/// Polls operation `id` until it ends, printing each new progress line
-/// (prefixed with the time since waiting began) unless quiet.
-fn wait_for(client: &Client, name: &str, id: OperationId) -> anyhow::Result<HistoryEntry> {
+/// Polls operation `id` until it ends, showing each chart as it starts
+/// and finishes and each new step (see [`super::progress`]), unless
+/// quiet: a block redrawn in place on a terminal with `-o table`, plain
+/// lines otherwise. A last poll after the end shows what finished since
+/// the one before.
+fn wait_for(
+    client: &Client,
+    name: &str,
+    id: OperationId,
+    format: Format,
+) -> anyhow::Result<HistoryEntry> {
+    use super::progress::{Seen, Style, View};
     let began = std::time::Instant::now();
-    let mut last_progress = None;
-    let mut seen: Vec<String> = Vec::new();
+    let mut view = View::new(Style::for_output(format == Format::Table), id);
+    let mut label: Option<String> = None;
     loop {
         let entry = client.operation(name, id)?;
-        if entry.outcome != Outcome::Running {
-            return Ok(entry);
-        }
+        let running = entry.outcome == Outcome::Running;
         let details = client.show_app(name)?;
-        let app = details.app;
-        if app.progress.is_some() && app.progress != last_progress {
-            let progress = app.progress.as_deref().unwrap_or("");
-            // "N of M charts": the charts the progress has named so far.
-            if let Some(chart) = details
-                .charts
-                .iter()
-                .find(|c| progress.contains(&format!("chart {}", c.name)))
-                && !seen.contains(&chart.name)
-            {
-                seen.push(chart.name.clone());
-            }
-            let total = details.charts.iter().filter(|c| c.enabled).count();
-            status(&format!(
-                "  [{:>5.1}s] {}: {progress} ({} of {total} charts)",
-                began.elapsed().as_secs_f64(),
-                app.state,
-                seen.len().min(total)
-            ));
-            last_progress = app.progress;
+        let app = &details.app;
+        // The state the operation runs in (`applying`), as first seen: a
+        // poll racing the end may read the final state already.
+        if running && label.is_none() {
+            label = Some(app.state.to_string());
+        }
+        if !quiet() {
+            let label = label.clone().unwrap_or_else(|| entry.operation.to_string());
+            let seen = Seen {
+                elapsed: began.elapsed(),
+                label: &label,
+                step: if running {
+                    app.progress.as_deref()
+                } else {
+                    None
+                },
+                board: details.chart_progress.as_ref(),
+            };
+            view.update(&mut std::io::stderr().lock(), seen)?;
+        }
+        if !running {
+            return Ok(entry);
         }
         std::thread::sleep(POLL_EVERY);
     }

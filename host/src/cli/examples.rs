@@ -15,6 +15,10 @@ const EXAMPLES: &[(&str, &str)] = &[
         "capstan plugin run storage.wasm --facts facts/simplex.yaml --chart rbd-provisioner",
     ),
     (
+        "plugin inspect",
+        "capstan plugin inspect storage.wasm -o json",
+    ),
+    (
         "plugin new",
         "capstan plugin new my-plugin && cd my-plugin && cargo build --release --target wasm32-wasip2",
     ),

@@ -13,6 +13,7 @@ mod bundle;
 mod examples;
 mod lint;
 mod plugin;
+mod progress;
 mod scaffold;
 mod serve;
 mod template;

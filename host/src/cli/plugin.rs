@@ -1,5 +1,7 @@
 //! `capstan plugin run`: runs one plugin component outside any app, the way
-//! the daemon would, and prints what it computes.
+//! the daemon would, and prints what it computes; `capstan plugin inspect`
+//! shows what a component is (info, world, imports, size, sha256);
+//! `capstan plugin new` writes a plugin crate.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +23,30 @@ pub(crate) enum PluginCommand {
     /// Write a new plugin crate (override, hook, facts fixture, unit test)
     /// that builds for wasm32-wasip2 as it is.
     New(NewArgs),
+    /// Show what a plugin component is: its info (charts, hooks, workload
+    /// decisions), the WIT world and version it was built against, its
+    /// imports and exports, the tools that built it, its size and sha256.
+    Inspect(InspectArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// The plugin component (`.wasm`).
+    plugin: PathBuf,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = InspectFormat::Text)]
+    output: InspectFormat,
+}
+
+/// `plugin inspect`'s output formats: one object for json and yaml.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum InspectFormat {
+    /// Aligned `key: value` lines for a person.
+    Text,
+    /// One JSON object.
+    Json,
+    /// One YAML mapping.
+    Yaml,
 }
 
 #[derive(Debug, Args)]
@@ -70,6 +96,7 @@ pub(crate) struct RunArgs {
 pub(crate) fn run(command: PluginCommand) -> anyhow::Result<ExitCode> {
     match command {
         PluginCommand::Run(args) => run_plugin(args),
+        PluginCommand::Inspect(args) => inspect_plugin(args),
         PluginCommand::New(args) => {
             let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
             let files = super::scaffold::new_plugin(&args.name, &dir, args.sdk_path.as_deref())?;
@@ -150,6 +177,88 @@ fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn inspect_plugin(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let wasm = std::fs::read(&args.plugin)
+        .with_context(|| format!("reading plugin {}", args.plugin.display()))?;
+    let sandbox = Sandbox::new(Policy::new())?;
+    let name = plugin_name(&args.plugin);
+    let inspection = sandbox.inspect(&name, &wasm).map_err(|e| match e {
+        crate::sandbox::Error::InvalidComponent { reason, .. } => anyhow::anyhow!(
+            "{} is not a plugin component: {reason}",
+            args.plugin.display()
+        ),
+        other => anyhow::anyhow!("{}: {}", args.plugin.display(), super::one_line(&other)),
+    })?;
+    if !super::quiet() {
+        let text = match args.output {
+            InspectFormat::Text => inspect_text(&args.plugin, &inspection),
+            InspectFormat::Json => {
+                let mut text = serde_json::to_string_pretty(&inspection)?;
+                text.push('\n');
+                text
+            }
+            InspectFormat::Yaml => to_yaml(&inspection)?,
+        };
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+    }
+    match &inspection.error {
+        None => Ok(ExitCode::SUCCESS),
+        Some(error) => anyhow::bail!("{} does not load: {error}", args.plugin.display()),
+    }
+}
+
+/// `plugin inspect`'s text form: `key: value` lines, lists one a line.
+fn inspect_text(path: &std::path::Path, i: &crate::sandbox::Inspection) -> String {
+    let or_none = |list: &[String]| {
+        if list.is_empty() {
+            "(none)".to_owned()
+        } else {
+            list.join(", ")
+        }
+    };
+    let mut lines: Vec<(String, String)> = Vec::new();
+    let mut push = |key: &str, value: String| lines.push((key.to_owned(), value));
+    push("file", path.display().to_string());
+    if let Some(info) = &i.info {
+        push("plugin", format!("{} {}", info.name, info.version));
+        push("charts", or_none(&info.charts));
+        let hooks: Vec<String> = info.hooks.iter().map(ToString::to_string).collect();
+        push("hooks", or_none(&hooks));
+        push(
+            "workloads",
+            if info.decides_workloads {
+                "decides workload kinds".to_owned()
+            } else {
+                "no decisions (the default rule decides)".to_owned()
+            },
+        );
+    }
+    let world = i.world.as_deref().unwrap_or("(not the capstan world)");
+    let speaks = match &i.wit_version {
+        Some(v) if i.host_package.ends_with(&format!("@{v}")) => "the same".to_owned(),
+        _ => i.host_package.to_owned(),
+    };
+    push("world", format!("{world} (this capstan speaks {speaks})"));
+    push("size", format!("{} bytes", i.size));
+    push("sha256", i.sha256.clone());
+    push("exports", or_none(&i.exports));
+    let built: Vec<String> = i
+        .producers
+        .iter()
+        .map(|p| format!("{} {}", p.name, p.version).trim_end().to_owned())
+        .collect();
+    push("built with", or_none(&built));
+    let mut out = String::new();
+    for (key, value) in &lines {
+        out.push_str(&format!("{:<11} {value}\n", format!("{key}:")));
+    }
+    out.push_str(&format!("imports:    {}\n", i.imports.len()));
+    for import in &i.imports {
+        out.push_str(&format!("  {import}\n"));
+    }
+    out
 }
 
 fn plugin_name(path: &std::path::Path) -> String {

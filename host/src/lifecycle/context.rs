@@ -36,6 +36,8 @@ pub(crate) struct Inner {
     pub keep_versions: usize,
     pub secret: [u8; 32],
     pub running: Mutex<HashMap<String, (OperationId, Arc<AtomicBool>)>>,
+    /// Where each chart of each app's latest operation stands.
+    pub charts: super::progress::ChartBoard,
     pub _lock: File,
 }
 

@@ -137,6 +137,11 @@ pub struct AppDetails {
     /// revision), by chart; what the cluster's release Secrets hold too.
     #[serde(default)]
     pub releases: Vec<ReleaseRecord>,
+    /// Where each chart of the app's running (or, until the next one
+    /// starts, latest) operation stands; absent when the daemon has run
+    /// none for it since it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_progress: Option<super::progress::OperationCharts>,
 }
 
 /// One stored version.
@@ -236,6 +241,7 @@ impl Lifecycle {
             keep_versions: options.keep_versions.max(1),
             secret,
             running: Mutex::new(HashMap::new()),
+            charts: Default::default(),
             _lock: lock,
         };
         let lifecycle = Lifecycle {
@@ -384,6 +390,7 @@ impl Lifecycle {
         if app_dir.exists() {
             remove_dir(&app_dir)?;
         }
+        self.inner.charts.forget(app.as_str());
         self.inner.metrics.operation("delete", "succeeded");
         tracing::info!(app = %app, "deleted");
         Ok(())
@@ -458,6 +465,7 @@ impl Lifecycle {
         let decisions = self.store().list_decisions(app)?;
         let releases = self.store().list_releases(app)?;
         Ok(AppDetails {
+            chart_progress: self.inner.charts.get(app.as_str()),
             app: record,
             versions,
             charts,

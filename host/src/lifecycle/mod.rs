@@ -25,6 +25,7 @@
 //! it is recorded), `engine` (the operations and their state rules), `run`
 //! (the steps), `plan` (pure), `context` (what operations share),
 //! `stored` (a stored version), `state_dir` (the state folder),
+//! `progress` (where each chart of an operation stands),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
@@ -39,6 +40,7 @@ mod facts;
 mod metrics;
 mod overrides;
 mod plan;
+mod progress;
 pub mod rules;
 mod run;
 mod state_dir;
@@ -57,6 +59,7 @@ pub use error::{Error, ErrorClass};
 pub use facts::default_facts;
 pub use metrics::{DurationHistogram, Metrics, OPERATION_BUCKETS};
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
+pub use progress::{ChartProgress, ChartState, OperationCharts};
 pub use run::ChartDiff;
 pub use state_dir::StatePaths;
 pub use volumes::{VOLUMES_APP, VolumeRequest, VolumeView};

@@ -171,6 +171,7 @@ impl Job<'_> {
     /// Applies one version: the whole pipeline.
     pub fn apply_version(&self, request: &ApplyRequest<'_>) -> Result<(), Error> {
         let phase = request.phase;
+        self.charts_begin([request.version], false);
         self.step(phase, "load-plugins", "loading plugins")?;
         let prepared = self.prepare(request)?;
         let groups = self.render_all(&prepared)?;
@@ -284,6 +285,7 @@ impl Job<'_> {
             around: None,
             phase: "remove",
         };
+        self.charts_begin([Some(version), target].into_iter().flatten(), true);
         self.step("remove", "load-plugins", "loading plugins")?;
         let mut prepared = self.load(&request)?;
         prepared.system = self.stored_system_layer(version)?;
@@ -302,6 +304,7 @@ impl Job<'_> {
             }
         }
         for (v, chart) in charts {
+            let board = self.chart_run(chart.name.as_str());
             self.step(
                 "remove",
                 &format!("remove:{}", chart.name),
@@ -344,6 +347,7 @@ impl Job<'_> {
                 .run_hooks(&release, HookEvent::PostDelete, &hooks, &options, &progress)
                 .map_err(kube_err);
             self.forced(force, after.map(drop))?;
+            board.done();
         }
         self.step("remove", "post-remove", "post-remove hook")?;
         self.forced(force, self.run_hook(&prepared, Hook::PostRemove))
@@ -494,6 +498,7 @@ impl Job<'_> {
 
     fn apply_chart(&self, phase: &str, group: &str, chart: &RenderedChart) -> Result<(), Error> {
         let name = &chart.name;
+        let board = self.chart_run(name);
         let kube_err = |source| Error::Kube {
             chart: name.clone(),
             source: Box::new(source),
@@ -547,7 +552,46 @@ impl Job<'_> {
         self.inner
             .checkpoints
             .reach(&format!("{phase}:applied:{name}"));
+        board.done();
         Ok(())
+    }
+
+    /// Lists the charts of `versions` on the board, all pending, each
+    /// once: the enabled ones in apply order, or for a remove (`reverse`)
+    /// every one, chart groups in reverse order, as the remove runs them.
+    fn charts_begin<'v>(
+        &self,
+        versions: impl IntoIterator<Item = &'v StoredVersion>,
+        reverse: bool,
+    ) {
+        let mut listed: Vec<(String, String)> = Vec::new();
+        for version in versions {
+            let groups: Vec<_> = if reverse {
+                version.metadata.chart_groups.iter().rev().collect()
+            } else {
+                version.metadata.chart_groups.iter().collect()
+            };
+            for group in groups {
+                let names: Vec<_> = if reverse {
+                    group.charts.iter().rev().collect()
+                } else {
+                    group.charts.iter().collect()
+                };
+                for chart in names.into_iter().filter_map(|n| version.metadata.chart(n)) {
+                    let name = chart.name.to_string();
+                    if (reverse || chart.enabled) && !listed.iter().any(|(_, c)| *c == name) {
+                        listed.push((group.name.clone(), name));
+                    }
+                }
+            }
+        }
+        self.inner.charts.begin(self.app.as_str(), self.op, listed);
+    }
+
+    /// Marks `chart` running on the board until the returned guard is
+    /// done (done) or dropped (failed).
+    fn chart_run<'c>(&'c self, chart: &'c str) -> super::progress::ChartRun<'c> {
+        super::progress::ChartRun::start(&self.inner.charts, self.app.as_str(), self.op, chart)
     }
 
     /// Removes the releases of charts that were (or may have been) applied

@@ -19,6 +19,7 @@
 mod cache;
 mod call;
 mod facts;
+mod inspect;
 mod policy;
 mod runtime;
 mod slots;
@@ -30,11 +31,15 @@ pub use facts::{
     App, ComponentFacts, Facts, LocalVolume, Node, NodeRole, StorageBackend, StorageKind,
     SystemMode, VolumeRequest,
 };
+pub use inspect::{Inspection, Producer, WORLD};
 pub use policy::{
     DEFAULT_DEADLINE, DEFAULT_LOG_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
     DEFAULT_POOL_SIZE, EPOCH_TICK, LOG_LINE_COST, MAX_POOL_SIZE, Policy,
 };
 pub use runtime::{Plugin, PluginInfo, Sandbox, pooling_config};
+
+/// The WIT package this host speaks (`wit/plugin.wit`'s `package` line).
+pub const WIT_PACKAGE: &str = "capstan:plugin@0.1.0";
 
 use std::fmt;
 use std::path::PathBuf;

@@ -192,7 +192,7 @@ impl Sandbox {
     /// The compiled component of `wasm`: from memory, else from the disk
     /// cache, else compiled. The lock is held while compiling, so a
     /// component asked for by many operations at once is compiled once.
-    fn component(&self, name: &str, wasm: &[u8]) -> Result<Component, Error> {
+    pub(super) fn component(&self, name: &str, wasm: &[u8]) -> Result<Component, Error> {
         use sha2::{Digest, Sha256};
         let digest: [u8; 32] = Sha256::digest(wasm).into();
         let mut loaded = self
