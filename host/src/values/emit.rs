@@ -136,6 +136,11 @@ impl Emitter {
                 limit: MAX_EMIT_DEPTH,
             });
         }
+        if let Some(text) = value.version_text() {
+            // A semver version marshals as its string (`MarshalJSON`).
+            self.scalar(text, requested_string_style(text), ctx);
+            return Ok(());
+        }
         match value {
             Value::Null => self.scalar("null", Style::Plain, ctx),
             Value::Bool(b) => self.scalar(if *b { "true" } else { "false" }, Style::Plain, ctx),

@@ -130,7 +130,11 @@ fn write_json(out: &mut String, value: &Value, style: &Style, level: usize) -> R
         Value::Float(f) => out.push_str(&go_json_float(*f).ok_or(Error::JsonNotFinite)?),
         Value::String(s) => write_json_string(out, s, style.escape_html),
         Value::List(items) => write_list(out, items, style, level)?,
-        Value::Map(map) => write_map(out, map, style, level)?,
+        Value::Map(map) => match super::version_text(map) {
+            // A semver version marshals as its string (`MarshalJSON`).
+            Some(text) => write_json_string(out, text, style.escape_html),
+            None => write_map(out, map, style, level)?,
+        },
     }
     Ok(())
 }

@@ -57,7 +57,10 @@ pub use strvals::{
     MAX_LIST_INDEX, MAX_NAME_LEVELS, ValueFlags, merge_value_flags, merge_value_flags_onto,
     parse_set, parse_set_file, parse_set_json, parse_set_literal, parse_set_string,
 };
-pub use value::{EMPTY_OBJECT_KEY, Map, Value, format_go_float};
+pub use value::{
+    EMPTY_OBJECT_KEY, Map, VERSION_KEY, VERSION_ORIGINAL_KEY, VERSION_VALUE_KEY, Value,
+    format_go_float, version_text,
+};
 pub use yaml::{
     MAX_ALIAS_EXPANSION_BYTES, MAX_ALIAS_NODES, MAX_DEPTH, parse_manifest_documents, parse_values,
     parse_yaml, parse_yaml_documents,

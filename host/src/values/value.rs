@@ -38,6 +38,20 @@ pub enum Value {
 /// and counts as empty, as an empty Go map does.
 pub const EMPTY_OBJECT_KEY: &str = "\u{0}empty";
 
+/// The key that marks a map standing for a Masterminds/semver version, as
+/// Sprig's `semver` returns it: its value is the version's `String()`.
+/// Such a map prints, and encodes to JSON and YAML, as that string, as Go
+/// does through the type's `String` and `MarshalJSON` methods; the
+/// renderer calls the version's methods (`.Major`, `.Compare`, ...).
+pub const VERSION_KEY: &str = "\u{0}semver";
+/// The key holding a version's `Original()` text (see [`VERSION_KEY`]).
+pub const VERSION_ORIGINAL_KEY: &str = "\u{0}semver.original";
+/// The key present when a version is a Go `semver.Version` value (what
+/// `IncMajor`, `SetPrerelease`... return) rather than the
+/// `*semver.Version` pointer `semver` returns: Go finds only the
+/// value-receiver methods on it (see [`VERSION_KEY`]).
+pub const VERSION_VALUE_KEY: &str = "\u{0}semver.value";
+
 impl Value {
     /// Go's name for the kind of this value, as Sprig's `kindOf` reports it.
     pub fn kind_name(&self) -> &'static str {
@@ -48,7 +62,22 @@ impl Value {
             Value::Float(_) => "float64",
             Value::String(_) => "string",
             Value::List(_) => "slice",
+            Value::Map(m) if m.contains_key(VERSION_VALUE_KEY) => "struct",
+            Value::Map(m) if m.contains_key(VERSION_KEY) => "ptr",
             Value::Map(_) => "map",
+        }
+    }
+
+    /// Go's name for the type of a semver version (see [`VERSION_KEY`]),
+    /// if this is one: `*semver.Version`, or `semver.Version` for a value.
+    pub fn version_type(&self) -> Option<&'static str> {
+        let m = self.as_map()?;
+        if m.contains_key(VERSION_VALUE_KEY) {
+            Some("semver.Version")
+        } else if m.contains_key(VERSION_KEY) {
+            Some("*semver.Version")
+        } else {
+            None
         }
     }
 
@@ -69,6 +98,15 @@ impl Value {
         }
     }
 
+    /// The `String()` of a semver version (see [`VERSION_KEY`]), if this
+    /// is one.
+    pub fn version_text(&self) -> Option<&str> {
+        match self {
+            Value::Map(m) => version_text(m),
+            _ => None,
+        }
+    }
+
     /// The map inside, if this is a map.
     pub fn as_map(&self) -> Option<&Map> {
         match self {
@@ -83,6 +121,15 @@ impl Value {
             Value::String(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// The `String()` of a map standing for a semver version (see
+/// [`VERSION_KEY`]).
+pub fn version_text(map: &Map) -> Option<&str> {
+    match map.get(VERSION_KEY) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
     }
 }
 
@@ -183,9 +230,12 @@ impl From<&Value> for serde_json::Value {
             Value::Float(f) => float_to_json(*f),
             Value::String(s) => serde_json::Value::String(s.clone()),
             Value::List(l) => serde_json::Value::Array(l.iter().map(Into::into).collect()),
-            Value::Map(m) => {
-                serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), v.into())).collect())
-            }
+            Value::Map(m) => match version_text(m) {
+                Some(text) => serde_json::Value::String(text.to_string()),
+                None => serde_json::Value::Object(
+                    m.iter().map(|(k, v)| (k.clone(), v.into())).collect(),
+                ),
+            },
         }
     }
 }
@@ -218,6 +268,9 @@ impl fmt::Display for Value {
                     write!(f, "{item}")?;
                 }
                 f.write_str("]")
+            }
+            Value::Map(map) if version_text(map).is_some() => {
+                f.write_str(version_text(map).unwrap_or_default())
             }
             Value::Map(map) => {
                 f.write_str("map[")?;

@@ -49,7 +49,7 @@ pub fn type_name(value: &Value) -> &'static str {
         Value::Float(_) => "float64",
         Value::String(_) => "string",
         Value::List(_) => "[]interface {}",
-        Value::Map(_) => "map[string]interface {}",
+        Value::Map(_) => value.version_type().unwrap_or("map[string]interface {}"),
     }
 }
 

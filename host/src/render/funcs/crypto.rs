@@ -17,7 +17,6 @@
 use std::net::IpAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rand_core::OsRng;
 use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey, EncodeRsaPublicKey};
 use rsa::pkcs8::DecodePrivateKey;
 use rsa::{Pkcs1v15Sign, RsaPrivateKey};
@@ -72,8 +71,29 @@ fn crypto_error(step: &str, e: impl std::fmt::Display) -> FuncError {
     FuncError::call(format!("{step}: {e}"))
 }
 
+/// A new RSA key of `bits` (2048 or 4096) with exponent 65537, as Go's
+/// `rsa.GenerateKey`.
+///
+/// AWS-LC generates it (its prime search is several times faster than the
+/// `rsa` crate's, and as fast as Go's: docs/template-functions.md has the
+/// measurements); the `rsa` crate then holds it for encoding and signing,
+/// read from the PKCS#8 form AWS-LC writes.
 fn new_rsa_key(bits: usize) -> Result<RsaPrivateKey, FuncError> {
-    RsaPrivateKey::new(&mut OsRng, bits).map_err(|e| crypto_error("error generating rsa key", e))
+    use aws_lc_rs::encoding::AsDer;
+    use aws_lc_rs::rsa::{KeyPair, KeySize};
+    let size = match bits {
+        2048 => KeySize::Rsa2048,
+        4096 => KeySize::Rsa4096,
+        other => {
+            return Err(FuncError::call(format!(
+                "error generating rsa key: unsupported size {other}"
+            )));
+        }
+    };
+    let failed = |e: &dyn std::fmt::Display| crypto_error("error generating rsa key", e);
+    let pair = KeyPair::generate(size).map_err(|e| failed(&e))?;
+    let pkcs8 = pair.as_der().map_err(|e| failed(&e))?;
+    RsaPrivateKey::from_pkcs8_der(pkcs8.as_ref()).map_err(|e| failed(&e))
 }
 
 /// PKCS#1 `RSA PRIVATE KEY` PEM, as Go's `x509.MarshalPKCS1PrivateKey`.
@@ -751,6 +771,48 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    /// The PKCS#1 key of a PEM text, with its modulus size in bits.
+    fn rsa_key_bits(pem_text: &str) -> (RsaPrivateKey, usize) {
+        use rsa::traits::PublicKeyParts;
+        let (label, der) = der::pem_decode(pem_text).unwrap_or_default();
+        assert_eq!(label, "RSA PRIVATE KEY");
+        let key = RsaPrivateKey::from_pkcs1_der(&der).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(key.e(), &rsa::BigUint::from(65_537u32), "Go's exponent");
+        let bits = key.n().bits();
+        (key, bits)
+    }
+
+    /// Sprig's sizes: `genPrivateKey "rsa"` 4096 bits, the certificate
+    /// functions 2048 bits, each a valid PKCS#1 key with Go's exponent
+    /// (65537) whose certificate carries its public key.
+    #[test]
+    fn generated_rsa_keys_have_sprigs_sizes() {
+        let key = gen_private_key(&["rsa".into()]).unwrap_or_else(|e| panic!("{e}"));
+        let (key, bits) = rsa_key_bits(key.as_str().unwrap_or_default());
+        assert_eq!(bits, 4096);
+        assert!(key.validate().is_ok());
+        let ca = gen_ca(&["c".into(), Value::Int(1)]).unwrap_or_else(|e| panic!("{e}"));
+        let (key, bits) = rsa_key_bits(field(&ca, "Key"));
+        assert_eq!(bits, 2048);
+        let public = key
+            .to_public_key()
+            .to_pkcs1_der()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (_, cert) = der::pem_decode(field(&ca, "Cert")).unwrap_or_default();
+        assert!(
+            cert.windows(public.as_bytes().len())
+                .any(|w| w == public.as_bytes())
+        );
+        let leaf = gen_self_signed_cert(&["l".into(), Value::Null, Value::Null, Value::Int(1)])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rsa_key_bits(field(&leaf, "Key")).1, 2048);
+        let signed = gen_signed_cert(&["s".into(), Value::Null, Value::Null, Value::Int(1), ca])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rsa_key_bits(field(&signed, "Key")).1, 2048);
+        // Two keys are never the same.
+        assert_ne!(field(&leaf, "Key"), field(&signed, "Key"));
     }
 
     #[test]

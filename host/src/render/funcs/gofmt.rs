@@ -364,6 +364,11 @@ fn format_arg(out: &mut String, value: &Value, verb: char, spec: &Spec) {
         pad(out, type_name(value), spec, false);
         return;
     }
+    if let Some(text) = value.version_text() {
+        // A semver version is a `fmt.Stringer`: `%v` and `%s` print its
+        // `String()`, as a string operand would.
+        return format_arg(out, &Value::String(text.to_string()), verb, spec);
+    }
     match value {
         Value::Null => match verb {
             'v' => pad(out, "<nil>", spec, false),

@@ -52,6 +52,7 @@ use crate::values::Value;
 
 pub use convert::{WARN_END, WARN_START};
 pub use gofmt::{sprint, sprintf, sprintln};
+pub use semver::{call_version_method, version_method};
 
 /// A template function: takes its arguments in Go call order (in a pipeline
 /// the previous value is the last argument) and returns a value or an error.

@@ -5,15 +5,23 @@
 //! prerelease version only matches a constraint that carries a prerelease
 //! (`>=1.19.0-0` admits `v1.20.0-gke.1`).
 //!
-//! `semver` returns a map with the fields a template reads (`Major`,
-//! `Minor`, `Patch`, `Prerelease`, `Metadata`, `Original`); Go's methods on
-//! the version object (`Compare`, `IncMajor`, ...) are not available.
+//! `semver` returns a version object, as Sprig returns a
+//! `*semver.Version`: a map marked with [`VERSION_KEY`] that prints (and
+//! encodes to JSON and YAML) as the version's `String()`, and whose
+//! methods templates call like fields ([`version_method`],
+//! [`call_version_method`]): `.Major`, `.Minor`, `.Patch`,
+//! `.Prerelease`, `.Metadata`, `.Original`, `.String`, `.Compare`,
+//! `.LessThan`, `.LessThanEqual`, `.GreaterThan`, `.GreaterThanEqual`,
+//! `.Equal`, `.IncMajor`, `.IncMinor`, `.IncPatch`, `.SetPrerelease` and
+//! `.SetMetadata`, with Masterminds/semver v3's results. `Inc*` and `Set*`
+//! return a `semver.Version` value, on which Go finds only the
+//! value-receiver methods (not `Original` nor the comparisons).
 
 use std::cmp::Ordering;
 
-use super::args::{exactly, text};
+use super::args::{exactly, text, type_name};
 use super::{FuncError, Function};
-use crate::values::{Map, Value};
+use crate::values::{Map, VERSION_KEY, VERSION_ORIGINAL_KEY, VERSION_VALUE_KEY, Value};
 
 pub(super) const FUNCTIONS: &[(&str, Function)] =
     &[("semver", semver), ("semverCompare", semver_compare)];
@@ -85,6 +93,52 @@ impl Version {
             metadata,
             original: s.to_string(),
         })
+    }
+
+    /// Masterminds' `String()`: `MAJOR.MINOR.PATCH[-PRE][+METADATA]`,
+    /// without the `v` the original text may have.
+    pub fn canonical(&self) -> String {
+        let mut out = format!("{}.{}.{}", self.major, self.minor, self.patch);
+        if !self.pre.is_empty() {
+            out.push('-');
+            out.push_str(&self.pre);
+        }
+        if !self.metadata.is_empty() {
+            out.push('+');
+            out.push_str(&self.metadata);
+        }
+        out
+    }
+
+    /// The version as a template value: a `*semver.Version`, or a
+    /// `semver.Version` value when `is_value`.
+    pub fn to_value(&self, is_value: bool) -> Value {
+        let mut map = Map::new();
+        map.insert(VERSION_KEY.into(), Value::String(self.canonical()));
+        map.insert(
+            VERSION_ORIGINAL_KEY.into(),
+            Value::String(self.original.clone()),
+        );
+        if is_value {
+            map.insert(VERSION_VALUE_KEY.into(), Value::Bool(true));
+        }
+        Value::Map(map)
+    }
+
+    /// The version a template value stands for (see [`Version::to_value`]).
+    fn of_value(value: &Value) -> Option<Version> {
+        match value.as_map()?.get(VERSION_ORIGINAL_KEY)? {
+            Value::String(original) => Version::parse(original).ok(),
+            _ => None,
+        }
+    }
+
+    /// The same version with its original text rebuilt as Masterminds'
+    /// `Inc*`/`Set*` do: the original's `v` prefix, then `String()`.
+    fn with_new_original(mut self, before: &str) -> Version {
+        let prefix = if before.starts_with('v') { "v" } else { "" };
+        self.original = format!("{prefix}{}", self.canonical());
+        self
     }
 
     /// Precedence: numbers, then a prerelease sorts before the release.
@@ -360,18 +414,186 @@ pub fn constraint_matches(constraint: &str, version: &Version) -> Result<bool, S
     Ok(any)
 }
 
-/// `semver V`: the version's parts as a map.
+/// `semver V`: the version object (a `*semver.Version`).
 fn semver(args: &[Value]) -> Result<Value, FuncError> {
     let [v] = exactly::<1>("semver", args)?;
     let v = Version::parse(text(v)?).map_err(FuncError::call)?;
-    let mut map = Map::new();
-    map.insert("Major".into(), Value::Int(v.major as i64));
-    map.insert("Minor".into(), Value::Int(v.minor as i64));
-    map.insert("Patch".into(), Value::Int(v.patch as i64));
-    map.insert("Prerelease".into(), Value::String(v.pre));
-    map.insert("Metadata".into(), Value::String(v.metadata));
-    map.insert("Original".into(), Value::String(v.original));
-    Ok(Value::Map(map))
+    Ok(v.to_value(false))
+}
+
+/// The method `name` of `recv`, if `recv` is a version object that has it
+/// (Go's method set: a `semver.Version` value lacks the pointer methods).
+pub fn version_method(recv: &Value, name: &str) -> Option<&'static str> {
+    // The name first, as a `match`: most fields a template reads are no
+    // method, and that is cheaper to see than the receiver's kind.
+    let (method, on_value) = match name {
+        "String" => ("String", true),
+        "Major" => ("Major", true),
+        "Minor" => ("Minor", true),
+        "Patch" => ("Patch", true),
+        "Prerelease" => ("Prerelease", true),
+        "Metadata" => ("Metadata", true),
+        "IncPatch" => ("IncPatch", true),
+        "IncMinor" => ("IncMinor", true),
+        "IncMajor" => ("IncMajor", true),
+        "SetPrerelease" => ("SetPrerelease", true),
+        "SetMetadata" => ("SetMetadata", true),
+        // Pointer receivers in Masterminds/semver v3.
+        "Original" => ("Original", false),
+        "Compare" => ("Compare", false),
+        "LessThan" => ("LessThan", false),
+        "LessThanEqual" => ("LessThanEqual", false),
+        "GreaterThan" => ("GreaterThan", false),
+        "GreaterThanEqual" => ("GreaterThanEqual", false),
+        "Equal" => ("Equal", false),
+        _ => return None,
+    };
+    let map = recv.as_map()?;
+    if !map.contains_key(VERSION_KEY) {
+        return None;
+    }
+    (on_value || !map.contains_key(VERSION_VALUE_KEY)).then_some(method)
+}
+
+/// The `*semver.Version` argument of a comparison; `None` for Go's nil.
+fn version_arg(value: &Value) -> Result<Option<Version>, FuncError> {
+    if matches!(value, Value::Null) {
+        return Ok(None);
+    }
+    let is_pointer = value
+        .as_map()
+        .is_some_and(|m| !m.contains_key(VERSION_VALUE_KEY));
+    match Version::of_value(value) {
+        Some(v) if is_pointer => Ok(Some(v)),
+        _ => Err(FuncError::argument(format!(
+            "wrong type for value; expected *semver.Version; got {}",
+            type_name(value)
+        ))),
+    }
+}
+
+/// Go's panic on a nil `*semver.Version`, as the template reports it.
+fn nil_version() -> FuncError {
+    FuncError::call("runtime error: invalid memory address or nil pointer dereference")
+}
+
+fn segment(n: u64) -> Value {
+    Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// Calls the version method `name` (from [`version_method`]) on `recv`
+/// with `args`, as Masterminds/semver v3 computes it.
+///
+/// # Errors
+/// Go's argument errors (count, a non-version argument), Go's nil
+/// dereference for a comparison with nil, and Masterminds' errors for an
+/// invalid prerelease or metadata.
+pub fn call_version_method(name: &str, recv: &Value, args: &[Value]) -> Result<Value, FuncError> {
+    let Some(v) = Version::of_value(recv) else {
+        return Err(FuncError::call(format!("{name}: not a semver version")));
+    };
+    let want = match name {
+        "Compare" | "LessThan" | "LessThanEqual" | "GreaterThan" | "GreaterThanEqual" | "Equal"
+        | "SetPrerelease" | "SetMetadata" => 1,
+        _ => 0,
+    };
+    if args.len() != want {
+        return Err(FuncError::argument(format!(
+            "wrong number of args for {name}: want {want} got {}",
+            args.len()
+        )));
+    }
+    let before = v.original.clone();
+    Ok(match name {
+        "String" => Value::String(v.canonical()),
+        "Original" => Value::String(v.original),
+        "Major" => segment(v.major),
+        "Minor" => segment(v.minor),
+        "Patch" => segment(v.patch),
+        "Prerelease" => Value::String(v.pre),
+        "Metadata" => Value::String(v.metadata),
+        "IncPatch" => {
+            let mut next = v;
+            if next.pre.is_empty() {
+                next.patch += 1;
+            }
+            next.pre.clear();
+            next.metadata.clear();
+            next.with_new_original(&before).to_value(true)
+        }
+        "IncMinor" => {
+            let mut next = v;
+            next.minor += 1;
+            next.patch = 0;
+            next.pre.clear();
+            next.metadata.clear();
+            next.with_new_original(&before).to_value(true)
+        }
+        "IncMajor" => {
+            let mut next = v;
+            next.major += 1;
+            next.minor = 0;
+            next.patch = 0;
+            next.pre.clear();
+            next.metadata.clear();
+            next.with_new_original(&before).to_value(true)
+        }
+        "SetPrerelease" | "SetMetadata" => {
+            let Value::String(part) = &args[0] else {
+                return Err(FuncError::argument(format!(
+                    "wrong type for value; expected string; got {}",
+                    type_name(&args[0])
+                )));
+            };
+            let mut next = v;
+            if name == "SetPrerelease" {
+                if !part.is_empty() {
+                    validate_prerelease(part).map_err(FuncError::call)?;
+                }
+                next.pre.clone_from(part);
+            } else {
+                if !part.is_empty() && !is_ident(part) {
+                    return Err(FuncError::call("invalid metadata string"));
+                }
+                next.metadata.clone_from(part);
+            }
+            next.with_new_original(&before).to_value(true)
+        }
+        _ => {
+            let other = version_arg(&args[0])?;
+            if name == "Equal" {
+                return Ok(Value::Bool(
+                    other.is_some_and(|o| v.compare(&o) == Ordering::Equal),
+                ));
+            }
+            let order = v.compare(&other.ok_or_else(nil_version)?);
+            match name {
+                "Compare" => Value::Int(order as i64),
+                "LessThan" => Value::Bool(order == Ordering::Less),
+                "LessThanEqual" => Value::Bool(order != Ordering::Greater),
+                "GreaterThan" => Value::Bool(order == Ordering::Greater),
+                _ => Value::Bool(order != Ordering::Less),
+            }
+        }
+    })
+}
+
+/// Masterminds' `validatePrerelease`: dot-separated, non-empty
+/// identifiers of `[0-9A-Za-z-]`, numeric ones without a leading zero.
+fn validate_prerelease(pre: &str) -> Result<(), String> {
+    for part in pre.split('.') {
+        if part.is_empty() {
+            return Err("invalid prerelease string".into());
+        }
+        if part.bytes().all(|b| b.is_ascii_digit()) {
+            if part.len() > 1 && part.starts_with('0') {
+                return Err("version segment starts with 0".into());
+            }
+        } else if !part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err("invalid prerelease string".into());
+        }
+    }
+    Ok(())
 }
 
 /// `semverCompare CONSTRAINT VERSION`.
@@ -450,9 +672,22 @@ mod tests {
         );
         assert!(semver_compare(&[">=1.2".into(), "bad".into()]).is_err());
         assert!(semver_compare(&["??1".into(), "1.0.0".into()]).is_err());
-        let v = semver(&["v1.2.3-rc.1".into()]);
-        assert!(
-            matches!(v, Ok(Value::Map(m)) if m.get("Minor") == Some(&Value::Int(2)) && m.get("Prerelease") == Some(&"rc.1".into()))
+        let v = semver(&["v1.2-rc.1".into()]).map_err(|e| e.message);
+        assert_eq!(v.as_ref().map(|v| v.version_text()), Ok(Some("1.2.0-rc.1")));
+        let v = v.unwrap_or_default();
+        let call = |name: &str, args: &[Value]| call_version_method(name, &v, args);
+        assert_eq!(call("Minor", &[]), Ok(Value::Int(2)));
+        assert_eq!(call("Prerelease", &[]), Ok("rc.1".into()));
+        assert_eq!(call("Original", &[]), Ok("v1.2-rc.1".into()));
+        let next = call("IncMinor", &[]).unwrap_or_default();
+        assert_eq!(next.version_text(), Some("1.3.0"));
+        // Masterminds keeps the original's `v` and writes String() after it.
+        assert_eq!(
+            call_version_method("String", &next, &[]),
+            Ok("1.3.0".into())
         );
+        assert_eq!(version_method(&next, "Original"), None);
+        assert_eq!(version_method(&v, "Original"), Some("Original"));
+        assert_eq!(version_method(&Value::Null, "Major"), None);
     }
 }

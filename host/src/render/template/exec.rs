@@ -370,7 +370,9 @@ impl<'s> Engine<'s> {
                     .enumerate()
                     .map(|(i, x)| (Value::Int(i as i64), Rc::new(x))),
             ),
-            Val::Owned(Value::Map(m)) if !objects::is_files_map(&m) => {
+            Val::Owned(Value::Map(m))
+                if !objects::is_files_map(&m) && crate::values::version_text(&m).is_none() =>
+            {
                 Box::new(m.into_iter().map(|(k, x)| (Value::String(k), Rc::new(x))))
             }
             Val::Shared(rc) if matches!(*rc, Value::List(_)) => {
@@ -449,7 +451,7 @@ impl<'s> Engine<'s> {
                     })
                     .collect()
             }
-            Value::Map(m) => m
+            Value::Map(m) if crate::values::version_text(m).is_none() => m
                 .iter()
                 .map(|(k, x)| (Value::String(k.clone()), Rc::new(x.clone())))
                 .collect(),
@@ -606,6 +608,30 @@ impl<'s> Engine<'s> {
         // Walk all but the last field by reference.
         let mut cur: &Value = recv.get();
         for (i, name) in init.iter().enumerate() {
+            if let Some(method @ objects::Method::Version(_)) = objects::method_kind(cur, name) {
+                // A method in the middle of a chain (`(semver "1").IncMajor.Major`):
+                // its result is the receiver of the rest.
+                let files = self.files.borrow();
+                let result = objects::call_method(method, cur, &[], &files);
+                drop(files);
+                return match result {
+                    Ok(objects::MethodResult::Value(v)) => self.eval_fields(
+                        f,
+                        dot,
+                        pos,
+                        node,
+                        Val::Owned(v),
+                        &fields[i + 1..],
+                        args,
+                        fin,
+                    ),
+                    Ok(objects::MethodResult::Files(_)) => Ok(Val::Owned(Value::Null)),
+                    Err(msg) => {
+                        f.at = Some((pos, node.to_string()));
+                        Err(self.err(f, msg))
+                    }
+                };
+            }
             match self.field(cur, name) {
                 Ok(Some(next)) => cur = next,
                 Ok(None) => {
@@ -659,7 +685,13 @@ impl<'s> Engine<'s> {
     /// One field step: `Ok(None)` for a missing key (Go's zero value).
     fn field<'v>(&self, recv: &'v Value, name: &str) -> Result<Option<&'v Value>, String> {
         match recv {
-            Value::Map(m) => Ok(m.get(name)),
+            Value::Map(m) => match m.get(name) {
+                None if m.contains_key(crate::values::VERSION_KEY) => Err(format!(
+                    "can't evaluate field {name} in type {}",
+                    go_type(recv)
+                )),
+                found => Ok(found),
+            },
             Value::Null => Err(format!("nil pointer evaluating interface {{}}.{name}")),
             other => Err(format!(
                 "can't evaluate field {name} in type {}",
@@ -1157,7 +1189,7 @@ pub fn go_type(v: &Value) -> &'static str {
         Value::Float(_) => "float64",
         Value::String(_) => "string",
         Value::List(_) => "[]interface {}",
-        Value::Map(_) => "map[string]interface {}",
+        Value::Map(_) => v.version_type().unwrap_or("map[string]interface {}"),
     }
 }
 

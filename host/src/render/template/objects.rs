@@ -1,6 +1,8 @@
 //! Methods of Helm's built-in objects that templates call like fields:
 //! `.Files.Get "x"`, `.Files.Glob`, `.Files.Lines`, `.Files.AsConfig`,
-//! `.Files.AsSecrets`, `.Files.GetBytes` and `.Capabilities.APIVersions.Has`.
+//! `.Files.AsSecrets`, `.Files.GetBytes`, `.Capabilities.APIVersions.Has`
+//! and the methods of a semver version (`(semver "1.2.3").Major`, which
+//! `funcs` computes).
 //!
 //! A `.Files` value is a map with one reserved key holding the id of a file
 //! set the engine keeps, so that passing `$` around (for example through
@@ -63,6 +65,8 @@ pub enum Method {
     AsConfig,
     AsSecrets,
     Has,
+    /// A method of a semver version (`Major`, `Compare`, `IncMajor`...).
+    Version(&'static str),
 }
 
 /// The method `name` of `recv`, if `recv` is a built-in object that has it.
@@ -84,7 +88,7 @@ pub fn method_kind(recv: &Value, name: &str) -> Option<Method> {
     if matches!(recv, Value::List(_)) && name == "Has" {
         return Some(Method::Has);
     }
-    None
+    crate::render::funcs::version_method(recv, name).map(Method::Version)
 }
 
 /// What a method returns.
@@ -115,6 +119,17 @@ pub fn call_method(
     args: &[Value],
     sets: &[Rc<FileSet>],
 ) -> Result<MethodResult, String> {
+    if let Method::Version(name) = method {
+        return crate::render::funcs::call_version_method(name, recv, args)
+            .map(MethodResult::Value)
+            .map_err(|e| {
+                if crate::render::funcs::is_argument_error(&e) {
+                    e.message
+                } else {
+                    format!("error calling {name}: {}", e.message)
+                }
+            });
+    }
     if method == Method::Has {
         let want = one_string("Has", args)?;
         let Value::List(items) = recv else {
@@ -175,7 +190,7 @@ pub fn call_method(
             }
             Value::String(crate::values::to_yaml_trimmed(&Value::Map(m)))
         }
-        Method::Has => Value::Null,
+        Method::Has | Method::Version(_) => Value::Null,
     };
     Ok(MethodResult::Value(value))
 }

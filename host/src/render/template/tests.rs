@@ -49,6 +49,13 @@ fn ok(src: &str) -> String {
     }
 }
 
+fn err(src: &str) -> String {
+    match render(src) {
+        Ok(s) => panic!("{src:?} rendered {s:?}, want an error"),
+        Err(e) => e,
+    }
+}
+
 #[test]
 fn text_and_fields() {
     assert_eq!(ok("hello {{ .Values.name }}!"), "hello web!");
@@ -441,4 +448,146 @@ fn a_nil_pipeline_value_has_nil_fields_but_a_chain_does_not() {
         err.ends_with("nil pointer evaluating interface {}.x"),
         "{err}"
     );
+}
+
+/// Sprig's `semver` returns Masterminds/semver v3's `*semver.Version`:
+/// its methods are called like fields, and it prints as its `String()`.
+/// Expected values follow Masterminds' `version.go`.
+#[test]
+fn semver_objects_have_masterminds_methods() {
+    let v = r#"(semver "v1.2.3-beta.1+build.5")"#;
+    assert_eq!(
+        ok(&format!(
+            "{{{{ {v}.Major }}}} {{{{ {v}.Minor }}}} {{{{ {v}.Patch }}}} {{{{ {v}.Prerelease }}}} {{{{ {v}.Metadata }}}}"
+        )),
+        "1 2 3 beta.1 build.5"
+    );
+    assert_eq!(
+        ok(&format!("{{{{ {v}.Original }}}}")),
+        "v1.2.3-beta.1+build.5"
+    );
+    assert_eq!(ok(r#"{{ (semver "v1.2").String }}"#), "1.2.0");
+    assert_eq!(ok(r#"{{ semver "v1.2" }}"#), "1.2.0");
+    assert_eq!(ok(r#"{{ semver "v1.2" | toString }}"#), "1.2.0");
+    assert_eq!(
+        ok(r#"{{ printf "%s/%v" (semver "1") (semver "2") }}"#),
+        "1.0.0/2.0.0"
+    );
+    assert_eq!(ok(r#"{{ semver "v1.2" | toJson }}"#), r#""1.2.0""#);
+    assert_eq!(ok(r#"{{ dict "v" (semver "v1.2") | toYaml }}"#), "v: 1.2.0");
+    assert_eq!(
+        ok(r#"{{ typeOf (semver "1") }} {{ kindOf (semver "1") }}"#),
+        "*semver.Version ptr"
+    );
+    assert_eq!(
+        ok(r#"{{ typeOf ((semver "1").IncMajor) }}"#),
+        "semver.Version"
+    );
+    assert_eq!(ok(r#"{{ if semver "0.0.0" }}yes{{ end }}"#), "yes");
+    assert_eq!(
+        ok(r#"{{ $v := semver "4.5.6" }}{{ $v.Minor }}{{ with $v }}{{ .Patch }}{{ end }}"#),
+        "56"
+    );
+}
+
+#[test]
+fn semver_comparisons_follow_masterminds() {
+    let cmp = |a: &str, b: &str| {
+        ok(&format!(
+            r#"{{{{ (semver "{a}").Compare (semver "{b}") }}}}"#
+        ))
+    };
+    assert_eq!(cmp("1.2.3", "1.3.0"), "-1");
+    assert_eq!(cmp("1.3.0", "1.2.3"), "1");
+    // Build metadata is not part of precedence.
+    assert_eq!(cmp("1.2.3+a", "1.2.3+b"), "0");
+    // A prerelease sorts before its release; numeric identifiers compare
+    // as numbers, and a shorter identifier list sorts first.
+    assert_eq!(cmp("1.0.0-alpha", "1.0.0"), "-1");
+    assert_eq!(cmp("1.0.0-alpha.2", "1.0.0-alpha.10"), "-1");
+    assert_eq!(cmp("1.0.0-alpha", "1.0.0-alpha.1"), "-1");
+    assert_eq!(cmp("1.0.0-rc.1", "1.0.0-beta.11"), "1");
+    assert_eq!(cmp("1.0.0-1", "1.0.0-alpha"), "-1");
+    let t =
+        |m: &str, a: &str, b: &str| ok(&format!(r#"{{{{ (semver "{a}").{m} (semver "{b}") }}}}"#));
+    assert_eq!(t("LessThan", "1.0.0-alpha", "1.0.0"), "true");
+    assert_eq!(t("GreaterThan", "1.0.0-alpha", "1.0.0"), "false");
+    assert_eq!(t("LessThanEqual", "2.0.0", "2.0.0"), "true");
+    assert_eq!(t("GreaterThanEqual", "2.0.0", "2.0.1"), "false");
+    assert_eq!(t("Equal", "1.2.3+x", "v1.2.3"), "true");
+    assert_eq!(t("Equal", "1.2.3", "1.2.4"), "false");
+    assert_eq!(ok(r#"{{ (semver "1.2.3").Equal nil }}"#), "false");
+}
+
+#[test]
+fn semver_increments_and_setters_follow_masterminds() {
+    assert_eq!(ok(r#"{{ (semver "v1.2.3-rc.1+b").IncMajor }}"#), "2.0.0");
+    assert_eq!(ok(r#"{{ (semver "1.2.3").IncMinor }}"#), "1.3.0");
+    assert_eq!(ok(r#"{{ (semver "1.2.3").IncPatch }}"#), "1.2.4");
+    // A prerelease's next patch is its release; metadata alone does not
+    // keep the patch.
+    assert_eq!(ok(r#"{{ (semver "1.2.3-rc.1").IncPatch }}"#), "1.2.3");
+    assert_eq!(ok(r#"{{ (semver "1.2.3+meta").IncPatch }}"#), "1.2.4");
+    assert_eq!(ok(r#"{{ (semver "v1.2.3").IncMajor.Major }}"#), "2");
+    assert_eq!(ok(r#"{{ ((semver "v1.2.3").IncMinor).String }}"#), "1.3.0");
+    assert_eq!(
+        ok(r#"{{ (semver "1.2.3").SetPrerelease "rc.1" }}"#),
+        "1.2.3-rc.1"
+    );
+    assert_eq!(
+        ok(r#"{{ (semver "1.2.3-rc.1").SetPrerelease "" }}"#),
+        "1.2.3"
+    );
+    assert_eq!(
+        ok(r#"{{ (semver "1.2.3").SetMetadata "git.abc" }}"#),
+        "1.2.3+git.abc"
+    );
+    let e = err(r#"{{ (semver "1.2.3").SetPrerelease "01" }}"#);
+    assert!(
+        e.ends_with("error calling SetPrerelease: version segment starts with 0"),
+        "{e}"
+    );
+    let e = err(r#"{{ (semver "1.2.3").SetMetadata "a..b" }}"#);
+    assert!(
+        e.ends_with("error calling SetMetadata: invalid metadata string"),
+        "{e}"
+    );
+}
+
+#[test]
+fn semver_objects_refuse_what_go_refuses() {
+    // `Inc*` return a `semver.Version` value: Go finds only the
+    // value-receiver methods on it, not `Original` or the comparisons.
+    let e = err(r#"{{ (semver "v1.2.3").IncMajor.Original }}"#);
+    assert!(
+        e.ends_with("can't evaluate field Original in type semver.Version"),
+        "{e}"
+    );
+    let e = err(r#"{{ (semver "1.2.3").Nope }}"#);
+    assert!(
+        e.ends_with("can't evaluate field Nope in type *semver.Version"),
+        "{e}"
+    );
+    let e = err(r#"{{ (semver "1.2.3").Compare "1.3.0" }}"#);
+    assert!(
+        e.ends_with("wrong type for value; expected *semver.Version; got string"),
+        "{e}"
+    );
+    let e = err(r#"{{ (semver "1.2.3").Compare ((semver "1.3.0").IncMajor) }}"#);
+    assert!(
+        e.ends_with("wrong type for value; expected *semver.Version; got semver.Version"),
+        "{e}"
+    );
+    let e = err(r#"{{ (semver "1.2.3").Compare }}"#);
+    assert!(
+        e.ends_with("wrong number of args for Compare: want 1 got 0"),
+        "{e}"
+    );
+    let e = err(r#"{{ (semver "1.2.3").Major 1 }}"#);
+    assert!(
+        e.ends_with("wrong number of args for Major: want 0 got 1"),
+        "{e}"
+    );
+    let e = err(r#"{{ range semver "1.2.3" }}x{{ end }}"#);
+    assert!(e.ends_with("range can't iterate over 1.2.3"), "{e}");
 }
