@@ -309,6 +309,7 @@ mod tests {
         OperationCharts {
             operation: OperationId(3),
             elapsed_ms: 2_000,
+            ended_ms: None,
             charts,
         }
     }

@@ -1179,6 +1179,8 @@ impl Lifecycle {
             warnings: Mutex::new(Vec::new()),
         };
         let ending = work(&job);
+        // The charts' clock stops with the work.
+        self.inner.charts.end(app.as_str(), op);
         self.inner
             .checkpoints
             .reach(&format!("{}:finishing", operation.as_str()));

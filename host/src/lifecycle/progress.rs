@@ -27,6 +27,10 @@ pub struct OperationCharts {
     /// clock of `started_ms` and `finished_ms`).
     #[serde(default)]
     pub elapsed_ms: u64,
+    /// When the operation's work ended, on the same clock (kept to freeze
+    /// `elapsed_ms`; not part of the answer).
+    #[serde(skip)]
+    pub ended_ms: Option<u64>,
     /// Every chart it applies (or removes), in order.
     pub charts: Vec<ChartProgress>,
 }
@@ -96,6 +100,7 @@ impl ChartBoard {
         let board = OperationCharts {
             operation,
             elapsed_ms: 0,
+            ended_ms: None,
             charts,
         };
         self.lock().insert(app.to_owned(), (Instant::now(), board));
@@ -122,11 +127,23 @@ impl ChartBoard {
         });
     }
 
-    /// The app's latest board, if any.
+    /// Stops the clock of `app`'s operation `operation`: its work ended,
+    /// so `elapsed_ms` stays what it was then.
+    pub fn end(&self, app: &str, operation: OperationId) {
+        if let Some((began, board)) = self.lock().get_mut(app)
+            && board.operation == operation
+            && board.ended_ms.is_none()
+        {
+            board.ended_ms = Some(millis_since(*began));
+        }
+    }
+
+    /// The app's latest board, if any: `elapsed_ms` is the time since its
+    /// charts were listed, or until the operation ended.
     pub fn get(&self, app: &str) -> Option<OperationCharts> {
         self.lock().get(app).map(|(began, board)| {
             let mut board = board.clone();
-            board.elapsed_ms = millis_since(*began);
+            board.elapsed_ms = board.ended_ms.unwrap_or_else(|| millis_since(*began));
             board
         })
     }
@@ -251,5 +268,20 @@ mod tests {
         assert_eq!(seen.charts[1].state, ChartState::Failed);
         board.forget("shop");
         assert!(board.get("shop").is_none());
+    }
+
+    #[test]
+    fn the_clock_stops_when_the_operation_ends() {
+        let board = ChartBoard::default();
+        let op = OperationId(7);
+        board.begin("shop", op, vec![("base".into(), "db".into())]);
+        // Another operation's end does not stop this one's clock.
+        board.end("shop", OperationId(8));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(board.get("shop").unwrap().elapsed_ms >= 20);
+        board.end("shop", op);
+        let ended = board.get("shop").unwrap().elapsed_ms;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(board.get("shop").unwrap().elapsed_ms, ended);
     }
 }
