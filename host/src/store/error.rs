@@ -205,19 +205,23 @@ pub enum Error {
 }
 
 impl Error {
+    /// SQLite's error code, for the errors that carry one.
+    fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
+        match self {
+            Error::Database { source, .. }
+            | Error::Open { source, .. }
+            | Error::Configure { source, .. }
+            | Error::Migrate { source, .. } => source.sqlite_error_code(),
+            _ => None,
+        }
+    }
+
     /// True when SQLite could not write because the disk is full or the
     /// file system is read-only (or failed an I/O): the database is
     /// unchanged, and the same write may succeed once space is back.
     pub fn is_out_of_storage(&self) -> bool {
-        let source = match self {
-            Error::Database { source, .. }
-            | Error::Open { source, .. }
-            | Error::Configure { source, .. }
-            | Error::Migrate { source, .. } => source,
-            _ => return false,
-        };
         matches!(
-            source.sqlite_error_code(),
+            self.sqlite_code(),
             Some(
                 rusqlite::ErrorCode::DiskFull
                     | rusqlite::ErrorCode::ReadOnly
@@ -229,15 +233,8 @@ impl Error {
     /// True when SQLite reported the database locked or busy beyond the busy
     /// timeout: another process holds it, and a retry may succeed.
     pub fn is_busy_database(&self) -> bool {
-        let source = match self {
-            Error::Database { source, .. }
-            | Error::Open { source, .. }
-            | Error::Configure { source, .. }
-            | Error::Migrate { source, .. } => source,
-            _ => return false,
-        };
         matches!(
-            source.sqlite_error_code(),
+            self.sqlite_code(),
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
         )
     }
