@@ -202,6 +202,51 @@ impl Ending {
     }
 }
 
+/// A failed change to undo ([`Job::undo_failed_change`]).
+struct Undo<'a> {
+    /// The change as messages name it (`update to 2.0.0`).
+    change: String,
+    /// The version the change failed to apply.
+    failed: &'a StoredVersion,
+    /// The version applied again.
+    back_to: &'a StoredVersion,
+    how: UndoHow,
+    /// The checkpoint prefix of the undoing apply.
+    phase: &'static str,
+}
+
+/// How an undo reads: an update rolls back to the old version (and the
+/// failed new version is dropped); a rollback applies the version it left
+/// again (which stays kept).
+#[derive(Clone, Copy)]
+enum UndoHow {
+    RollBack,
+    ApplyAgain,
+}
+
+impl UndoHow {
+    fn doing(self, version: &str) -> String {
+        match self {
+            UndoHow::RollBack => format!("rolling back to {version}"),
+            UndoHow::ApplyAgain => format!("applying {version} again"),
+        }
+    }
+
+    fn done(self, version: &str) -> String {
+        match self {
+            UndoHow::RollBack => format!("rolled back to {version}"),
+            UndoHow::ApplyAgain => format!("{version} applied again"),
+        }
+    }
+
+    fn attempt(self, version: &str) -> String {
+        match self {
+            UndoHow::RollBack => format!("rollback to {version}"),
+            UndoHow::ApplyAgain => format!("applying {version} again"),
+        }
+    }
+}
+
 impl Lifecycle {
     /// Opens the state folder: takes its lock, opens the store, moves apps
     /// a crash left in a transitional state to their failed state, and
@@ -1359,61 +1404,16 @@ impl Job<'_> {
             Ok(()) => return self.promote(old, new, keep_user),
             Err(e) => e,
         };
-        if matches!(error, Error::Aborted) {
-            let note = format!(
-                "update to {} aborted; `recover` applies {} again",
-                new.version, old.version
-            );
-            return Ending::new(
-                Finish::failed(AppState::ApplyFailed, note).with_outcome(Outcome::Aborted),
-            );
-        }
-        let reason = error.one_line();
-        tracing::warn!(error = %reason, "update failed; rolling back");
-        let note = format!(
-            "update to {} failed: {reason}; rolling back to {}",
-            new.version, old.version
-        );
-        if let Err(e) =
-            self.inner
-                .store
-                .advance_operation(self.op, AppState::Recovering, Some(&note))
-        {
-            return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
-        }
-        let rollback = ApplyRequest {
-            version: old,
-            replacing: Some(new),
-            user: UserLayer::Stored,
-            rekind: &[],
-            adopt: false,
-            recreate: &[],
-            around: None,
-            phase: "rollback",
-        };
-        match self.apply_version(&rollback) {
-            Ok(()) => Ending {
-                finish: Finish {
-                    state: AppState::Applied,
-                    outcome: Outcome::Failed,
-                    message: Some(format!(
-                        "update to {} failed: {reason}; rolled back to {}",
-                        new.version, old.version
-                    )),
-                    target: TargetChange::Discard,
-                },
-                drop_version: Some(new.version.clone()),
+        self.undo_failed_change(
+            &Undo {
+                change: format!("update to {}", new.version),
+                failed: new,
+                back_to: old,
+                how: UndoHow::RollBack,
+                phase: "rollback",
             },
-            Err(e) => Ending::new(Finish::failed(
-                AppState::ApplyFailed,
-                format!(
-                    "update to {} failed: {reason}; rollback to {} failed: {}",
-                    new.version,
-                    old.version,
-                    e.one_line()
-                ),
-            )),
-        }
+            &error,
+        )
     }
 
     /// The work of a rollback: apply the kept version `to` with its saved
@@ -1456,21 +1456,32 @@ impl Job<'_> {
             }
             Err(e) => e,
         };
+        self.undo_failed_change(
+            &Undo {
+                change: format!("rollback to {}", to.version),
+                failed: to,
+                back_to: current,
+                how: UndoHow::ApplyAgain,
+                phase: "rollback-undo",
+            },
+            &error,
+        )
+    }
+
+    /// After a change (an update, a rollback) failed: an aborted change
+    /// ends there (`recover` applies the version it left again); else the
+    /// version it left is applied again with its stored user overrides.
+    fn undo_failed_change(&self, undo: &Undo<'_>, error: &Error) -> Ending {
+        let (change, back) = (&undo.change, &undo.back_to.version);
         if matches!(error, Error::Aborted) {
-            let note = format!(
-                "rollback to {} aborted; `recover` applies {} again",
-                to.version, current.version
-            );
+            let note = format!("{change} aborted; `recover` applies {back} again");
             return Ending::new(
                 Finish::failed(AppState::ApplyFailed, note).with_outcome(Outcome::Aborted),
             );
         }
         let reason = error.one_line();
-        tracing::warn!(error = %reason, "rollback failed; applying the version it left again");
-        let note = format!(
-            "rollback to {} failed: {reason}; applying {} again",
-            to.version, current.version
-        );
+        tracing::warn!(error = %reason, "{change} failed; {}", undo.how.doing(back));
+        let note = format!("{change} failed: {reason}; {}", undo.how.doing(back));
         if let Err(e) =
             self.inner
                 .store
@@ -1478,32 +1489,34 @@ impl Job<'_> {
         {
             return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
         }
-        let undo = ApplyRequest {
-            version: current,
-            replacing: Some(to),
+        let request = ApplyRequest {
+            version: undo.back_to,
+            replacing: Some(undo.failed),
             user: UserLayer::Stored,
             rekind: &[],
             adopt: false,
             recreate: &[],
             around: None,
-            phase: "rollback-undo",
+            phase: undo.phase,
         };
-        match self.apply_version(&undo) {
-            Ok(()) => Ending::new(Finish {
-                state: AppState::Applied,
-                outcome: Outcome::Failed,
-                message: Some(format!(
-                    "rollback to {} failed: {reason}; {} applied again",
-                    to.version, current.version
-                )),
-                target: TargetChange::Discard,
-            }),
+        match self.apply_version(&request) {
+            Ok(()) => Ending {
+                finish: Finish {
+                    state: AppState::Applied,
+                    outcome: Outcome::Failed,
+                    message: Some(format!("{change} failed: {reason}; {}", undo.how.done(back))),
+                    target: TargetChange::Discard,
+                },
+                drop_version: match undo.how {
+                    UndoHow::RollBack => Some(undo.failed.version.clone()),
+                    UndoHow::ApplyAgain => None,
+                },
+            },
             Err(e) => Ending::new(Finish::failed(
                 AppState::ApplyFailed,
                 format!(
-                    "rollback to {} failed: {reason}; applying {} again failed: {}",
-                    to.version,
-                    current.version,
+                    "{change} failed: {reason}; {} failed: {}",
+                    undo.how.attempt(back),
                     e.one_line()
                 ),
             )),
