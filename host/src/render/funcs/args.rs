@@ -102,9 +102,14 @@ pub fn boolean(value: &Value) -> Result<bool, FuncError> {
 /// map, as Go passes a nil map.
 ///
 /// # Errors
-/// Anything but a map or nil.
+/// Anything but a map or nil; a semver version (held as a marked map, see
+/// [`crate::values::VERSION_KEY`]) is Go's `*semver.Version` and does not
+/// fit either (`keys`, `hasKey`, `values`, `set` ... refuse it).
 pub fn dict(value: &Value) -> Result<Cow<'_, Map>, FuncError> {
     match value {
+        Value::Map(m) if m.contains_key(crate::values::VERSION_KEY) => {
+            Err(wrong_type("map[string]interface {}", value))
+        }
         Value::Map(m) => Ok(Cow::Borrowed(m)),
         Value::Null => Ok(Cow::Owned(Map::new())),
         other => Err(wrong_type("map[string]interface {}", other)),

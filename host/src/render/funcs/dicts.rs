@@ -212,7 +212,7 @@ fn dig(args: &[Value]) -> Result<Value, FuncError> {
     let (path, rest) = args.split_at(args.len() - 2);
     let default = &rest[0];
     let mut current = match &rest[1] {
-        Value::Map(m) => m,
+        Value::Map(m) if !m.contains_key(crate::values::VERSION_KEY) => m,
         other => return Err(conversion_error(other, "map[string]interface {}")),
     };
     for (i, key) in path.iter().enumerate() {
@@ -227,7 +227,7 @@ fn dig(args: &[Value]) -> Result<Value, FuncError> {
             return Ok(step.clone());
         }
         current = match step {
-            Value::Map(m) => m,
+            Value::Map(m) if !m.contains_key(crate::values::VERSION_KEY) => m,
             other => return Err(conversion_error(other, "map[string]interface {}")),
         };
     }

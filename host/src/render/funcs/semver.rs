@@ -37,8 +37,10 @@ pub struct Version {
     original: String,
 }
 
+/// Masterminds/semver v3.4's `ErrInvalidSemVer` (v3.4 lower-cased its
+/// error texts; Helm 4 builds with it).
 fn invalid_version() -> String {
-    "Invalid Semantic Version".into()
+    "invalid semantic version".into()
 }
 
 fn is_ident(s: &str) -> bool {
@@ -51,7 +53,9 @@ impl Version {
     /// Masterminds' `NewVersion`: `v` prefix, missing minor or patch allowed.
     ///
     /// # Errors
-    /// "Invalid Semantic Version" for anything else.
+    /// Masterminds v3.4's texts: "invalid semantic version" for anything
+    /// else, "version segment starts with 0" for a prerelease number such
+    /// as `01`, and strconv's range error for a number over 64 bits.
     pub fn parse(s: &str) -> Result<Version, String> {
         let body = s.strip_prefix('v').unwrap_or(s);
         let (body, metadata) = match body.split_once('+') {
@@ -75,14 +79,18 @@ impl Version {
             }
             numbers[k] = part
                 .parse()
-                .map_err(|_| "Version segment too large".to_string())?;
+                .map_err(|_| {
+                    format!(
+                        "error parsing version segment: strconv.ParseUint: parsing {part:?}: value out of range"
+                    )
+                })?;
         }
         for ident in pre.split('.').filter(|_| !pre.is_empty()) {
             if ident.len() > 1
                 && ident.starts_with('0')
                 && ident.bytes().all(|b| b.is_ascii_digit())
             {
-                return Err("Version segment starts with 0".into());
+                return Err("version segment starts with 0".into());
             }
         }
         Ok(Version {
@@ -623,6 +631,34 @@ mod tests {
         assert!(Version::parse("1.2.3.4").is_err());
         assert!(Version::parse("a.b").is_err());
         assert!(Version::parse("").is_err());
+    }
+
+    #[test]
+    fn parse_errors_read_like_masterminds_v3_4() {
+        // Masterminds/semver v3.4 (Helm 4): lower-case texts, strconv's
+        // error for a number over 64 bits, the prerelease's leading zero.
+        assert_eq!(
+            Version::parse("a.b"),
+            Err("invalid semantic version".into())
+        );
+        assert_eq!(Version::parse(""), Err("invalid semantic version".into()));
+        assert_eq!(
+            Version::parse("1.2.3-01"),
+            Err("version segment starts with 0".into())
+        );
+        assert_eq!(
+            Version::parse("1.99999999999999999999"),
+            Err("error parsing version segment: strconv.ParseUint: parsing \"99999999999999999999\": value out of range".into())
+        );
+        // Coercion (v3.4's default) admits leading zeros in the numbers.
+        assert_eq!(
+            Version::parse("01.02.3").map(|v| v.canonical()),
+            Ok("1.2.3".into())
+        );
+        assert_eq!(
+            semver(&["x".into()]).map_err(|e| e.message),
+            Err("invalid semantic version".into())
+        );
     }
 
     #[test]

@@ -80,6 +80,11 @@ fn call_err(msg: impl Into<String>) -> CallError {
 }
 
 fn length(v: &Value) -> Result<Value, CallError> {
+    // Go dereferences the `*semver.Version` a version stands for and finds a
+    // struct, which has no length.
+    if v.version_type().is_some() {
+        return Err(call_err("len of type semver.Version"));
+    }
     let n = match v {
         Value::String(s) => s.len(),
         Value::List(l) => l.len(),
@@ -125,6 +130,12 @@ fn index(args: &[Val]) -> Result<Value, CallError> {
                 }
                 owned = Some(Value::Int(i64::from(s.as_bytes()[i as usize])));
                 break;
+            }
+            Value::Map(m) if m.contains_key(crate::values::VERSION_KEY) => {
+                return Err(call_err(format!(
+                    "can't index item of type {}",
+                    go_type(item)
+                )));
             }
             Value::Map(m) => match idx {
                 Value::String(k) => match m.get(k) {
