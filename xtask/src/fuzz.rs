@@ -1,0 +1,258 @@
+//! `cargo xtask fuzz [SECONDS] [TARGET...]`: builds the libFuzzer targets of
+//! `host/fuzz` on the stable toolchain and runs each for a short while.
+//!
+//! No cargo-fuzz and no nightly: the instrumentation cargo-fuzz asks rustc
+//! for (SanitizerCoverage's inline 8-bit counters, PC table, compare tracing
+//! and stack depth, `--cfg fuzzing`, debug assertions) is made of stable
+//! `-C` flags, and `libfuzzer-sys` builds and links libFuzzer itself. What
+//! stays out is AddressSanitizer (`-Zsanitizer`, nightly only): the code
+//! under test is safe Rust, and the crashes looked for are panics, hangs
+//! and runaway memory, which libFuzzer catches on its own.
+//!
+//! The build goes to `<target dir>/fuzz`, apart from the workspace's own
+//! artifacts (other flags, so nothing could be shared), with `--target` set
+//! so that build scripts and proc macros are not instrumented. Each run
+//! starts from the committed seeds `host/fuzz/corpus/NAME` (read only) plus
+//! a working corpus in `<target dir>/fuzz/corpus/NAME` that keeps what the
+//! runs found, uses `host/fuzz/dict/NAME.dict` when there is one, and writes
+//! a failing input to `<target dir>/fuzz/artifacts/NAME/`. Any crash,
+//! timeout or out-of-memory ends the task with an error naming the input
+//! and the command that replays it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{cargo, run, target_dir, workspace_root};
+
+/// The fuzz project, a workspace of its own (README, Tests).
+const FUZZ_DIR: &str = "host/fuzz";
+
+/// Seconds each target runs when no count is given.
+const DEFAULT_SECONDS: u64 = 60;
+
+/// One input may take this long before libFuzzer calls it a timeout. The
+/// template target stops an execution at its 200 ms render deadline, so
+/// only a real hang gets near it.
+const INPUT_TIMEOUT_SECONDS: u64 = 10;
+
+/// The peak RSS, in MB, past which libFuzzer reports an out-of-memory (also
+/// its limit on one allocation).
+const RSS_LIMIT_MB: u64 = 2048;
+
+/// The coverage flags cargo-fuzz passes to rustc (its `project.rs`), minus
+/// `-Zsanitizer` and `-Clink-dead-code` (only useful for coverage reports).
+const INSTRUMENT_FLAGS: &[&str] = &[
+    "-Cpasses=sancov-module",
+    "-Cllvm-args=-sanitizer-coverage-level=4",
+    "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+    "-Cllvm-args=-sanitizer-coverage-pc-table",
+    "-Cllvm-args=-sanitizer-coverage-trace-compares",
+    "-Cllvm-args=-sanitizer-coverage-stack-depth",
+    "--cfg",
+    "fuzzing",
+    "-Cdebug-assertions",
+];
+
+/// Runs the task: `args` is `[SECONDS] [TARGET...]`; `0` seconds replays
+/// the corpora once (`-runs=0`) without fuzzing.
+pub(crate) fn fuzz(args: &[String]) -> Result<(), String> {
+    let (seconds, wanted) = match args.split_first() {
+        Some((first, rest)) if first.bytes().all(|b| b.is_ascii_digit()) => (
+            first
+                .parse::<u64>()
+                .map_err(|e| format!("fuzz: bad SECONDS {first:?}: {e}"))?,
+            rest,
+        ),
+        _ => (DEFAULT_SECONDS, args),
+    };
+    let root = workspace_root();
+    let all = targets(&root.join(FUZZ_DIR))?;
+    let chosen: Vec<String> = if wanted.is_empty() {
+        all
+    } else {
+        for name in wanted {
+            if !all.contains(name) {
+                return Err(format!(
+                    "fuzz: no target {name:?}; the targets are {}",
+                    all.join(", ")
+                ));
+            }
+        }
+        wanted.to_vec()
+    };
+
+    let out = target_dir().join("fuzz");
+    let triple = host_triple()?;
+    build(&root, &out, &triple)?;
+    let bin_dir = out.join(&triple).join("debug");
+
+    let mut failed = Vec::new();
+    for name in &chosen {
+        let started = std::time::Instant::now();
+        let outcome = run_target(&root, &out, &bin_dir.join(name), name, seconds);
+        eprintln!(
+            "xtask: fuzz target {name}: {} in {}s",
+            if outcome.is_ok() { "ok" } else { "FAILED" },
+            started.elapsed().as_secs()
+        );
+        if let Err(message) = outcome {
+            failed.push(message);
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("\n"))
+    }
+}
+
+/// The target names: the files of `host/fuzz/fuzz_targets`, one binary each.
+fn targets(fuzz_dir: &Path) -> Result<Vec<String>, String> {
+    let dir = fuzz_dir.join("fuzz_targets");
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| format!("fuzz: cannot list {}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("fuzz: cannot list {}: {e}", dir.display()))?
+            .path();
+        if path.extension().is_some_and(|ext| ext == "rs")
+            && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
+        {
+            names.push(stem.to_string());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// The host's target triple, from `rustc -vV`.
+fn host_triple() -> Result<String, String> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(&rustc)
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("fuzz: cannot run {rustc} -vV: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .map(|triple| triple.trim().to_string())
+        .ok_or_else(|| format!("fuzz: {rustc} -vV printed no host triple"))
+}
+
+/// Builds every fuzz binary, instrumented, into `out`.
+fn build(root: &Path, out: &Path, triple: &str) -> Result<(), String> {
+    let mut flags = INSTRUMENT_FLAGS.join(" ");
+    if let Ok(extra) = std::env::var("RUSTFLAGS")
+        && !extra.trim().is_empty()
+    {
+        flags.push(' ');
+        flags.push_str(&extra);
+    }
+    let mut build = cargo();
+    build
+        .args(["build", "--bins", "--manifest-path"])
+        .arg(root.join(FUZZ_DIR).join("Cargo.toml"))
+        // With an explicit target, RUSTFLAGS reach only the target's
+        // crates: build scripts and proc macros stay uninstrumented.
+        .args(["--target", triple])
+        .env("CARGO_TARGET_DIR", out)
+        .env("RUSTFLAGS", flags)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    let started = std::time::Instant::now();
+    run(build, "building the fuzz targets")?;
+    eprintln!(
+        "xtask: fuzz targets built in {}s",
+        started.elapsed().as_secs()
+    );
+    Ok(())
+}
+
+/// Runs one target for `seconds` (0: the corpora once), returning what it
+/// found as the error.
+fn run_target(
+    root: &Path,
+    out: &Path,
+    binary: &Path,
+    name: &str,
+    seconds: u64,
+) -> Result<(), String> {
+    let seeds = root.join(FUZZ_DIR).join("corpus").join(name);
+    let corpus = out.join("corpus").join(name);
+    let artifacts = out.join("artifacts").join(name);
+    // A fresh artifacts folder, so what is in it after the run is this
+    // run's finding.
+    if artifacts.exists() {
+        std::fs::remove_dir_all(&artifacts)
+            .map_err(|e| format!("fuzz: cannot empty {}: {e}", artifacts.display()))?;
+    }
+    for dir in [&corpus, &artifacts] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("fuzz: cannot create {}: {e}", dir.display()))?;
+    }
+    let mut command = Command::new(binary);
+    if seconds == 0 {
+        command.arg("-runs=0");
+    } else {
+        command.arg(format!("-max_total_time={seconds}"));
+    }
+    command
+        .arg(format!("-timeout={INPUT_TIMEOUT_SECONDS}"))
+        .arg(format!("-rss_limit_mb={RSS_LIMIT_MB}"))
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .arg("-print_final_stats=1");
+    let dict = root
+        .join(FUZZ_DIR)
+        .join("dict")
+        .join(format!("{name}.dict"));
+    if dict.exists() {
+        command.arg(format!("-dict={}", dict.display()));
+    }
+    // New inputs go to the first folder: the working corpus, never the
+    // committed seeds.
+    command.arg(&corpus);
+    if seeds.exists() {
+        command.arg(&seeds);
+    }
+    command.current_dir(root);
+    let status = command
+        .status()
+        .map_err(|e| format!("fuzz: cannot start {}: {e}", binary.display()))?;
+    if status.success() {
+        return Ok(());
+    }
+    let found = findings(&artifacts);
+    if found.is_empty() {
+        return Err(format!(
+            "fuzz target {name} failed ({status}) and wrote no input to {}",
+            artifacts.display()
+        ));
+    }
+    let replay: Vec<String> = found
+        .iter()
+        .map(|input| format!("  {} {}", binary.display(), input.display()))
+        .collect();
+    Err(format!(
+        "fuzz target {name} failed ({status}); replay with:\n{}",
+        replay.join("\n")
+    ))
+}
+
+/// The inputs libFuzzer wrote for a failure (`crash-`, `timeout-`, `oom-`,
+/// `leak-`; not the informative `slow-unit-`).
+fn findings(artifacts: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(artifacts) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with("slow-unit-"))
+        })
+        .collect();
+    found.sort();
+    found
+}
