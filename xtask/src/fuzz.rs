@@ -17,7 +17,8 @@
 //! runs found, uses `host/fuzz/dict/NAME.dict` when there is one, and writes
 //! a failing input to `<target dir>/fuzz/artifacts/NAME/`. Any crash,
 //! timeout or out-of-memory ends the task with an error naming the input
-//! and the command that replays it.
+//! and the command that replays it; the whole libFuzzer log of a run is in
+//! `<target dir>/fuzz/logs/NAME.log`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,6 +39,9 @@ const INPUT_TIMEOUT_SECONDS: u64 = 10;
 /// The peak RSS, in MB, past which libFuzzer reports an out-of-memory (also
 /// its limit on one allocation).
 const RSS_LIMIT_MB: u64 = 2048;
+
+/// The lines of a failed run's log the task prints.
+const LOG_TAIL_LINES: usize = 100;
 
 /// The coverage flags cargo-fuzz passes to rustc (its `project.rs`), minus
 /// `-Zsanitizer` and `-Clink-dead-code` (only useful for coverage reports).
@@ -215,11 +219,33 @@ fn run_target(
         command.arg(&seeds);
     }
     command.current_dir(root);
+    // libFuzzer prints a line for every input that adds coverage: the whole
+    // log goes to a file, the task prints its summary or, on a failure,
+    // its end (the panic message, the input's path).
+    let log_path = out.join("logs").join(format!("{name}.log"));
+    let log = log_file(&log_path)?;
+    let log_err = log
+        .try_clone()
+        .map_err(|e| format!("fuzz: cannot open {}: {e}", log_path.display()))?;
+    command.stdout(log).stderr(log_err);
     let status = command
         .status()
         .map_err(|e| format!("fuzz: cannot start {}: {e}", binary.display()))?;
+    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
     if status.success() {
+        for line in text
+            .lines()
+            .filter(|line| line.starts_with("Done ") || line.starts_with("stat::"))
+        {
+            eprintln!("  {line}");
+        }
         return Ok(());
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+    eprintln!("xtask: the end of {} (the whole log):", log_path.display());
+    for line in tail {
+        eprintln!("  {line}");
     }
     let found = findings(&artifacts);
     if found.is_empty() {
@@ -255,4 +281,13 @@ fn findings(artifacts: &Path) -> Vec<PathBuf> {
         .collect();
     found.sort();
     found
+}
+
+/// Creates (or truncates) a run's log file and its folder.
+fn log_file(path: &Path) -> Result<std::fs::File, String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("fuzz: cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::File::create(path).map_err(|e| format!("fuzz: cannot create {}: {e}", path.display()))
 }
