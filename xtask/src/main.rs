@@ -1,10 +1,12 @@
 //! Project tasks that need more than one cargo command: `cargo xtask demo`,
 //! `cargo xtask test`, `cargo xtask build`, `cargo xtask plugins`,
-//! `cargo xtask peers`.
+//! `cargo xtask peers`, `cargo xtask fuzz`.
 //!
 //! Each task installs what it needs first (the `wasm32-wasip2` target, and
 //! for `peers` the `wasm32-unknown-unknown` target Extism plugins build for)
 //! so that a fresh machine with only the Rust toolchain can run it.
+
+mod fuzz;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Some("test") => build_plugins().and_then(|()| run_tests(&args[1..])),
         Some("demo") => build_plugins().and_then(|()| demo(&args[1..])),
         Some("peers") => build_plugins().and_then(|()| peers(&args[1..])),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -50,7 +53,9 @@ fn main() -> ExitCode {
                  plugins                   build the example and test plugins for {WASM_TARGET}\n  \
                  peers [--dev]             benchmark the storage plugin's overrides call: capstan, a bare wasmtime\n                            \
                  floor, Extism (fresh and reused plugin) and Python, in one run (docs/performance.md);\n                            \
-                 --dev: capstan's side in the dev profile CI builds, not the bench profile"
+                 --dev: capstan's side in the dev profile CI builds, not the bench profile\n  \
+                 fuzz [SECONDS] [TARGET...]  build the fuzz targets (host/fuzz) with libFuzzer's coverage on stable,\n                            \
+                 run each for SECONDS (default 60) from its seed corpus; fails on a crash, timeout or OOM"
             );
             return ExitCode::from(2);
         }
