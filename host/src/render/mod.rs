@@ -620,7 +620,7 @@ fn render_here(
         })?;
     let final_values = coalesced.values;
     validate_schemas(&chart, &final_values)?;
-    let files = process::render(&chart, &final_values, &release.to_value(), &caps.to_value())?;
+    let files = process::render(&chart, final_values, &release.to_value(), &caps.to_value())?;
     let notes_path = format!("{}/templates/NOTES.txt", chart.name());
     let mut notes = String::new();
     let files: Vec<(String, String)> = files
@@ -685,6 +685,11 @@ fn collect_crds(chart: &Chart, parent: Option<&str>, out: &mut Vec<(String, Stri
 }
 
 fn validate_schemas(chart: &Chart, values: &Map) -> Result<(), Error> {
+    // Most charts have no schema: then there is nothing to copy the
+    // values for.
+    if !has_schema(chart) {
+        return Ok(());
+    }
     let mut report = String::new();
     schema_report(chart, &Value::Map(values.clone()), &mut report);
     if report.is_empty() {
@@ -692,6 +697,11 @@ fn validate_schemas(chart: &Chart, values: &Map) -> Result<(), Error> {
     } else {
         Err(Error::Schema(report))
     }
+}
+
+/// Whether `chart` or any chart under it has a `values.schema.json`.
+fn has_schema(chart: &Chart) -> bool {
+    chart.schema.is_some() || chart.subcharts.iter().any(has_schema)
 }
 
 fn schema_report(chart: &Chart, values: &Value, report: &mut String) {
@@ -704,13 +714,13 @@ fn schema_report(chart: &Chart, values: &Value, report: &mut String) {
             }
         }
     }
+    let none = Value::Map(Map::new());
     for sub in &chart.subcharts {
         let sub_values = values
             .as_map()
             .and_then(|m| m.get(sub.name()))
-            .cloned()
-            .unwrap_or(Value::Map(Map::new()));
-        schema_report(sub, &sub_values, report);
+            .unwrap_or(&none);
+        schema_report(sub, sub_values, report);
     }
 }
 

@@ -33,7 +33,7 @@ struct Source<'c> {
 /// [`Error::Execute`] for one that fails.
 pub fn render(
     chart: &Chart,
-    values: &Map,
+    values: Map,
     release: &Value,
     caps: &Value,
 ) -> Result<Vec<(String, String)>, Error> {
@@ -45,7 +45,7 @@ pub fn render(
     collect(
         chart,
         None,
-        &Value::Map(values.clone()),
+        Value::Map(values),
         release,
         caps,
         &mut sources,
@@ -161,18 +161,19 @@ fn parse_in_order(sources: &[Source<'_>], order: &[usize]) -> Result<TemplateSet
 }
 
 /// Builds the top-level object of `chart` and those of its subcharts
-/// (children first, so `.Subcharts` can hold them), and lists its templates.
+/// (children first, so `.Subcharts` can hold them), and lists its
+/// templates. Returns the index of `chart`'s object in `contexts`.
 #[allow(clippy::too_many_arguments)]
 fn collect<'c>(
     chart: &'c Chart,
     parent_path: Option<&str>,
-    values: &Value,
+    values: Value,
     release: &Value,
     caps: &Value,
     sources: &mut Vec<Source<'c>>,
     contexts: &mut Vec<Value>,
     file_sets: &mut Vec<FileSet>,
-) -> Value {
+) -> usize {
     let full_path = match parent_path {
         Some(p) => format!("{p}/charts/{}", chart.name()),
         None => chart.name().to_string(),
@@ -183,17 +184,17 @@ fn collect<'c>(
             Some(v @ Value::Map(_)) => v.clone(),
             _ => Value::Map(Map::new()),
         };
-        let ctx = collect(
+        let index = collect(
             sub,
             Some(&full_path),
-            &sub_values,
+            sub_values,
             release,
             caps,
             sources,
             contexts,
             file_sets,
         );
-        subcharts.insert(sub.name().to_string(), ctx);
+        subcharts.insert(sub.name().to_string(), contexts[index].clone());
     }
     let files: FileSet = chart
         .files
@@ -211,10 +212,9 @@ fn collect<'c>(
     );
     ctx.insert("Release".into(), release.clone());
     ctx.insert("Capabilities".into(), caps.clone());
-    ctx.insert("Values".into(), values.clone());
+    ctx.insert("Values".into(), values);
     ctx.insert("Subcharts".into(), Value::Map(subcharts));
-    let ctx = Value::Map(ctx);
-    contexts.push(ctx.clone());
+    contexts.push(Value::Map(ctx));
     let index = contexts.len() - 1;
     for t in &chart.templates {
         // Library charts contribute only their partials.
@@ -229,7 +229,7 @@ fn collect<'c>(
             chart: index,
         });
     }
-    ctx
+    index
 }
 
 /// `.Chart`: `Chart.yaml` with Go's field names and zero values.
