@@ -4,13 +4,12 @@
 //! (or reuses the set parsed from the same sources, see `parsed`), and
 //! executes the ones that produce output.
 
-use std::rc::Rc;
 use std::sync::Arc;
 
 use super::Error;
 use super::chart::Chart;
 use super::parsed;
-use super::template::{Engine, TemplateSet, objects::FileSet};
+use super::template::{Engine, RMap, RValue, TemplateSet, objects::FileSet};
 use crate::values::{Map, Value};
 
 /// One template to parse, and whether to execute it.
@@ -72,7 +71,9 @@ pub fn render(
     for files in file_sets {
         engine.register_files(files);
     }
-    let mut roots: Vec<Rc<Value>> = contexts.into_iter().map(Rc::new).collect();
+    // Converted once: every template of a chart then shares its maps, as
+    // Helm's templates share one values map.
+    let roots: Vec<RValue> = contexts.into_iter().map(RValue::from).collect();
     let mut out = Vec::new();
     let mut total = 0usize;
     for &i in &order {
@@ -81,10 +82,8 @@ pub fn render(
         if base.starts_with('_') {
             continue;
         }
-        let root = &mut roots[src.chart];
-        if let Value::Map(m) = Rc::make_mut(root) {
-            set_template_object(m, &src.path, &src.base_path);
-        }
+        let root = &roots[src.chart];
+        set_template_object(root, &src.path, &src.base_path);
         let text =
             engine
                 .execute_shared(&src.path, root)
@@ -112,25 +111,15 @@ pub fn render(
     Ok(out)
 }
 
-/// Sets `.Template` to `{Name, BasePath}`, reusing the previous
-/// template's strings when that object is still as it was made.
-fn set_template_object(root: &mut Map, name: &str, base_path: &str) {
-    if let Some(Value::Map(t)) = root.get_mut("Template")
-        && t.len() == 2
-        && let Some(Value::String(old_name)) = t.get_mut("Name")
-    {
-        old_name.clear();
-        old_name.push_str(name);
-        if let Some(Value::String(old_base)) = t.get_mut("BasePath") {
-            old_base.clear();
-            old_base.push_str(base_path);
-            return;
-        }
+/// Sets `.Template` to a new `{Name, BasePath}`, as Helm does for each
+/// template.
+fn set_template_object(root: &RValue, name: &str, base_path: &str) {
+    if let RValue::Map(root) = root {
+        let mut t = RMap::new();
+        t.insert("Name".into(), RValue::String(name.to_string()));
+        t.insert("BasePath".into(), RValue::String(base_path.to_string()));
+        root.borrow_mut().insert("Template".into(), RValue::new_map(t));
     }
-    let mut t = Map::new();
-    t.insert("Name".into(), Value::String(name.to_string()));
-    t.insert("BasePath".into(), Value::String(base_path.to_string()));
-    root.insert("Template".into(), Value::Map(t));
 }
 
 /// The text with every `<no value>` removed, as Helm does after rendering.

@@ -690,7 +690,6 @@ fn map_functions_share_and_copy_where_go_does() {
 /// writes a change back only along the path it was made through (see
 /// docs/template-functions.md, "Map sharing"); these are Go's results.
 #[test]
-#[ignore = "map aliasing through a second path is not modelled yet"]
 fn a_map_reached_twice_is_one_map() {
     assert_eq!(
         ok(r#"{{ $a := dict }}{{ $b := dict "x" $a }}{{ $_ := set $a "k" 1 }}{{ $b.x.k }}"#),
