@@ -37,7 +37,7 @@ pub fn render(
     caps: &Value,
 ) -> Result<Vec<(String, String)>, Error> {
     let mut sources = Vec::new();
-    let mut contexts: Vec<Value> = Vec::new();
+    let mut contexts: Vec<Context> = Vec::new();
     // Each chart's `.Files` refers to a file set by index; the engine gets
     // them in the same order once every template is parsed.
     let mut file_sets: Vec<FileSet> = Vec::new();
@@ -73,7 +73,11 @@ pub fn render(
     }
     // Converted once: every template of a chart then shares its maps, as
     // Helm's templates share one values map.
-    let roots: Vec<RValue> = contexts.into_iter().map(RValue::from).collect();
+    let (roots, children): (Vec<RValue>, Vec<_>) = contexts
+        .into_iter()
+        .map(|c| (RValue::from(c.object), c.subcharts))
+        .unzip();
+    link_subcharts(&roots, &children);
     let mut out = Vec::new();
     let mut total = 0usize;
     for &i in &order {
@@ -118,7 +122,8 @@ fn set_template_object(root: &RValue, name: &str, base_path: &str) {
         let mut t = RMap::new();
         t.insert("Name".into(), RValue::String(name.to_string()));
         t.insert("BasePath".into(), RValue::String(base_path.to_string()));
-        root.borrow_mut().insert("Template".into(), RValue::new_map(t));
+        root.borrow_mut()
+            .insert("Template".into(), RValue::new_map(t));
     }
 }
 
@@ -149,6 +154,48 @@ fn parse_in_order(sources: &[Source<'_>], order: &[usize]) -> Result<TemplateSet
     Ok(set)
 }
 
+/// A chart's top-level object and, for each of its subcharts, the index of
+/// the subchart's context and its name.
+struct Context {
+    object: Value,
+    subcharts: Vec<(usize, String)>,
+}
+
+/// Makes the contexts share what Helm's share (`recAllTpls`): a subchart's
+/// `.Values` is its parent's `.Values.NAME` map itself (when that is a
+/// map), `.Release` and `.Capabilities` are the parent's, and the parent's
+/// `.Subcharts.NAME` is the subchart's context. `children` lists, for each
+/// context, its subcharts' (index, name); parents come after their
+/// children, so walking from the end links a parent before its children.
+fn link_subcharts(roots: &[RValue], children: &[Vec<(usize, String)>]) {
+    let entry = |v: &RValue, key: &str| v.plain_map().and_then(|m| m.borrow().get(key).cloned());
+    for (parent, subs) in roots.iter().zip(children).rev() {
+        for (index, name) in subs {
+            let Some(RValue::Map(child)) = roots.get(*index) else {
+                continue;
+            };
+            let shared_values = entry(parent, "Values")
+                .and_then(|values| entry(&values, name))
+                .filter(|v| v.plain_map().is_some());
+            let mut child_map = child.borrow_mut();
+            if let Some(values) = shared_values {
+                child_map.insert("Values".into(), values);
+            }
+            for key in ["Release", "Capabilities"] {
+                if let Some(v) = entry(parent, key) {
+                    child_map.insert(key.into(), v);
+                }
+            }
+            drop(child_map);
+            if let Some(RValue::Map(subcharts)) = entry(parent, "Subcharts") {
+                subcharts
+                    .borrow_mut()
+                    .insert(name.clone(), RValue::Map(child.clone()));
+            }
+        }
+    }
+}
+
 /// Builds the top-level object of `chart` and those of its subcharts
 /// (children first, so `.Subcharts` can hold them), and lists its templates.
 #[allow(clippy::too_many_arguments)]
@@ -159,7 +206,7 @@ fn collect<'c>(
     release: &Value,
     caps: &Value,
     sources: &mut Vec<Source<'c>>,
-    contexts: &mut Vec<Value>,
+    contexts: &mut Vec<Context>,
     file_sets: &mut Vec<FileSet>,
 ) -> Value {
     let full_path = match parent_path {
@@ -167,6 +214,7 @@ fn collect<'c>(
         None => chart.name().to_string(),
     };
     let mut subcharts = Map::new();
+    let mut children = Vec::new();
     for sub in &chart.subcharts {
         let sub_values = match values.as_map().and_then(|m| m.get(sub.name())) {
             Some(v @ Value::Map(_)) => v.clone(),
@@ -182,6 +230,8 @@ fn collect<'c>(
             contexts,
             file_sets,
         );
+        // The child pushed its own context last.
+        children.push((contexts.len() - 1, sub.name().to_string()));
         subcharts.insert(sub.name().to_string(), ctx);
     }
     let files: FileSet = chart
@@ -203,7 +253,10 @@ fn collect<'c>(
     ctx.insert("Values".into(), values.clone());
     ctx.insert("Subcharts".into(), Value::Map(subcharts));
     let ctx = Value::Map(ctx);
-    contexts.push(ctx.clone());
+    contexts.push(Context {
+        object: ctx.clone(),
+        subcharts: children,
+    });
     let index = contexts.len() - 1;
     for t in &chart.templates {
         // Library charts contribute only their partials.

@@ -42,8 +42,9 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, CallError>> {
             let lt = less(&plain(0), &plain(1))?;
             Ok(Value::Bool(!lt && !eq(&plain_all(args))?))
         }),
-        "ge" => arity(name, args, 2)
-            .and_then(|_| less(&plain(0), &plain(1)).map(|lt| Value::Bool(!lt))),
+        "ge" => {
+            arity(name, args, 2).and_then(|_| less(&plain(0), &plain(1)).map(|lt| Value::Bool(!lt)))
+        }
         "call" => at_least(name, args, 1).and_then(|_| {
             Err(CallError::Call(match &args[0] {
                 RValue::Null => "call of nil".to_string(),

@@ -251,13 +251,7 @@ impl<'s> Engine<'s> {
         Ok(Flow::Normal)
     }
 
-    fn walk(
-        &self,
-        f: &mut Frame<'_>,
-        dot: &mut Val,
-        node: &Node,
-        out: &mut String,
-    ) -> Res<Flow> {
+    fn walk(&self, f: &mut Frame<'_>, dot: &mut Val, node: &Node, out: &mut String) -> Res<Flow> {
         match node {
             Node::Text(span) => out.push_str(f.tree.text_of(*span)),
             Node::Action(pipe) => {
@@ -332,9 +326,9 @@ impl<'s> Engine<'s> {
         let mut items: Box<dyn Iterator<Item = (Val, Val)>> = match v {
             Val::List(items) => {
                 let len = items.len();
-                Box::new((0..len).filter_map(move |i| {
-                    Some((Val::Int(i as i64), items.get(i)?.clone()))
-                }))
+                Box::new(
+                    (0..len).filter_map(move |i| Some((Val::Int(i as i64), items.get(i)?.clone()))),
+                )
             }
             Val::Int(n) if b.pipe.decl.len() < 2 => {
                 Box::new((0..n).map(|i| (Val::Int(i), Val::Int(i))))
@@ -403,10 +397,7 @@ impl<'s> Engine<'s> {
             }
             other => {
                 f.at = Some((b.pipe.pos, b.pipe.to_string()));
-                return Err(self.err(
-                    f,
-                    format!("range can't iterate over {}", other.to_value()),
-                ));
+                return Err(self.err(f, format!("range can't iterate over {}", other.to_value())));
             }
         })
     }

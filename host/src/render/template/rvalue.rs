@@ -52,8 +52,12 @@ impl From<Value> for RValue {
             Value::Int(i) => RValue::Int(i),
             Value::Float(x) => RValue::Float(x),
             Value::String(s) => RValue::String(s),
-            Value::List(items) => RValue::List(Rc::new(items.into_iter().map(Self::from).collect())),
-            Value::Map(m) => RValue::new_map(m.into_iter().map(|(k, v)| (k, Self::from(v))).collect()),
+            Value::List(items) => {
+                RValue::List(Rc::new(items.into_iter().map(Self::from).collect()))
+            }
+            Value::Map(m) => {
+                RValue::new_map(m.into_iter().map(|(k, v)| (k, Self::from(v))).collect())
+            }
         }
     }
 }
@@ -85,7 +89,9 @@ impl RValue {
     /// A copy that shares no map with this one (Sprig's `deepCopy`).
     pub fn deep_copy(&self) -> Self {
         match self {
-            RValue::List(items) => RValue::List(Rc::new(items.iter().map(Self::deep_copy).collect())),
+            RValue::List(items) => {
+                RValue::List(Rc::new(items.iter().map(Self::deep_copy).collect()))
+            }
             RValue::Map(m) => RValue::new_map(
                 m.borrow()
                     .iter()
@@ -163,9 +169,7 @@ pub fn is_object_map(m: &RMap) -> bool {
 /// which no output could print.
 pub fn store(map: &MapRef, key: String, value: RValue) -> Result<(), String> {
     if value.reaches(map) {
-        return Err(format!(
-            "storing {key:?} would make a map contain itself"
-        ));
+        return Err(format!("storing {key:?} would make a map contain itself"));
     }
     map.borrow_mut().insert(key, value);
     Ok(())
@@ -193,7 +197,7 @@ pub fn print(out: &mut String, v: &RValue) {
 }
 
 /// mergo's `Merge` of `src` into `dst` (`WithOverride` when `overwrite`),
-/// as [`crate::render::funcs::mergo_merge`] does on plain maps, changing
+/// as the library's `merge` does on plain maps (`render::funcs`), changing
 /// `dst` in place: a map of `src` that `dst` lacks is stored as is, so
 /// both then share it, as in Go.
 ///

@@ -1,6 +1,6 @@
 //! Sprig's map and list functions that keep references, run on the
 //! executor's values ([`RValue`]) so that maps alias as Go's do: `dict`,
-//! `list`, `append`/`push`, `get`, `hasKey`, `set`, `unset`, `pick`,
+//! `default`, `list`, `append`/`push`, `get`, `hasKey`, `set`, `unset`, `pick`,
 //! `omit`, `merge`/`mergeOverwrite` (mergo: a map of SRC that DST lacks is
 //! shared into DST), `deepCopy` and `dig`.
 //!
@@ -18,6 +18,7 @@ pub fn handles(name: &str) -> bool {
     matches!(
         name,
         "dict"
+            | "default"
             | "list"
             | "append"
             | "push"
@@ -45,6 +46,16 @@ pub fn handles(name: &str) -> bool {
 pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, String>> {
     Some(match name {
         "dict" => Ok(make_dict(args)),
+        // Sprig's `default D GIVEN`: GIVEN itself unless it is empty; only
+        // a map or list GIVEN is decided here (the rest by the library).
+        "default" => match args {
+            [d, g @ RValue::Map(m)] if g.plain_map().is_some() => {
+                let empty = m.borrow().is_empty();
+                Ok(if empty { d.clone() } else { g.clone() })
+            }
+            [d, g @ RValue::List(l)] => Ok(if l.is_empty() { d.clone() } else { g.clone() }),
+            _ => return None,
+        },
         "list" => Ok(RValue::List(Rc::new(args.to_vec()))),
         "append" | "push" | "mustAppend" | "mustPush" => match args {
             [RValue::List(items), v] => {

@@ -686,8 +686,7 @@ fn map_functions_share_and_copy_where_go_does() {
 }
 
 /// Go's map aliasing through a second path: a map reached twice is one
-/// map, so a change through one path shows through the other. The engine
-/// writes a change back only along the path it was made through (see
+/// map, so a change through one path shows through the other (see
 /// docs/template-functions.md, "Map sharing"); these are Go's results.
 #[test]
 fn a_map_reached_twice_is_one_map() {
@@ -711,4 +710,85 @@ fn a_map_reached_twice_is_one_map() {
     );
     let src = r#"{{ define "f" }}{{ $_ := set .ctx.Values "z" 1 }}{{ end }}{{ include "f" (dict "ctx" $) }}{{ .Values.z }}"#;
     assert_eq!(ok(src), "1");
+}
+
+#[test]
+fn maps_are_shared_by_every_path_that_reaches_them() {
+    // `index`, `get`, `dig`, list elements, `range` and `with` hand out
+    // the map itself, as Go does.
+    assert_eq!(
+        ok(r#"{{ $m := index .Values "map" }}{{ $_ := set $m "i" 1 }}{{ .Values.map.i }}"#),
+        "1"
+    );
+    assert_eq!(
+        ok(r#"{{ $m := get .Values "map" }}{{ $_ := set $m "g" 2 }}{{ .Values.map.g }}"#),
+        "2"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ $v := dict "a" (dict "b" (dict)) }}{{ $_ := set (dig "a" "b" (dict) $v) "c" 3 }}{{ $v.a.b.c }}"#
+        ),
+        "3"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ $a := dict }}{{ $l := append (list 0) $a }}{{ $_ := set (index $l 1) "k" 4 }}{{ $a.k }}"#
+        ),
+        "4"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ range $k, $v := .Values }}{{ if eq $k "map" }}{{ $_ := set $v "r" 5 }}{{ end }}{{ end }}{{ .Values.map.r }}"#
+        ),
+        "5"
+    );
+    assert_eq!(
+        ok(r#"{{ with .Values.map }}{{ $_ := set . "w" 6 }}{{ end }}{{ .Values.map.w }}"#),
+        "6"
+    );
+    // The idiom `$x := default (dict) .Values.x`: `default` returns the map.
+    assert_eq!(
+        ok(r#"{{ $x := default (dict) .Values.map }}{{ $_ := set $x "d" 7 }}{{ .Values.map.d }}"#),
+        "7"
+    );
+    assert_eq!(
+        ok(r#"{{ $x := default (dict "e" 8) .Values.nothing }}{{ $x.e }}"#),
+        "8"
+    );
+    // `mergeOverwrite` shares a map of SRC that DST lacks; `deepCopy` of
+    // it does not.
+    assert_eq!(
+        ok(
+            r#"{{ $d := dict }}{{ $_ := mergeOverwrite $d .Values }}{{ $_ := unset $d.map "a" }}{{ hasKey .Values.map "a" }}"#
+        ),
+        "false"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ $d := deepCopy .Values }}{{ $_ := unset $d.map "a" }}{{ hasKey .Values.map "a" }}"#
+        ),
+        "true"
+    );
+}
+
+#[test]
+fn a_map_cannot_be_made_to_contain_itself() {
+    // Go would build the cycle and then never finish printing it.
+    let e = err(r#"{{ $a := dict }}{{ $_ := set $a "self" $a }}"#);
+    assert!(
+        e.contains(r#"error calling set: storing "self" would make a map contain itself"#),
+        "{e}"
+    );
+    let e = err(r#"{{ $a := dict "x" (dict) }}{{ $_ := set $a.x "up" (list $a) }}"#);
+    assert!(e.contains("would make a map contain itself"), "{e}");
+    let e = err(r#"{{ $a := dict }}{{ $_ := merge $a (dict "x" $a) }}"#);
+    assert!(
+        e.contains(r#"error calling merge: storing "x" would make a map contain itself"#),
+        "{e}"
+    );
+    // One map reached twice is no cycle.
+    assert_eq!(
+        ok(r#"{{ $a := dict "v" 1 }}{{ $b := dict "x" $a "y" $a }}{{ toJson $b }}"#),
+        r#"{"x":{"v":1},"y":{"v":1}}"#
+    );
 }
