@@ -167,6 +167,9 @@ impl<'s> Engine<'s> {
         // Output is usually about as long as the source, often longer.
         let mut out = String::with_capacity(tree.text.len() * 2);
         self.run_tree(&tree, name, data.clone(), locals, &mut out)?;
+        // A copy cut short by the deadline (see `RValue::to_value`) must
+        // not pass for a result.
+        limits::check_deadline().map_err(|msg| ExecError(format!("template: {name}: {msg}")))?;
         Ok(out)
     }
 

@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 
+use crate::render::limits;
 use crate::values::{Map, Value};
 
 /// A map shared by every path that reaches it.
@@ -69,7 +70,15 @@ impl RValue {
     }
 
     /// The plain value, copied all the way down.
+    ///
+    /// A value reached many times over (maps nested in maps each holding
+    /// the same map twice) copies to a far larger plain value; once the
+    /// render's deadline has passed, what is left to copy becomes nil, and
+    /// the executor reports the deadline at its next check.
     pub fn to_value(&self) -> Value {
+        if matches!(self, RValue::List(_) | RValue::Map(_)) && past_deadline() {
+            return Value::Null;
+        }
         match self {
             RValue::Null => Value::Null,
             RValue::Bool(b) => Value::Bool(*b),
@@ -88,6 +97,9 @@ impl RValue {
 
     /// A copy that shares no map with this one (Sprig's `deepCopy`).
     pub fn deep_copy(&self) -> Self {
+        if matches!(self, RValue::List(_) | RValue::Map(_)) && past_deadline() {
+            return RValue::Null;
+        }
         match self {
             RValue::List(items) => {
                 RValue::List(Rc::new(items.iter().map(Self::deep_copy).collect()))
@@ -155,6 +167,13 @@ impl RValue {
         }
         walk(self, target, &mut HashSet::new())
     }
+}
+
+/// One unit of copying: true once the render's deadline has passed (or any
+/// render limit has tripped), from then on at every call, so that what is
+/// left of a copy is cut at once.
+fn past_deadline() -> bool {
+    limits::tick().is_err() || limits::tripped().is_some()
 }
 
 /// Whether a map stands for a built-in object (see [`RValue::is_object`]).

@@ -792,3 +792,28 @@ fn a_map_cannot_be_made_to_contain_itself() {
         r#"{"x":{"v":1},"y":{"v":1}}"#
     );
 }
+
+#[test]
+fn copying_a_hugely_shared_map_ends_at_the_deadline() {
+    // Forty levels, each holding the level below twice: one small map
+    // reached 2^40 times, which no plain copy can hold.
+    let mut src = String::from(r#"{{ $m := dict "v" 1 }}"#);
+    for _ in 0..40 {
+        src.push_str(r#"{{ $m = dict "a" $m "b" $m }}"#);
+    }
+    src.push_str(r#"{{ kindIs "map" $m }}"#);
+    let started = std::time::Instant::now();
+    let result = super::with_big_stack(|| {
+        let _budget = crate::render::limits::start(crate::render::RenderLimits {
+            deadline: std::time::Duration::from_millis(500),
+            ..Default::default()
+        });
+        render_here(&src)
+    });
+    let e = match result {
+        Some(Err(e)) => e,
+        other => panic!("want the deadline error, got {other:?}"),
+    };
+    assert!(e.contains("render ran past its deadline"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
