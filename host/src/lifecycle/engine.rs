@@ -1504,7 +1504,10 @@ impl Job<'_> {
                 finish: Finish {
                     state: AppState::Applied,
                     outcome: Outcome::Failed,
-                    message: Some(format!("{change} failed: {reason}; {}", undo.how.done(back))),
+                    message: Some(format!(
+                        "{change} failed: {reason}; {}",
+                        undo.how.done(back)
+                    )),
                     target: TargetChange::Discard,
                 },
                 drop_version: match undo.how {

@@ -4,13 +4,12 @@
 //! (or reuses the set parsed from the same sources, see `parsed`), and
 //! executes the ones that produce output.
 
-use std::rc::Rc;
 use std::sync::Arc;
 
 use super::Error;
 use super::chart::Chart;
 use super::parsed;
-use super::template::{Engine, TemplateSet, objects::FileSet};
+use super::template::{Engine, RMap, RValue, TemplateSet, objects::FileSet};
 use crate::values::{Map, Value};
 
 /// One template to parse, and whether to execute it.
@@ -38,7 +37,7 @@ pub fn render(
     caps: &Value,
 ) -> Result<Vec<(String, String)>, Error> {
     let mut sources = Vec::new();
-    let mut contexts: Vec<Value> = Vec::new();
+    let mut contexts: Vec<Context> = Vec::new();
     // Each chart's `.Files` refers to a file set by index; the engine gets
     // them in the same order once every template is parsed.
     let mut file_sets: Vec<FileSet> = Vec::new();
@@ -72,7 +71,13 @@ pub fn render(
     for files in file_sets {
         engine.register_files(files);
     }
-    let mut roots: Vec<Rc<Value>> = contexts.into_iter().map(Rc::new).collect();
+    // Converted once: every template of a chart then shares its maps, as
+    // Helm's templates share one values map.
+    let (roots, children): (Vec<RValue>, Vec<_>) = contexts
+        .into_iter()
+        .map(|c| (RValue::from(c.object), c.subcharts))
+        .unzip();
+    link_subcharts(&roots, &children);
     let mut out = Vec::new();
     let mut total = 0usize;
     for &i in &order {
@@ -81,10 +86,8 @@ pub fn render(
         if base.starts_with('_') {
             continue;
         }
-        let root = &mut roots[src.chart];
-        if let Value::Map(m) = Rc::make_mut(root) {
-            set_template_object(m, &src.path, &src.base_path);
-        }
+        let root = &roots[src.chart];
+        set_template_object(root, &src.path, &src.base_path);
         let text =
             engine
                 .execute_shared(&src.path, root)
@@ -112,25 +115,16 @@ pub fn render(
     Ok(out)
 }
 
-/// Sets `.Template` to `{Name, BasePath}`, reusing the previous
-/// template's strings when that object is still as it was made.
-fn set_template_object(root: &mut Map, name: &str, base_path: &str) {
-    if let Some(Value::Map(t)) = root.get_mut("Template")
-        && t.len() == 2
-        && let Some(Value::String(old_name)) = t.get_mut("Name")
-    {
-        old_name.clear();
-        old_name.push_str(name);
-        if let Some(Value::String(old_base)) = t.get_mut("BasePath") {
-            old_base.clear();
-            old_base.push_str(base_path);
-            return;
-        }
+/// Sets `.Template` to a new `{Name, BasePath}`, as Helm does for each
+/// template.
+fn set_template_object(root: &RValue, name: &str, base_path: &str) {
+    if let RValue::Map(root) = root {
+        let mut t = RMap::new();
+        t.insert("Name".into(), RValue::String(name.to_string()));
+        t.insert("BasePath".into(), RValue::String(base_path.to_string()));
+        root.borrow_mut()
+            .insert("Template".into(), RValue::new_map(t));
     }
-    let mut t = Map::new();
-    t.insert("Name".into(), Value::String(name.to_string()));
-    t.insert("BasePath".into(), Value::String(base_path.to_string()));
-    root.insert("Template".into(), Value::Map(t));
 }
 
 /// The text with every `<no value>` removed, as Helm does after rendering.
@@ -160,6 +154,48 @@ fn parse_in_order(sources: &[Source<'_>], order: &[usize]) -> Result<TemplateSet
     Ok(set)
 }
 
+/// A chart's top-level object and, for each of its subcharts, the index of
+/// the subchart's context and its name.
+struct Context {
+    object: Value,
+    subcharts: Vec<(usize, String)>,
+}
+
+/// Makes the contexts share what Helm's share (`recAllTpls`): a subchart's
+/// `.Values` is its parent's `.Values.NAME` map itself (when that is a
+/// map), `.Release` and `.Capabilities` are the parent's, and the parent's
+/// `.Subcharts.NAME` is the subchart's context. `children` lists, for each
+/// context, its subcharts' (index, name); parents come after their
+/// children, so walking from the end links a parent before its children.
+fn link_subcharts(roots: &[RValue], children: &[Vec<(usize, String)>]) {
+    let entry = |v: &RValue, key: &str| v.plain_map().and_then(|m| m.borrow().get(key).cloned());
+    for (parent, subs) in roots.iter().zip(children).rev() {
+        for (index, name) in subs {
+            let Some(RValue::Map(child)) = roots.get(*index) else {
+                continue;
+            };
+            let shared_values = entry(parent, "Values")
+                .and_then(|values| entry(&values, name))
+                .filter(|v| v.plain_map().is_some());
+            let mut child_map = child.borrow_mut();
+            if let Some(values) = shared_values {
+                child_map.insert("Values".into(), values);
+            }
+            for key in ["Release", "Capabilities"] {
+                if let Some(v) = entry(parent, key) {
+                    child_map.insert(key.into(), v);
+                }
+            }
+            drop(child_map);
+            if let Some(RValue::Map(subcharts)) = entry(parent, "Subcharts") {
+                subcharts
+                    .borrow_mut()
+                    .insert(name.clone(), RValue::Map(child.clone()));
+            }
+        }
+    }
+}
+
 /// Builds the top-level object of `chart` and those of its subcharts
 /// (children first, so `.Subcharts` can hold them), and lists its
 /// templates. Returns the index of `chart`'s object in `contexts`.
@@ -171,7 +207,7 @@ fn collect<'c>(
     release: &Value,
     caps: &Value,
     sources: &mut Vec<Source<'c>>,
-    contexts: &mut Vec<Value>,
+    contexts: &mut Vec<Context>,
     file_sets: &mut Vec<FileSet>,
 ) -> usize {
     let full_path = match parent_path {
@@ -179,11 +215,12 @@ fn collect<'c>(
         None => chart.name().to_string(),
     };
     let mut subcharts = Map::new();
+    let mut children = Vec::new();
     for sub in &chart.subcharts {
-        let sub_values = match values.as_map().and_then(|m| m.get(sub.name())) {
-            Some(v @ Value::Map(_)) => v.clone(),
-            _ => Value::Map(Map::new()),
-        };
+        // Empty here: `link_subcharts` makes the subchart's `.Values` the
+        // parent's `.Values.NAME` map itself when that is a map (a copy
+        // would be thrown away), else it stays this empty map.
+        let sub_values = Value::Map(Map::new());
         let index = collect(
             sub,
             Some(&full_path),
@@ -194,7 +231,9 @@ fn collect<'c>(
             contexts,
             file_sets,
         );
-        subcharts.insert(sub.name().to_string(), contexts[index].clone());
+        children.push((index, sub.name().to_string()));
+        // A place kept: `link_subcharts` puts the child's shared context here.
+        subcharts.insert(sub.name().to_string(), Value::Null);
     }
     let files: FileSet = chart
         .files
@@ -214,7 +253,10 @@ fn collect<'c>(
     ctx.insert("Capabilities".into(), caps.clone());
     ctx.insert("Values".into(), values);
     ctx.insert("Subcharts".into(), Value::Map(subcharts));
-    contexts.push(Value::Map(ctx));
+    contexts.push(Context {
+        object: Value::Map(ctx),
+        subcharts: children,
+    });
     let index = contexts.len() - 1;
     for t in &chart.templates {
         // Library charts contribute only their partials.

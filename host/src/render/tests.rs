@@ -68,6 +68,42 @@ fn archives_with_archived_subcharts() {
 }
 
 #[test]
+fn a_subcharts_values_are_its_parents_map() {
+    // Helm's `recAllTpls`: a subchart's `.Values` is the parent's
+    // `.Values.sub` map itself and `.Subcharts.sub` is the subchart's
+    // context, so a `set` in the subchart's template (rendered first, its
+    // path being deeper) is seen by the parent's.
+    let sub = tgz(&[
+        (
+            "sub/Chart.yaml",
+            b"apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+        ),
+        (
+            "sub/templates/set.yaml",
+            b"{{ $_ := set .Values \"fromSub\" \"yes\" }}",
+        ),
+    ]);
+    let top = tgz(&[
+        (
+            "top/Chart.yaml",
+            b"apiVersion: v2\nname: top\nversion: 1.0.0\n",
+        ),
+        ("top/values.yaml", b"sub:\n  port: 8080\n"),
+        (
+            "top/templates/cm.yaml",
+            b"a: {{ .Values.sub.fromSub }}\nb: {{ .Subcharts.sub.Values.fromSub }}\n",
+        ),
+        ("top/charts/sub-0.1.0.tgz", &sub),
+    ]);
+    let chart = chart::load_archive(&top, "top.tgz").unwrap();
+    let out = render_text(&chart, &Map::new()).unwrap();
+    assert_eq!(
+        out,
+        "---\n# Source: top/templates/cm.yaml\na: yes\nb: yes\n"
+    );
+}
+
+#[test]
 fn archives_cannot_escape_the_chart() {
     let mut builder = tar::Builder::new(Vec::new());
     let data = b"x";

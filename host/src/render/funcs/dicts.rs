@@ -2,8 +2,8 @@
 //! copying `map[string]interface{}` values.
 //!
 //! `keys` and `values` return keys in sorted order (Go's order is random);
-//! `set`, `unset` and the merges return the changed map, which the engine
-//! writes back (see [`super::mutates_first_argument`]).
+//! `set`, `unset` and the merges return the changed map (the engine runs
+//! its own versions on shared maps, see the module doc of `super`).
 
 use super::args::{at_least, dict, exactly, string_list, strval, text, type_name};
 use super::{FuncError, Function};

@@ -10,10 +10,11 @@
 //! functions up here by name.
 //!
 //! Functions are pure: they take their arguments by reference and return a
-//! new value. Sprig's `set`, `unset`, `merge`, `mergeOverwrite` (and their
-//! `must` forms) mutate their first argument in Go; here they return the
-//! changed map, and [`mutates_first_argument`] tells the engine to write
-//! that result back to wherever the first argument came from.
+//! new value. Sprig's map functions that keep references in Go (`dict`,
+//! `set`, `unset`, `merge`, `get`, `pick`, ...) run inside the engine on its
+//! shared maps (`render::template`); the versions here serve plain values
+//! and the calls the engine leaves to them (a first argument that is not a
+//! map, for Sprig's error or result).
 //!
 //! Errors are one message each ([`FuncError`]), as Go's template engine
 //! reports them: argument checks ([`is_argument_error`]) are printed as
@@ -176,18 +177,6 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 /// errors the function itself returns.
 pub fn is_argument_error(error: &FuncError) -> bool {
     error.kind == FuncErrorKind::Argument
-}
-
-/// Whether Go's version of the function mutates the map passed as its first
-/// argument (`set`, `unset`, `merge`, `mergeOverwrite` and their `must`
-/// forms). The engine should store the function's result back into the
-/// variable or field the first argument was read from, so that
-/// `{{ $_ := set $d "k" 1 }}` changes `$d` as it does in Helm.
-pub fn mutates_first_argument(name: &str) -> bool {
-    matches!(
-        name,
-        "set" | "unset" | "merge" | "mergeOverwrite" | "mustMerge" | "mustMergeOverwrite"
-    )
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 
 use std::cmp::Ordering;
 
-use super::exec::{Val, go_type};
+use super::exec::go_type;
+use super::rvalue::RValue;
 use crate::values::Value;
 
 /// How a built-in failed.
@@ -23,39 +24,44 @@ pub const NAMES: [&str; 15] = [
 ];
 
 /// Calls the built-in `name`, or `None` when `name` is not one.
-pub fn call(name: &str, args: &[Val]) -> Option<Result<Val, CallError>> {
+pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, CallError>> {
+    let plain = |i: usize| args[i].to_value();
     let r = match name {
-        "not" => arity(name, args, 1).map(|_| Value::Bool(!args[0].get().is_truthy())),
-        "len" => arity(name, args, 1).and_then(|_| length(args[0].get())),
-        "index" => at_least(name, args, 1).and_then(|_| index(args)),
-        "slice" => at_least(name, args, 1).and_then(|_| slice(args)),
-        "eq" => at_least(name, args, 1).and_then(|_| eq(args).map(Value::Bool)),
-        "ne" => arity(name, args, 2).and_then(|_| eq(args).map(|b| Value::Bool(!b))),
-        "lt" => {
-            arity(name, args, 2).and_then(|_| less(args[0].get(), args[1].get()).map(Value::Bool))
-        }
+        "not" => arity(name, args, 1).map(|_| Value::Bool(!args[0].is_truthy())),
+        "len" => arity(name, args, 1).and_then(|_| length(&args[0])),
+        "index" => return Some(at_least(name, args, 1).and_then(|_| index(args))),
+        "slice" => return Some(at_least(name, args, 1).and_then(|_| slice(args))),
+        "eq" => at_least(name, args, 1).and_then(|_| eq(&plain_all(args)).map(Value::Bool)),
+        "ne" => arity(name, args, 2).and_then(|_| eq(&plain_all(args)).map(|b| Value::Bool(!b))),
+        "lt" => arity(name, args, 2).and_then(|_| less(&plain(0), &plain(1)).map(Value::Bool)),
         "le" => arity(name, args, 2).and_then(|_| {
-            let lt = less(args[0].get(), args[1].get())?;
-            Ok(Value::Bool(lt || eq(args)?))
+            let lt = less(&plain(0), &plain(1))?;
+            Ok(Value::Bool(lt || eq(&plain_all(args))?))
         }),
         "gt" => arity(name, args, 2).and_then(|_| {
-            let lt = less(args[0].get(), args[1].get())?;
-            Ok(Value::Bool(!lt && !eq(args)?))
+            let lt = less(&plain(0), &plain(1))?;
+            Ok(Value::Bool(!lt && !eq(&plain_all(args))?))
         }),
-        "ge" => arity(name, args, 2)
-            .and_then(|_| less(args[0].get(), args[1].get()).map(|lt| Value::Bool(!lt))),
+        "ge" => {
+            arity(name, args, 2).and_then(|_| less(&plain(0), &plain(1)).map(|lt| Value::Bool(!lt)))
+        }
         "call" => at_least(name, args, 1).and_then(|_| {
-            Err(CallError::Call(match args[0].get() {
-                Value::Null => "call of nil".to_string(),
-                other => format!("non-function of type {}", go_type(other)),
+            Err(CallError::Call(match &args[0] {
+                RValue::Null => "call of nil".to_string(),
+                other => format!("non-function of type {}", go_type(&other.to_value())),
             }))
         }),
         _ => return None,
     };
-    Some(r.map(Val::Owned))
+    Some(r.map(RValue::from))
 }
 
-fn arity(name: &str, args: &[Val], want: usize) -> Result<(), CallError> {
+/// The arguments as plain values, for the comparisons.
+fn plain_all(args: &[RValue]) -> Vec<Value> {
+    args.iter().map(RValue::to_value).collect()
+}
+
+fn arity<T>(name: &str, args: &[T], want: usize) -> Result<(), CallError> {
     if args.len() != want {
         return Err(CallError::Plain(format!(
             "wrong number of args for {name}: want {want} got {}",
@@ -65,7 +71,7 @@ fn arity(name: &str, args: &[Val], want: usize) -> Result<(), CallError> {
     Ok(())
 }
 
-fn at_least(name: &str, args: &[Val], want: usize) -> Result<(), CallError> {
+fn at_least<T>(name: &str, args: &[T], want: usize) -> Result<(), CallError> {
     if args.len() < want {
         return Err(CallError::Plain(format!(
             "wrong number of args for {name}: want at least {want} got {}",
@@ -79,18 +85,23 @@ fn call_err(msg: impl Into<String>) -> CallError {
     CallError::Call(msg.into())
 }
 
-fn length(v: &Value) -> Result<Value, CallError> {
+fn length(v: &RValue) -> Result<Value, CallError> {
     // Go dereferences the `*semver.Version` a version stands for and finds a
     // struct, which has no length.
-    if v.version_type().is_some() {
+    if v.is_object() && v.to_value().version_type().is_some() {
         return Err(call_err("len of type semver.Version"));
     }
     let n = match v {
-        Value::String(s) => s.len(),
-        Value::List(l) => l.len(),
-        Value::Map(m) => m.len(),
-        Value::Null => return Err(call_err("len of nil pointer")),
-        other => return Err(call_err(format!("len of type {}", go_type(other)))),
+        RValue::String(s) => s.len(),
+        RValue::List(l) => l.len(),
+        RValue::Map(m) => m.borrow().len(),
+        RValue::Null => return Err(call_err("len of nil pointer")),
+        other => {
+            return Err(call_err(format!(
+                "len of type {}",
+                go_type(&other.to_value())
+            )));
+        }
     };
     Ok(Value::Int(n as i64))
 }
@@ -106,46 +117,39 @@ fn int_index(v: &Value, what: &str) -> Result<i64, CallError> {
     }
 }
 
-fn index(args: &[Val]) -> Result<Value, CallError> {
-    let mut item = args[0].get();
-    if matches!(item, Value::Null) {
+/// Go's `index`: the element itself, so that a map reached through it is
+/// the map inside the indexed value.
+fn index(args: &[RValue]) -> Result<RValue, CallError> {
+    let mut item = args[0].clone();
+    if matches!(item, RValue::Null) {
         return Err(call_err("index of untyped nil"));
     }
-    let mut owned: Option<Value> = None;
     for idx in &args[1..] {
-        let idx = idx.get();
-        let next = match item {
-            Value::Null => return Err(call_err("index of nil pointer")),
-            Value::List(l) => {
-                let i = int_index(idx, "slice/array")?;
+        let idx = idx.to_value();
+        let next = match &item {
+            RValue::Null => return Err(call_err("index of nil pointer")),
+            RValue::List(l) => {
+                let i = int_index(&idx, "slice/array")?;
                 if i < 0 || i as usize >= l.len() {
                     return Err(call_err(format!("index out of range: {i}")));
                 }
-                &l[i as usize]
+                l[i as usize].clone()
             }
-            Value::String(s) => {
-                let i = int_index(idx, "slice/array")?;
+            RValue::String(s) => {
+                let i = int_index(&idx, "slice/array")?;
                 if i < 0 || i as usize >= s.len() {
                     return Err(call_err(format!("index out of range: {i}")));
                 }
-                owned = Some(Value::Int(i64::from(s.as_bytes()[i as usize])));
-                break;
+                return Ok(RValue::Int(i64::from(s.as_bytes()[i as usize])));
             }
-            Value::Map(m) if m.contains_key(crate::values::VERSION_KEY) => {
+            RValue::Map(m) if m.borrow().contains_key(crate::values::VERSION_KEY) => {
                 return Err(call_err(format!(
                     "can't index item of type {}",
-                    go_type(item)
+                    go_type(&item.to_value())
                 )));
             }
-            Value::Map(m) => match idx {
-                Value::String(k) => match m.get(k) {
-                    Some(v) => v,
-                    None => {
-                        owned = Some(Value::Null);
-                        item = &Value::Null;
-                        continue;
-                    }
-                },
+            RValue::Map(m) => match &idx {
+                Value::String(k) => m.borrow().get(k).cloned().unwrap_or(RValue::Null),
                 Value::Null => return Err(call_err("value is nil; should be of type string")),
                 other => {
                     return Err(call_err(format!(
@@ -157,18 +161,17 @@ fn index(args: &[Val]) -> Result<Value, CallError> {
             other => {
                 return Err(call_err(format!(
                     "can't index item of type {}",
-                    go_type(other)
+                    go_type(&other.to_value())
                 )));
             }
         };
-        owned = None;
         item = next;
     }
-    Ok(owned.unwrap_or_else(|| item.clone()))
+    Ok(item)
 }
 
-fn slice(args: &[Val]) -> Result<Value, CallError> {
-    let item = args[0].get();
+fn slice(args: &[RValue]) -> Result<RValue, CallError> {
+    let item = &args[0];
     if args.len() > 4 {
         return Err(call_err(format!(
             "too many slice indexes: {}",
@@ -176,25 +179,25 @@ fn slice(args: &[Val]) -> Result<Value, CallError> {
         )));
     }
     let len = match item {
-        Value::String(s) => s.len(),
-        Value::List(l) => l.len(),
-        Value::Null => return Err(call_err("slice of untyped nil")),
+        RValue::String(s) => s.len(),
+        RValue::List(l) => l.len(),
+        RValue::Null => return Err(call_err("slice of untyped nil")),
         other => {
             return Err(call_err(format!(
                 "can't slice item of type {}",
-                go_type(other)
+                go_type(&other.to_value())
             )));
         }
     };
     let mut idx = [0usize, len, len];
     for (i, a) in args[1..].iter().enumerate() {
-        let n = int_index(a.get(), "slice/array")?;
+        let n = int_index(&a.to_value(), "slice/array")?;
         if n < 0 || n as usize > len {
             return Err(call_err(format!("index out of range: {n}")));
         }
         idx[i] = n as usize;
     }
-    if args.len() == 4 && matches!(item, Value::String(_)) {
+    if args.len() == 4 && matches!(item, RValue::String(_)) {
         return Err(call_err("cannot 3-index slice a string"));
     }
     if idx[0] > idx[1] {
@@ -204,11 +207,11 @@ fn slice(args: &[Val]) -> Result<Value, CallError> {
         )));
     }
     match item {
-        Value::String(s) => s
+        RValue::String(s) => s
             .get(idx[0]..idx[1])
-            .map(|x| Value::String(x.to_string()))
+            .map(|x| RValue::String(x.to_string()))
             .ok_or_else(|| call_err("slice splits a character")),
-        Value::List(l) => Ok(Value::List(l[idx[0]..idx[1]].to_vec())),
+        RValue::List(l) => Ok(RValue::List(std::rc::Rc::new(l[idx[0]..idx[1]].to_vec()))),
         _ => Err(call_err("can't slice")),
     }
 }
@@ -235,14 +238,13 @@ fn kind(v: &Value) -> Kind {
 }
 
 /// Go's `eq arg1 arg2...`: true when arg1 equals any of the others.
-fn eq(args: &[Val]) -> Result<bool, CallError> {
-    let a = args[0].get();
+fn eq(args: &[Value]) -> Result<bool, CallError> {
+    let a = &args[0];
     if args.len() < 2 {
         return Err(call_err("missing argument for comparison"));
     }
     let ka = kind(a);
     for b in &args[1..] {
-        let b = b.get();
         let kb = kind(b);
         let truth = if ka != kb {
             if ka != Kind::Nil && kb != Kind::Nil {

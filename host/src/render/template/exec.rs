@@ -10,6 +10,8 @@ use std::sync::Arc;
 use super::ast::{Arg, Branch, Command, List, Node, Number, Pipeline, Tree};
 use super::builtins;
 use super::objects;
+use super::rvalue::{self, RValue};
+use super::structural;
 use super::{ExecError, TemplateSet};
 use crate::render::{funcs, limits};
 use crate::values::Value;
@@ -20,35 +22,9 @@ pub const INCLUDE_NESTING_LIMIT: usize = 1000;
 /// frames live on the thread's stack).
 pub const MAX_DEPTH: usize = 3000;
 
-/// A value during execution: owned, or shared with `.` or a variable.
-#[derive(Debug, Clone)]
-pub enum Val {
-    Owned(Value),
-    Shared(Rc<Value>),
-}
-
-impl Val {
-    pub fn get(&self) -> &Value {
-        match self {
-            Val::Owned(v) => v,
-            Val::Shared(v) => v,
-        }
-    }
-
-    pub fn into_value(self) -> Value {
-        match self {
-            Val::Owned(v) => v,
-            Val::Shared(rc) => Rc::try_unwrap(rc).unwrap_or_else(|rc| (*rc).clone()),
-        }
-    }
-
-    pub fn into_rc(self) -> Rc<Value> {
-        match self {
-            Val::Owned(v) => Rc::new(v),
-            Val::Shared(rc) => rc,
-        }
-    }
-}
+/// A value during execution: maps are shared references (see
+/// [`super::rvalue`]), so cloning one is cheap.
+pub type Val = RValue;
 
 /// What a body asks of the enclosing range.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -86,7 +62,7 @@ struct Spare {
 }
 
 /// The variables in scope in a frame, innermost last.
-type Vars = Vec<(Arc<str>, Rc<Value>)>;
+type Vars = Vec<(Arc<str>, Val)>;
 
 /// How many emptied buffers of each kind an engine keeps.
 const SPARE_LIMIT: usize = 16;
@@ -171,17 +147,18 @@ impl<'s> Engine<'s> {
     /// [`ExecError`] in Go's format when the template is missing or any
     /// action fails.
     pub fn execute(&self, name: &str, data: Rc<Value>) -> Res<String> {
-        let mut data = data;
-        self.execute_shared(name, &mut data)
+        let data = Rc::try_unwrap(data).unwrap_or_else(|rc| (*rc).clone());
+        self.execute_shared(name, &RValue::from(data))
     }
 
-    /// [`Engine::execute`] that leaves in `data` what the template made of
-    /// it: Sprig's `set`, `unset` and `merge` change maps in place in Go, so
-    /// a later template of the same chart sees what an earlier one set.
+    /// [`Engine::execute`] on data already converted for the engine:
+    /// Sprig's `set`, `unset` and `merge` change its maps in place, as in
+    /// Go, so a later template run on the same data sees what an earlier
+    /// one set.
     ///
     /// # Errors
     /// As [`Engine::execute`].
-    pub fn execute_shared(&self, name: &str, data: &mut Rc<Value>) -> Res<String> {
+    pub fn execute_shared(&self, name: &str, data: &RValue) -> Res<String> {
         let Some((tree, locals)) = self.lookup(name, &None) else {
             return Err(ExecError(format!(
                 "template: no template {name:?} associated with template"
@@ -189,7 +166,10 @@ impl<'s> Engine<'s> {
         };
         // Output is usually about as long as the source, often longer.
         let mut out = String::with_capacity(tree.text.len() * 2);
-        *data = self.run_tree(&tree, name, data.clone(), locals, &mut out)?;
+        self.run_tree(&tree, name, data.clone(), locals, &mut out)?;
+        // A copy cut short by the deadline (see `RValue::to_value`) must
+        // not pass for a result.
+        limits::check_deadline().map_err(|msg| ExecError(format!("template: {name}: {msg}")))?;
         Ok(out)
     }
 
@@ -210,10 +190,10 @@ impl<'s> Engine<'s> {
         &self,
         tree: &Tree,
         name: &str,
-        data: Rc<Value>,
+        data: Val,
         locals: Option<Rc<TemplateSet>>,
         out: &mut String,
-    ) -> Res<Rc<Value>> {
+    ) -> Res<()> {
         let depth = self.depth.get() + 1;
         if depth > MAX_DEPTH {
             return Err(ExecError(limits::trip(
@@ -237,11 +217,8 @@ impl<'s> Engine<'s> {
         let mut dot = data;
         let result = self.walk_list(&mut frame, &mut dot, &tree.root, out);
         self.depth.set(depth - 1);
-        let mut vars = frame.vars;
-        let changed = vars.swap_remove(0).1;
-        self.give_vars(vars);
-        result?;
-        Ok(changed)
+        self.give_vars(frame.vars);
+        result.map(|_| ())
     }
 
     fn err(&self, frame: &Frame<'_>, msg: impl std::fmt::Display) -> ExecError {
@@ -260,7 +237,7 @@ impl<'s> Engine<'s> {
     fn walk_list(
         &self,
         f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
+        dot: &mut Val,
         list: &List,
         out: &mut String,
     ) -> Res<Flow> {
@@ -277,23 +254,16 @@ impl<'s> Engine<'s> {
         Ok(Flow::Normal)
     }
 
-    fn walk(
-        &self,
-        f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
-        node: &Node,
-        out: &mut String,
-    ) -> Res<Flow> {
+    fn walk(&self, f: &mut Frame<'_>, dot: &mut Val, node: &Node, out: &mut String) -> Res<Flow> {
         match node {
             Node::Text(span) => out.push_str(f.tree.text_of(*span)),
             Node::Action(pipe) => {
-                if let Some(v) = plain_field(dot, pipe) {
-                    print_value(out, v.unwrap_or(&Value::Null));
+                if print_plain_field(out, dot, pipe) {
                     return Ok(Flow::Normal);
                 }
                 let v = self.eval_pipeline(f, dot, pipe)?;
                 if pipe.decl.is_empty() {
-                    print_value(out, v.get());
+                    rvalue::print(out, &v);
                 }
             }
             Node::If(b) => return self.walk_if_with(f, dot, b, false, out),
@@ -301,21 +271,14 @@ impl<'s> Engine<'s> {
             Node::Range(b) => return self.walk_range(f, dot, b, out),
             Node::Template { pos, name, pipe } => {
                 let data = match pipe {
-                    Some(p) => self.eval_pipeline(f, dot, p)?.into_rc(),
-                    None => Rc::new(Value::Null),
+                    Some(p) => self.eval_pipeline(f, dot, p)?,
+                    None => Val::Null,
                 };
                 let Some((tree, locals)) = self.lookup(name, &f.locals) else {
                     f.at = Some((*pos, format!("{{{{template {name:?}}}}}")));
                     return Err(self.err(f, format!("template {name:?} not defined")));
                 };
-                let changed = self.run_tree(&tree, name, data.clone(), locals, out)?;
-                if let Some(p) = pipe
-                    && let [cmd] = p.cmds.as_slice()
-                    && let [arg] = cmd.args.as_slice()
-                    && !Rc::ptr_eq(&changed, &data)
-                {
-                    replace_target(f, dot, arg, changed);
-                }
+                self.run_tree(&tree, name, data, locals, out)?;
             }
             Node::Break => return Ok(Flow::Break),
             Node::Continue => return Ok(Flow::Continue),
@@ -326,16 +289,16 @@ impl<'s> Engine<'s> {
     fn walk_if_with(
         &self,
         f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
+        dot: &mut Val,
         b: &Branch,
         is_with: bool,
         out: &mut String,
     ) -> Res<Flow> {
         let mark = f.vars.len();
         let v = self.eval_pipeline(f, dot, &b.pipe)?;
-        let flow = if v.get().is_truthy() {
+        let flow = if v.is_truthy() {
             if is_with {
-                let mut new_dot = v.into_rc();
+                let mut new_dot = v;
                 self.walk_list(f, &mut new_dot, &b.list, out)?
             } else {
                 self.walk_list(f, dot, &b.list, out)?
@@ -352,7 +315,7 @@ impl<'s> Engine<'s> {
     fn walk_range(
         &self,
         f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
+        dot: &mut Val,
         b: &Branch,
         out: &mut String,
     ) -> Res<Flow> {
@@ -360,39 +323,18 @@ impl<'s> Engine<'s> {
         // The pipeline's declarations are bound per element, not to the whole value.
         let decl = &b.pipe.decl;
         let v = self.eval_commands(f, dot, &b.pipe)?;
-        // A value the pipeline made is taken apart; a shared one is copied,
-        // one element at a time, so that a large range never holds a second
-        // copy of what it walks.
-        let mut items: Box<dyn Iterator<Item = (Value, Rc<Value>)>> = match v {
-            Val::Owned(Value::List(items)) => Box::new(
-                items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, x)| (Value::Int(i as i64), Rc::new(x))),
-            ),
-            Val::Owned(Value::Map(m))
-                if !objects::is_files_map(&m) && crate::values::version_text(&m).is_none() =>
-            {
-                Box::new(m.into_iter().map(|(k, x)| (Value::String(k), Rc::new(x))))
+        // Lists and counts are walked lazily, so that a large range never
+        // holds a second copy of what it walks; a map's entries are taken
+        // as they are when the range starts.
+        let mut items: Box<dyn Iterator<Item = (Val, Val)>> = match v {
+            Val::List(items) => {
+                let len = items.len();
+                Box::new(
+                    (0..len).filter_map(move |i| Some((Val::Int(i as i64), items.get(i)?.clone()))),
+                )
             }
-            Val::Shared(rc) if matches!(*rc, Value::List(_)) => {
-                let len = match &*rc {
-                    Value::List(items) => items.len(),
-                    _ => 0,
-                };
-                Box::new((0..len).filter_map(move |i| match &*rc {
-                    Value::List(items) => {
-                        Some((Value::Int(i as i64), Rc::new(items.get(i)?.clone())))
-                    }
-                    _ => None,
-                }))
-            }
-            v if matches!(v.get(), Value::Int(_)) && b.pipe.decl.len() < 2 => {
-                let n = match v.get() {
-                    Value::Int(n) => *n,
-                    _ => 0,
-                };
-                Box::new((0..n).map(|i| (Value::Int(i), Rc::new(Value::Int(i)))))
+            Val::Int(n) if b.pipe.decl.len() < 2 => {
+                Box::new((0..n).map(|i| (Val::Int(i), Val::Int(i))))
             }
             v => Box::new(self.shared_range_items(f, b, &v)?.into_iter()),
         };
@@ -413,7 +355,7 @@ impl<'s> Engine<'s> {
                 0 => {}
                 1 => f.vars.push((decl[0].clone(), elem.clone())),
                 _ => {
-                    f.vars.push((decl[0].clone(), Rc::new(key)));
+                    f.vars.push((decl[0].clone(), key));
                     f.vars.push((decl[1].clone(), elem.clone()));
                 }
             }
@@ -426,36 +368,27 @@ impl<'s> Engine<'s> {
         Ok(Flow::Normal)
     }
 
-    /// The (key, element) pairs `range` walks for a value it cannot take
-    /// apart: elements are copied.
-    fn shared_range_items(
-        &self,
-        f: &mut Frame<'_>,
-        b: &Branch,
-        v: &Val,
-    ) -> Res<Vec<(Value, Rc<Value>)>> {
-        Ok(match v.get() {
-            Value::Null => Vec::new(),
-            Value::List(items) => items
+    /// The (key, element) pairs `range` walks for a value other than a
+    /// list or a count.
+    fn shared_range_items(&self, f: &mut Frame<'_>, b: &Branch, v: &Val) -> Res<Vec<(Val, Val)>> {
+        Ok(match v {
+            Val::Null => Vec::new(),
+            Val::Map(m) if !v.is_object() => m
+                .borrow()
                 .iter()
-                .enumerate()
-                .map(|(i, x)| (Value::Int(i as i64), Rc::new(x.clone())))
+                .map(|(k, x)| (Val::String(k.clone()), x.clone()))
                 .collect(),
-            Value::Map(_) if objects::is_files(v.get()) => {
-                let files = self.files_of(f, v.get())?;
+            Val::Map(_) if objects::is_files(&v.to_value()) => {
+                let files = self.files_of(f, &v.to_value())?;
                 files
                     .iter()
                     .map(|(k, data)| {
                         let text = String::from_utf8_lossy(data).into_owned();
-                        (Value::String(k.clone()), Rc::new(Value::String(text)))
+                        (Val::String(k.clone()), Val::String(text))
                     })
                     .collect()
             }
-            Value::Map(m) if crate::values::version_text(m).is_none() => m
-                .iter()
-                .map(|(k, x)| (Value::String(k.clone()), Rc::new(x.clone())))
-                .collect(),
-            Value::Int(n) => {
+            Val::Int(n) => {
                 if b.pipe.decl.len() > 1 {
                     f.at = Some((b.pipe.pos, b.pipe.to_string()));
                     return Err(self.err(
@@ -463,13 +396,11 @@ impl<'s> Engine<'s> {
                         format!("can't use {n} to iterate over more than one variable"),
                     ));
                 }
-                (0..*n)
-                    .map(|i| (Value::Int(i), Rc::new(Value::Int(i))))
-                    .collect()
+                (0..*n).map(|i| (Val::Int(i), Val::Int(i))).collect()
             }
             other => {
                 f.at = Some((b.pipe.pos, b.pipe.to_string()));
-                return Err(self.err(f, format!("range can't iterate over {other}")));
+                return Err(self.err(f, format!("range can't iterate over {}", other.to_value())));
             }
         })
     }
@@ -484,40 +415,39 @@ impl<'s> Engine<'s> {
     }
 
     /// The value of a pipeline's commands, ignoring its declarations.
-    fn eval_commands(&self, f: &mut Frame<'_>, dot: &mut Rc<Value>, pipe: &Pipeline) -> Res<Val> {
+    fn eval_commands(&self, f: &mut Frame<'_>, dot: &mut Val, pipe: &Pipeline) -> Res<Val> {
         let mut value: Option<Val> = None;
         for cmd in &pipe.cmds {
             value = Some(self.eval_command(f, dot, cmd, value)?);
         }
-        Ok(value.unwrap_or(Val::Owned(Value::Null)))
+        Ok(value.unwrap_or(Val::Null))
     }
 
-    fn eval_pipeline(&self, f: &mut Frame<'_>, dot: &mut Rc<Value>, pipe: &Pipeline) -> Res<Val> {
+    fn eval_pipeline(&self, f: &mut Frame<'_>, dot: &mut Val, pipe: &Pipeline) -> Res<Val> {
         let value = self.eval_commands(f, dot, pipe)?;
         if pipe.decl.is_empty() {
             return Ok(value);
         }
-        let rc = value.into_rc();
         for name in &pipe.decl {
             if pipe.is_assign {
                 match f.vars.iter_mut().rev().find(|(n, _)| n == name) {
-                    Some(slot) => slot.1 = rc.clone(),
+                    Some(slot) => slot.1 = value.clone(),
                     None => {
                         f.at = Some((pipe.pos, pipe.to_string()));
                         return Err(self.err(f, format!("undefined variable: {name}")));
                     }
                 }
             } else {
-                f.vars.push((name.clone(), rc.clone()));
+                f.vars.push((name.clone(), value.clone()));
             }
         }
-        Ok(Val::Shared(rc))
+        Ok(value)
     }
 
     fn eval_command(
         &self,
         f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
+        dot: &mut Val,
         cmd: &Command,
         fin: Option<Val>,
     ) -> Res<Val> {
@@ -525,16 +455,16 @@ impl<'s> Engine<'s> {
         let rest = &cmd.args[1..];
         match first {
             Arg::Field(pos, fields) => {
-                let recv = Val::Shared(dot.clone());
+                let recv = dot.clone();
                 self.eval_fields(f, dot, *pos, first, recv, fields, rest, fin)
             }
             Arg::Variable(pos, name, fields) => {
                 let base = self.variable(f, *pos, name)?;
                 if fields.is_empty() {
                     self.not_a_function(f, cmd, fin.is_some())?;
-                    return Ok(Val::Shared(base));
+                    return Ok(base);
                 }
-                self.eval_fields(f, dot, *pos, first, Val::Shared(base), fields, rest, fin)
+                self.eval_fields(f, dot, *pos, first, base, fields, rest, fin)
             }
             Arg::Chain(pos, base, fields) => {
                 let recv = self.eval_arg(f, dot, base)?;
@@ -567,7 +497,7 @@ impl<'s> Engine<'s> {
         Ok(())
     }
 
-    fn variable(&self, f: &mut Frame<'_>, pos: usize, name: &str) -> Res<Rc<Value>> {
+    fn variable(&self, f: &mut Frame<'_>, pos: usize, name: &str) -> Res<Val> {
         match f.vars.iter().rev().find(|(n, _)| &**n == name) {
             Some((_, v)) => Ok(v.clone()),
             None => {
@@ -583,7 +513,7 @@ impl<'s> Engine<'s> {
     fn eval_fields(
         &self,
         f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
+        dot: &mut Val,
         pos: usize,
         node: &Arg,
         recv: Val,
@@ -602,17 +532,16 @@ impl<'s> Engine<'s> {
         // `((.Values.global).postgresql).auth` is nil when `postgresql` is
         // missing. Inside one chain (`.a.b.c`, `$x.a.b`) a missing key
         // stays a nil interface and a further field fails, as below.
-        if matches!(recv.get(), Value::Null) && matches!(node, Arg::Chain(..) | Arg::Variable(..)) {
-            return Ok(Val::Owned(Value::Null));
+        if matches!(recv, Val::Null) && matches!(node, Arg::Chain(..) | Arg::Variable(..)) {
+            return Ok(Val::Null);
         }
-        // Walk all but the last field by reference.
-        let mut cur: &Value = recv.get();
+        let mut cur: Val = recv;
         for (i, name) in init.iter().enumerate() {
-            if let Some(method @ objects::Method::Version(_)) = objects::method_kind(cur, name) {
+            if let Some(method @ objects::Method::Version(_)) = method_of(&cur, name) {
                 // A method in the middle of a chain (`(semver "1").IncMajor.Major`):
                 // its result is the receiver of the rest.
                 let files = self.files.borrow();
-                let result = objects::call_method(method, cur, &[], &files);
+                let result = objects::call_method(method, &cur.to_value(), &[], &files);
                 drop(files);
                 return match result {
                     Ok(objects::MethodResult::Value(v)) => self.eval_fields(
@@ -620,19 +549,19 @@ impl<'s> Engine<'s> {
                         dot,
                         pos,
                         node,
-                        Val::Owned(v),
+                        Val::from(v),
                         &fields[i + 1..],
                         args,
                         fin,
                     ),
-                    Ok(objects::MethodResult::Files(_)) => Ok(Val::Owned(Value::Null)),
+                    Ok(objects::MethodResult::Files(_)) => Ok(Val::Null),
                     Err(msg) => {
                         f.at = Some((pos, node.to_string()));
                         Err(self.err(f, msg))
                     }
                 };
             }
-            match self.field(cur, name) {
+            match field(&cur, name) {
                 Ok(Some(next)) => cur = next,
                 Ok(None) => {
                     // Missing key: the zero value; a further field is a nil pointer.
@@ -648,20 +577,20 @@ impl<'s> Engine<'s> {
                 }
             }
         }
-        if let Some(method) = objects::method_kind(cur, last) {
+        if let Some(method) = method_of(&cur, last) {
             let mut vals = Vec::with_capacity(args.len() + 1);
             for a in args {
-                vals.push(self.eval_arg(f, dot, a)?.into_value());
+                vals.push(self.eval_arg(f, dot, a)?.to_value());
             }
             if let Some(v) = fin {
-                vals.push(v.into_value());
+                vals.push(v.to_value());
             }
             let files = self.files.borrow();
-            let result = objects::call_method(method, cur, &vals, &files);
+            let result = objects::call_method(method, &cur.to_value(), &vals, &files);
             drop(files);
             return match result {
-                Ok(objects::MethodResult::Value(v)) => Ok(Val::Owned(v)),
-                Ok(objects::MethodResult::Files(set)) => Ok(Val::Owned(self.register_files(set))),
+                Ok(objects::MethodResult::Value(v)) => Ok(Val::from(v)),
+                Ok(objects::MethodResult::Files(set)) => Ok(Val::from(self.register_files(set))),
                 Err(msg) => {
                     f.at = Some((pos, node.to_string()));
                     Err(self.err(f, msg))
@@ -672,9 +601,9 @@ impl<'s> Engine<'s> {
             f.at = Some((pos, node.to_string()));
             return Err(self.err(f, format!("{last} is not a method but has arguments")));
         }
-        match self.field(cur, last) {
-            Ok(Some(v)) => Ok(Val::Owned(v.clone())),
-            Ok(None) => Ok(Val::Owned(Value::Null)),
+        match field(&cur, last) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Ok(Val::Null),
             Err(msg) => {
                 f.at = Some((pos, node.to_string()));
                 Err(self.err(f, msg))
@@ -682,44 +611,20 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// One field step: `Ok(None)` for a missing key (Go's zero value).
-    fn field<'v>(&self, recv: &'v Value, name: &str) -> Result<Option<&'v Value>, String> {
-        match recv {
-            Value::Map(m) => match m.get(name) {
-                None if m.contains_key(crate::values::VERSION_KEY) => Err(format!(
-                    "can't evaluate field {name} in type {}",
-                    go_type(recv)
-                )),
-                found => Ok(found),
-            },
-            Value::Null => Err(format!("nil pointer evaluating interface {{}}.{name}")),
-            other => Err(format!(
-                "can't evaluate field {name} in type {}",
-                go_type(other)
-            )),
-        }
-    }
-
-    fn eval_arg(&self, f: &mut Frame<'_>, dot: &mut Rc<Value>, arg: &Arg) -> Res<Val> {
+    fn eval_arg(&self, f: &mut Frame<'_>, dot: &mut Val, arg: &Arg) -> Res<Val> {
         match arg {
-            Arg::Dot => Ok(Val::Shared(dot.clone())),
-            Arg::Nil => Ok(Val::Owned(Value::Null)),
-            Arg::Bool(b) => Ok(Val::Owned(Value::Bool(*b))),
-            Arg::Number(n) => Ok(Val::Owned(number_value(n))),
-            Arg::String(s) => Ok(Val::Owned(Value::String(String::from(&**s)))),
-            Arg::Field(pos, fields) => self.eval_fields(
-                f,
-                dot,
-                *pos,
-                arg,
-                Val::Shared(dot.clone()),
-                fields,
-                &[],
-                None,
-            ),
+            Arg::Dot => Ok(dot.clone()),
+            Arg::Nil => Ok(Val::Null),
+            Arg::Bool(b) => Ok(Val::Bool(*b)),
+            Arg::Number(n) => Ok(Val::from(number_value(n))),
+            Arg::String(s) => Ok(Val::String(String::from(&**s))),
+            Arg::Field(pos, fields) => {
+                let recv = dot.clone();
+                self.eval_fields(f, dot, *pos, arg, recv, fields, &[], None)
+            }
             Arg::Variable(pos, name, fields) => {
                 let base = self.variable(f, *pos, name)?;
-                self.eval_fields(f, dot, *pos, arg, Val::Shared(base), fields, &[], None)
+                self.eval_fields(f, dot, *pos, arg, base, fields, &[], None)
             }
             Arg::Chain(pos, base, fields) => {
                 let recv = self.eval_arg(f, dot, base)?;
@@ -744,7 +649,7 @@ impl<'s> Engine<'s> {
     fn eval_args(
         &self,
         f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
+        dot: &mut Val,
         args: &[Arg],
         fin: Option<Val>,
     ) -> Res<Vec<Val>> {
@@ -763,7 +668,7 @@ impl<'s> Engine<'s> {
     fn call_function(
         &self,
         f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
+        dot: &mut Val,
         cmd: &Command,
         fin: Option<Val>,
     ) -> Res<Val> {
@@ -772,46 +677,30 @@ impl<'s> Engine<'s> {
             _ => return Err(self.err(f, "not a function call")),
         };
         let args = &cmd.args[1..];
+        if structural::handles(name) {
+            let vals = self.eval_args(f, dot, args, fin)?;
+            if let Some(result) = structural::call(name, &vals) {
+                return result.map_err(|msg| {
+                    f.at = Some((cmd.pos, cmd.to_string()));
+                    self.err(f, format!("error calling {name}: {msg}"))
+                });
+            }
+            return self.call_library(f, cmd, name, func.or_else(|| funcs::lookup(name)), vals);
+        }
         if let Some(func) = func {
             let mut plain = self.take_args();
             for a in args {
-                plain.push(self.eval_arg(f, dot, a)?.into_value());
+                plain.push(self.eval_arg(f, dot, a)?.to_value());
             }
             if let Some(v) = fin {
-                plain.push(v.into_value());
+                plain.push(v.to_value());
             }
-            let called =
-                func(&plain).and_then(|v| match &v {
-                    Value::String(text) => limits::check_string(name, text.len())
-                        .map(|()| v)
-                        .map_err(|m| funcs::FuncError {
-                            kind: funcs::FuncErrorKind::Call,
-                            message: m,
-                        }),
-                    _ => Ok(v),
-                });
+            let called = func(&plain).and_then(|v| check_result(name, v));
             self.give_args(plain);
-            let result = match called {
-                Ok(v) => Val::Owned(v),
-                Err(e) => {
-                    f.at = Some((cmd.pos, cmd.to_string()));
-                    // Go checks arguments before the call and reports
-                    // that without the `error calling` prefix.
-                    let message = match e.kind {
-                        funcs::FuncErrorKind::Argument => e.message,
-                        funcs::FuncErrorKind::Call => {
-                            format!("error calling {name}: {}", e.message)
-                        }
-                    };
-                    return Err(self.err(f, message));
-                }
+            return match called {
+                Ok(v) => Ok(Val::from(v)),
+                Err(e) => Err(self.func_error(f, cmd, name, e)),
             };
-            if funcs::mutates_first_argument(name)
-                && let Some(target) = args.first()
-            {
-                write_back(f, dot, target, result.get());
-            }
-            return Ok(result);
         }
         match name {
             "and" | "or" => return self.and_or(f, dot, cmd, name == "and", args, fin),
@@ -819,25 +708,12 @@ impl<'s> Engine<'s> {
                 if let ([Arg::String(name), data_arg], None) = (args, &fin) {
                     // The usual `include "name" data`: the literal name is
                     // used in place.
-                    let data = self.eval_arg(f, dot, data_arg)?.into_rc();
-                    let result = self.include_named(f, cmd, name.clone(), data.clone());
-                    if let Ok((_, changed)) = &result
-                        && !Rc::ptr_eq(changed, &data)
-                    {
-                        replace_target(f, dot, data_arg, changed.clone());
-                    }
-                    return result.map(|(v, _)| v);
+                    let data = self.eval_arg(f, dot, data_arg)?;
+                    return self.include_named(f, cmd, name.clone(), data);
                 }
                 let mut vals = self.eval_args(f, dot, args, fin)?;
-                let data = (vals.len() == 2).then(|| vals.remove(1).into_rc());
-                let result = self.include(f, cmd, vals, data.clone());
-                if let Ok((_, Some(changed))) = &result
-                    && let (Some(before), Some(arg)) = (data, args.get(1))
-                    && !Rc::ptr_eq(changed, &before)
-                {
-                    replace_target(f, dot, arg, changed.clone());
-                }
-                return result.map(|(v, _)| v);
+                let data = (vals.len() == 2).then(|| vals.remove(1));
+                return self.include(f, cmd, vals, data);
             }
             "tpl" => {
                 let vals = self.eval_args(f, dot, args, fin)?;
@@ -846,38 +722,66 @@ impl<'s> Engine<'s> {
             _ => {}
         }
         let vals = self.eval_args(f, dot, args, fin)?;
-        let mutates = funcs::mutates_first_argument(name);
-        let result = if let Some(r) = builtins::call(name, &vals) {
-            r
-        } else if let Some(func) = funcs::lookup(name) {
-            let plain: Vec<Value> = vals.into_iter().map(Val::into_value).collect();
-            func(&plain)
-                .map(Val::Owned)
-                .map_err(|e| builtins::CallError::Call(e.message))
-        } else {
-            Err(builtins::CallError::Plain(format!(
-                "function {name:?} not defined"
-            )))
-        };
-        let result = result.map_err(|e| {
-            f.at = Some((cmd.pos, cmd.to_string()));
-            match e {
-                builtins::CallError::Call(msg) => {
-                    self.err(f, format!("error calling {name}: {msg}"))
+        if let Some(r) = builtins::call(name, &vals) {
+            return r.map_err(|e| {
+                f.at = Some((cmd.pos, cmd.to_string()));
+                match e {
+                    builtins::CallError::Call(msg) => {
+                        self.err(f, format!("error calling {name}: {msg}"))
+                    }
+                    builtins::CallError::Plain(msg) => self.err(f, msg),
                 }
-                builtins::CallError::Plain(msg) => self.err(f, msg),
-            }
-        })?;
-        if mutates && let Some(target) = args.first() {
-            write_back(f, dot, target, result.get());
+            });
         }
-        Ok(result)
+        self.call_library(f, cmd, name, funcs::lookup(name), vals)
+    }
+
+    /// Calls the library function `func` (`name` in the template) on
+    /// plain copies of `vals`.
+    fn call_library(
+        &self,
+        f: &mut Frame<'_>,
+        cmd: &Command,
+        name: &str,
+        func: Option<funcs::Function>,
+        vals: Vec<Val>,
+    ) -> Res<Val> {
+        let Some(func) = func else {
+            f.at = Some((cmd.pos, cmd.to_string()));
+            return Err(self.err(f, format!("function {name:?} not defined")));
+        };
+        let mut plain = self.take_args();
+        plain.extend(vals.iter().map(Val::to_value));
+        let called = func(&plain).and_then(|v| check_result(name, v));
+        self.give_args(plain);
+        match called {
+            Ok(v) => Ok(Val::from(v)),
+            Err(e) => Err(self.func_error(f, cmd, name, e)),
+        }
+    }
+
+    /// The error a library function's failure is reported as.
+    fn func_error(
+        &self,
+        f: &mut Frame<'_>,
+        cmd: &Command,
+        name: &str,
+        e: funcs::FuncError,
+    ) -> ExecError {
+        f.at = Some((cmd.pos, cmd.to_string()));
+        // Go checks arguments before the call and reports that without
+        // the `error calling` prefix.
+        let message = match e.kind {
+            funcs::FuncErrorKind::Argument => e.message,
+            funcs::FuncErrorKind::Call => format!("error calling {name}: {}", e.message),
+        };
+        self.err(f, message)
     }
 
     fn and_or(
         &self,
         f: &mut Frame<'_>,
-        dot: &mut Rc<Value>,
+        dot: &mut Val,
         cmd: &Command,
         is_and: bool,
         args: &[Arg],
@@ -892,10 +796,10 @@ impl<'s> Engine<'s> {
                 format!("wrong number of args for {name}: want at least 1 got 0"),
             ));
         }
-        let mut last = Val::Owned(Value::Null);
+        let mut last = Val::Null;
         for a in args {
             last = self.eval_arg(f, dot, a)?;
-            if last.get().is_truthy() != is_and {
+            if last.is_truthy() != is_and {
                 return Ok(last);
             }
         }
@@ -905,14 +809,14 @@ impl<'s> Engine<'s> {
         Ok(last)
     }
 
-    /// Runs `include`; also returns what the template made of its data.
+    /// Runs `include`.
     fn include(
         &self,
         f: &mut Frame<'_>,
         cmd: &Command,
         vals: Vec<Val>,
-        data: Option<Rc<Value>>,
-    ) -> Res<(Val, Option<Rc<Value>>)> {
+        data: Option<Val>,
+    ) -> Res<Val> {
         let fail = |this: &Self, f: &mut Frame<'_>, msg: String| {
             f.at = Some((cmd.pos, cmd.to_string()));
             Err(this.err(f, format!("error calling include: {msg}")))
@@ -926,9 +830,10 @@ impl<'s> Engine<'s> {
             ));
         }
         let mut it = vals.into_iter();
-        let name = match it.next().map(Val::into_value) {
-            Some(Value::String(s)) => s,
+        let name = match it.next() {
+            Some(Val::String(s)) => s,
             Some(other) => {
+                let other = other.to_value();
                 return fail(
                     self,
                     f,
@@ -938,20 +843,18 @@ impl<'s> Engine<'s> {
             None => return fail(self, f, "missing template name".into()),
         };
         drop(it);
-        let data = data.unwrap_or_else(|| Rc::new(Value::Null));
+        let data = data.unwrap_or_default();
         self.include_named(f, cmd, Arc::from(name), data)
-            .map(|(v, changed)| (v, Some(changed)))
     }
 
-    /// Runs the template `name` with `data` for `include`; also returns
-    /// what the template made of its data.
+    /// Runs the template `name` with `data` for `include`.
     fn include_named(
         &self,
         f: &mut Frame<'_>,
         cmd: &Command,
         name: Arc<str>,
-        data: Rc<Value>,
-    ) -> Res<(Val, Rc<Value>)> {
+        data: Val,
+    ) -> Res<Val> {
         let fail = |this: &Self, f: &mut Frame<'_>, msg: String| {
             f.at = Some((cmd.pos, cmd.to_string()));
             Err(this.err(f, format!("error calling include: {msg}")))
@@ -988,7 +891,7 @@ impl<'s> Engine<'s> {
         let out = buffer.as_str().to_owned();
         self.give_text(buffer);
         match result {
-            Ok(changed) => Ok((Val::Owned(Value::String(out)), changed)),
+            Ok(()) => Ok(Val::String(out)),
             Err(e) => fail(self, f, e.0),
         }
     }
@@ -1006,19 +909,20 @@ impl<'s> Engine<'s> {
             ));
         }
         let mut it = vals.into_iter();
-        let text = match it.next().map(Val::into_value) {
-            Some(Value::String(s)) => s,
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
+        let text = match it.next() {
+            Some(Val::String(s)) => s,
+            Some(Val::Null) | None => String::new(),
+            Some(other) => other.to_value().to_string(),
         };
-        let data = it.next().map_or_else(|| Rc::new(Value::Null), Val::into_rc);
-        let tpl_name = data
-            .as_map()
-            .and_then(|m| m.get("Template"))
-            .and_then(Value::as_map)
-            .and_then(|m| m.get("Name"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let data = it.next().unwrap_or_default();
+        let tpl_name = field(&data, "Template")
+            .ok()
+            .flatten()
+            .and_then(|t| field(&t, "Name").ok().flatten())
+            .and_then(|n| match n {
+                Val::String(s) => Some(s),
+                _ => None,
+            });
         let Some(tpl_name) = tpl_name else {
             return fail(
                 self,
@@ -1041,12 +945,12 @@ impl<'s> Engine<'s> {
             }
         };
         let Some(tree) = set.get(&tpl_name).cloned() else {
-            return Ok(Val::Owned(Value::String(String::new())));
+            return Ok(Val::String(String::new()));
         };
         let mut out = String::new();
         // Defines inside the tpl text are visible only to this execution.
         match self.run_tree(&tree, &tpl_name, data, Some(set), &mut out) {
-            Ok(_) => Ok(Val::Owned(Value::String(out.replace("<no value>", "")))),
+            Ok(()) => Ok(Val::String(out.replace("<no value>", ""))),
             Err(e) => fail(
                 self,
                 f,
@@ -1081,103 +985,89 @@ fn node_context(node: &Node) -> String {
     }
 }
 
-/// Stores `value` where the argument `target` (`$v.a.b`, `.a.b` or `.`)
-/// points, keeping `.` and `$` the same value when they were before.
-fn write_back(f: &mut Frame<'_>, dot: &mut Rc<Value>, target: &Arg, value: &Value) {
-    match target {
-        Arg::Variable(_, var, fields) => {
-            let Some(slot) = f.vars.iter_mut().rev().find(|(n, _)| &**n == var.as_str()) else {
-                return;
-            };
-            let was_dot = Rc::ptr_eq(&slot.1, dot);
-            if set_path(&mut slot.1, fields, value) && was_dot {
-                *dot = slot.1.clone();
-            }
-        }
-        Arg::Field(_, fields) => {
-            let was_root = Rc::ptr_eq(&f.vars[0].1, dot);
-            if set_path(dot, fields, value) && was_root {
-                f.vars[0].1 = dot.clone();
-            }
-        }
-        Arg::Dot => replace_target(f, dot, target, Rc::new(value.clone())),
-        _ => {}
+/// A library function's result, checked against the string size limit.
+fn check_result(name: &str, v: Value) -> Result<Value, funcs::FuncError> {
+    match &v {
+        Value::String(text) => limits::check_string(name, text.len())
+            .map(|()| v)
+            .map_err(|m| funcs::FuncError {
+                kind: funcs::FuncErrorKind::Call,
+                message: m,
+            }),
+        _ => Ok(v),
     }
 }
 
-/// Makes the variable or `.` that `target` names (with no field path) the
-/// value `new`, as when an included template changed the data it was given.
-fn replace_target(f: &mut Frame<'_>, dot: &mut Rc<Value>, target: &Arg, new: Rc<Value>) {
-    match target {
-        Arg::Dot => {
-            if Rc::ptr_eq(&f.vars[0].1, dot) {
-                f.vars[0].1 = new.clone();
-            }
-            *dot = new;
-        }
-        Arg::Variable(_, var, fields) if fields.is_empty() => {
-            if let Some(slot) = f.vars.iter_mut().rev().find(|(n, _)| &**n == var.as_str()) {
-                if Rc::ptr_eq(&slot.1, dot) {
-                    *dot = new.clone();
+/// One field step: `Ok(None)` for a missing key (Go's zero value).
+fn field(recv: &Val, name: &str) -> Result<Option<Val>, String> {
+    match recv {
+        Val::Map(m) => {
+            let m = m.borrow();
+            match m.get(name) {
+                None if m.contains_key(crate::values::VERSION_KEY) => {
+                    drop(m);
+                    Err(format!(
+                        "can't evaluate field {name} in type {}",
+                        go_type(&recv.to_value())
+                    ))
                 }
-                slot.1 = new;
+                found => Ok(found.cloned()),
             }
         }
-        _ => {}
+        Val::Null => Err(format!("nil pointer evaluating interface {{}}.{name}")),
+        other => Err(format!(
+            "can't evaluate field {name} in type {}",
+            go_type(&other.to_value())
+        )),
     }
 }
 
-/// Replaces the value at the map path `fields` inside `root`; false when
-/// the path does not lead to an existing entry.
-fn set_path(root: &mut Rc<Value>, fields: &[String], value: &Value) -> bool {
-    if !path_exists(root, fields) {
-        return false;
+/// The method `name` of `recv`, if `recv` is a built-in object (or a list,
+/// for `.Capabilities.APIVersions.Has`) that has it.
+fn method_of(recv: &Val, name: &str) -> Option<objects::Method> {
+    match recv {
+        Val::List(_) if name == "Has" => Some(objects::Method::Has),
+        Val::Map(_) if recv.is_object() => objects::method_kind(&recv.to_value(), name),
+        _ => None,
     }
-    let mut target = Rc::make_mut(root);
-    for field in fields {
-        match target {
-            Value::Map(m) => match m.get_mut(field) {
-                Some(next) => target = next,
-                None => return false,
-            },
-            _ => return false,
-        }
-    }
-    *target = value.clone();
-    true
 }
 
-fn path_exists(root: &Value, fields: &[String]) -> bool {
-    let mut cur = root;
-    for field in fields {
-        match cur.as_map().and_then(|m| m.get(field)) {
-            Some(next) => cur = next,
-            None => return false,
-        }
-    }
-    true
-}
-
-/// The value an action of a lone field chain (`{{ .a.b }}`) prints, read
-/// in place: `Some(None)` for a missing last key (Go's zero value).
-/// `None` when the general path must run: declarations, functions,
-/// methods, or a step that fails (which reports the error).
-fn plain_field<'v>(dot: &'v Value, pipe: &Pipeline) -> Option<Option<&'v Value>> {
+/// Prints an action of a lone field chain (`{{ .a.b }}`) read in place,
+/// a missing last key as Go's zero value; false (nothing printed) when the
+/// general path must run: declarations, functions, methods, or a step
+/// that fails (which reports the error).
+fn print_plain_field(out: &mut String, dot: &Val, pipe: &Pipeline) -> bool {
     let ([cmd], true) = (pipe.cmds.as_slice(), pipe.decl.is_empty()) else {
-        return None;
+        return false;
     };
     let [Arg::Field(_, fields)] = cmd.args.as_slice() else {
-        return None;
+        return false;
     };
-    let (last, init) = fields.split_last()?;
-    let mut cur = dot;
-    for name in init {
-        cur = cur.as_map()?.get(name)?;
+    fn walk(out: &mut String, cur: &Val, fields: &[String]) -> bool {
+        let Some((first, rest)) = fields.split_first() else {
+            return false;
+        };
+        let Val::Map(m) = cur else {
+            return false;
+        };
+        if cur.is_object() {
+            return false;
+        }
+        let m = m.borrow();
+        match (m.get(first), rest.is_empty()) {
+            (Some(v), true) => {
+                rvalue::print(out, v);
+                true
+            }
+            (None, true) => {
+                out.push_str("<no value>");
+                true
+            }
+            (Some(next), false) => walk(out, next, rest),
+            (None, false) => false,
+        }
     }
-    if objects::method_kind(cur, last).is_some() {
-        return None;
-    }
-    Some(cur.as_map()?.get(last))
+    walk(out, dot, fields)
 }
 
 /// Go's name for the dynamic type of a value, as error messages print it.

@@ -15,6 +15,8 @@ mod exec;
 mod lex;
 pub mod objects;
 mod parse;
+mod rvalue;
+mod structural;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,6 +24,7 @@ use std::sync::Arc;
 
 pub use ast::Tree;
 pub use exec::{Engine, INCLUDE_NESTING_LIMIT, MAX_DEPTH, print_value};
+pub use rvalue::{RMap, RValue};
 
 /// A template could not be parsed; the message reads like Go's
 /// (`template: NAME:LINE: MESSAGE`).

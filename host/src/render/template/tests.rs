@@ -686,11 +686,9 @@ fn map_functions_share_and_copy_where_go_does() {
 }
 
 /// Go's map aliasing through a second path: a map reached twice is one
-/// map, so a change through one path shows through the other. The engine
-/// writes a change back only along the path it was made through (see
+/// map, so a change through one path shows through the other (see
 /// docs/template-functions.md, "Map sharing"); these are Go's results.
 #[test]
-#[ignore = "map aliasing through a second path is not modelled yet"]
 fn a_map_reached_twice_is_one_map() {
     assert_eq!(
         ok(r#"{{ $a := dict }}{{ $b := dict "x" $a }}{{ $_ := set $a "k" 1 }}{{ $b.x.k }}"#),
@@ -712,4 +710,110 @@ fn a_map_reached_twice_is_one_map() {
     );
     let src = r#"{{ define "f" }}{{ $_ := set .ctx.Values "z" 1 }}{{ end }}{{ include "f" (dict "ctx" $) }}{{ .Values.z }}"#;
     assert_eq!(ok(src), "1");
+}
+
+#[test]
+fn maps_are_shared_by_every_path_that_reaches_them() {
+    // `index`, `get`, `dig`, list elements, `range` and `with` hand out
+    // the map itself, as Go does.
+    assert_eq!(
+        ok(r#"{{ $m := index .Values "map" }}{{ $_ := set $m "i" 1 }}{{ .Values.map.i }}"#),
+        "1"
+    );
+    assert_eq!(
+        ok(r#"{{ $m := get .Values "map" }}{{ $_ := set $m "g" 2 }}{{ .Values.map.g }}"#),
+        "2"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ $v := dict "a" (dict "b" (dict)) }}{{ $_ := set (dig "a" "b" (dict) $v) "c" 3 }}{{ $v.a.b.c }}"#
+        ),
+        "3"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ $a := dict }}{{ $l := append (list 0) $a }}{{ $_ := set (index $l 1) "k" 4 }}{{ $a.k }}"#
+        ),
+        "4"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ range $k, $v := .Values }}{{ if eq $k "map" }}{{ $_ := set $v "r" 5 }}{{ end }}{{ end }}{{ .Values.map.r }}"#
+        ),
+        "5"
+    );
+    assert_eq!(
+        ok(r#"{{ with .Values.map }}{{ $_ := set . "w" 6 }}{{ end }}{{ .Values.map.w }}"#),
+        "6"
+    );
+    // The idiom `$x := default (dict) .Values.x`: `default` returns the map.
+    assert_eq!(
+        ok(r#"{{ $x := default (dict) .Values.map }}{{ $_ := set $x "d" 7 }}{{ .Values.map.d }}"#),
+        "7"
+    );
+    assert_eq!(
+        ok(r#"{{ $x := default (dict "e" 8) .Values.nothing }}{{ $x.e }}"#),
+        "8"
+    );
+    // `mergeOverwrite` shares a map of SRC that DST lacks; `deepCopy` of
+    // it does not.
+    assert_eq!(
+        ok(
+            r#"{{ $d := dict }}{{ $_ := mergeOverwrite $d .Values }}{{ $_ := unset $d.map "a" }}{{ hasKey .Values.map "a" }}"#
+        ),
+        "false"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ $d := deepCopy .Values }}{{ $_ := unset $d.map "a" }}{{ hasKey .Values.map "a" }}"#
+        ),
+        "true"
+    );
+}
+
+#[test]
+fn a_map_cannot_be_made_to_contain_itself() {
+    // Go would build the cycle and then never finish printing it.
+    let e = err(r#"{{ $a := dict }}{{ $_ := set $a "self" $a }}"#);
+    assert!(
+        e.contains(r#"error calling set: storing "self" would make a map contain itself"#),
+        "{e}"
+    );
+    let e = err(r#"{{ $a := dict "x" (dict) }}{{ $_ := set $a.x "up" (list $a) }}"#);
+    assert!(e.contains("would make a map contain itself"), "{e}");
+    let e = err(r#"{{ $a := dict }}{{ $_ := merge $a (dict "x" $a) }}"#);
+    assert!(
+        e.contains(r#"error calling merge: storing "x" would make a map contain itself"#),
+        "{e}"
+    );
+    // One map reached twice is no cycle.
+    assert_eq!(
+        ok(r#"{{ $a := dict "v" 1 }}{{ $b := dict "x" $a "y" $a }}{{ toJson $b }}"#),
+        r#"{"x":{"v":1},"y":{"v":1}}"#
+    );
+}
+
+#[test]
+fn copying_a_hugely_shared_map_ends_at_the_deadline() {
+    // Forty levels, each holding the level below twice: one small map
+    // reached 2^40 times, which no plain copy can hold.
+    let mut src = String::from(r#"{{ $m := dict "v" 1 }}"#);
+    for _ in 0..40 {
+        src.push_str(r#"{{ $m = dict "a" $m "b" $m }}"#);
+    }
+    src.push_str(r#"{{ kindIs "map" $m }}"#);
+    let started = std::time::Instant::now();
+    let result = super::with_big_stack(|| {
+        let _budget = crate::render::limits::start(crate::render::RenderLimits {
+            deadline: std::time::Duration::from_millis(500),
+            ..Default::default()
+        });
+        render_here(&src)
+    });
+    let e = match result {
+        Some(Err(e)) => e,
+        other => panic!("want the deadline error, got {other:?}"),
+    };
+    assert!(e.contains("render ran past its deadline"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }
