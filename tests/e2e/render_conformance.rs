@@ -71,6 +71,10 @@ fn options(case_dir: &Path) -> TemplateOptions {
         kube_version: Some("1.30.0".into()),
         ..TemplateOptions::default()
     };
+    // These cases check output, not the deadline (tests/e2e/render_limits.rs
+    // does): a debug build generating 4096-bit keys while the whole suite
+    // runs on two cores can pass the default 10 s.
+    opts.limits.deadline = std::time::Duration::from_secs(120);
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         match flag.as_str() {
