@@ -204,7 +204,7 @@ struct Lines<'a> {
 impl<'a> Lines<'a> {
     fn peek(&self) -> Option<&'a str> {
         let rest = self.text.get(self.pos..)?;
-        let len = rest.bytes().position(|b| b == b'\n').unwrap_or(rest.len());
+        let len = rest.find('\n').unwrap_or(rest.len());
         Some(&rest[..len])
     }
 

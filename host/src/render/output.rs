@@ -164,7 +164,7 @@ fn split_on_separators(text: &str) -> Vec<&str> {
             }
             piece_start = end;
         }
-        match bytes[line_start..].iter().position(|b| *b == b'\n') {
+        match text[line_start..].find('\n') {
             Some(i) => line_start += i + 1,
             None => break,
         }

@@ -517,21 +517,19 @@ fn indent_text(name: &str, args: &[Value], prefix: &str) -> Result<String, FuncE
     let (spaces, s) = (integer(spaces)?, text(s)?);
     let spaces =
         usize::try_from(spaces).map_err(|_| FuncError::call("strings: negative Repeat count"))?;
-    let lines = s.bytes().filter(|b| *b == b'\n').count() + 1;
+    let lines = s.matches('\n').count() + 1;
     let padding = spaces.saturating_mul(lines);
     limits::check_string(name, padding.saturating_add(s.len())).map_err(FuncError::call)?;
     let mut out = String::with_capacity(prefix.len() + s.len() + padding);
     out.push_str(prefix);
     push_spaces(&mut out, spaces);
-    let mut line_start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        if b == b'\n' {
-            out.push_str(&s[line_start..=i]);
-            push_spaces(&mut out, spaces);
-            line_start = i + 1;
-        }
+    let mut rest = s;
+    while let Some(i) = rest.find('\n') {
+        out.push_str(&rest[..=i]);
+        push_spaces(&mut out, spaces);
+        rest = &rest[i + 1..];
     }
-    out.push_str(&s[line_start..]);
+    out.push_str(rest);
     Ok(out)
 }
 

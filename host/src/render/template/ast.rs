@@ -94,9 +94,8 @@ pub enum Arg {
     Number(Number),
     /// A string constant (already unquoted).
     String(Arc<str>),
-    /// A function name, with the library function it names resolved at
-    /// parse time (`None` for the engine's own built-ins).
-    Identifier(Pos, &'static str, Option<crate::render::funcs::Function>),
+    /// A function name, with what it calls resolved at parse time.
+    Identifier(Pos, &'static str, Callee),
     /// `.a.b.c`
     Field(Pos, Vec<String>),
     /// `$x.a.b` (`$` alone for the root).
@@ -105,6 +104,50 @@ pub enum Arg {
     Chain(Pos, Box<Arg>, Vec<String>),
     /// `(pipeline)`
     Pipe(Box<Pipeline>),
+}
+
+/// What a function name calls, decided once when the template is parsed
+/// so that a call does not look its name up again.
+#[derive(Debug, Clone, Copy)]
+pub enum Callee {
+    /// A function that keeps map references (`template::structural`), with
+    /// the library version for the calls it leaves to the library.
+    Structural(crate::render::funcs::Function),
+    /// A function of the library (`render::funcs`), on plain values.
+    Library(crate::render::funcs::Function),
+    /// `and`: stops at the first false argument.
+    And,
+    /// `or`: stops at the first true argument.
+    Or,
+    /// Helm's `include`.
+    Include,
+    /// Helm's `tpl`.
+    Tpl,
+    /// Another built-in of `text/template` (`eq`, `len`, `index`, ...).
+    Builtin,
+}
+
+impl Callee {
+    /// What the function `name` calls; `None` when no function has that name.
+    pub fn of(name: &str) -> Option<(&'static str, Callee)> {
+        if let Some(builtin) = super::builtins::NAMES.iter().find(|n| **n == name) {
+            let callee = match *builtin {
+                "and" => Callee::And,
+                "or" => Callee::Or,
+                "include" => Callee::Include,
+                "tpl" => Callee::Tpl,
+                _ => Callee::Builtin,
+            };
+            return Some((builtin, callee));
+        }
+        let (known, func) = crate::render::funcs::lookup_named(name)?;
+        let callee = if super::structural::handles(known) {
+            Callee::Structural(func)
+        } else {
+            Callee::Library(func)
+        };
+        Some((known, callee))
+    }
 }
 
 /// A number constant with the forms Go gives it.

@@ -31,8 +31,8 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, CallError>> {
         "len" => arity(name, args, 1).and_then(|_| length(&args[0])),
         "index" => return Some(at_least(name, args, 1).and_then(|_| index(args))),
         "slice" => return Some(at_least(name, args, 1).and_then(|_| slice(args))),
-        "eq" => at_least(name, args, 1).and_then(|_| eq(&plain_all(args)).map(Value::Bool)),
-        "ne" => arity(name, args, 2).and_then(|_| eq(&plain_all(args)).map(|b| Value::Bool(!b))),
+        "eq" => at_least(name, args, 1).and_then(|_| equal(args).map(Value::Bool)),
+        "ne" => arity(name, args, 2).and_then(|_| equal(args).map(|b| Value::Bool(!b))),
         "lt" => arity(name, args, 2).and_then(|_| less(&plain(0), &plain(1)).map(Value::Bool)),
         "le" => arity(name, args, 2).and_then(|_| {
             let lt = less(&plain(0), &plain(1))?;
@@ -235,6 +235,37 @@ fn kind(v: &Value) -> Kind {
         Value::Null => Kind::Nil,
         _ => Kind::Other,
     }
+}
+
+/// [`eq`] on the executor's values: scalars are compared in place, and
+/// only a call with a list or map copies its arguments (to report Go's
+/// error for them).
+fn equal(args: &[RValue]) -> Result<bool, CallError> {
+    if args
+        .iter()
+        .any(|a| matches!(a, RValue::List(_) | RValue::Map(_)))
+    {
+        return eq(&plain_all(args));
+    }
+    let a = &args[0];
+    if args.len() < 2 {
+        return Err(call_err("missing argument for comparison"));
+    }
+    for b in &args[1..] {
+        let truth = match (a, b) {
+            (RValue::Bool(x), RValue::Bool(y)) => x == y,
+            (RValue::Int(x), RValue::Int(y)) => x == y,
+            (RValue::Float(x), RValue::Float(y)) => x == y,
+            (RValue::String(x), RValue::String(y)) => x == y,
+            (RValue::Null, RValue::Null) => true,
+            (RValue::Null, _) | (_, RValue::Null) => false,
+            _ => return Err(call_err("incompatible types for comparison")),
+        };
+        if truth {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Go's `eq arg1 arg2...`: true when arg1 equals any of the others.

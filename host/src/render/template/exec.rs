@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::ast::{Arg, Branch, Command, List, Node, Number, Pipeline, Tree};
+use super::ast::{Arg, Branch, Callee, Command, List, Node, Number, Pipeline, Tree};
 use super::builtins;
 use super::objects;
 use super::rvalue::{self, RValue};
@@ -201,9 +201,7 @@ impl<'s> Engine<'s> {
                 format!("template: {name}: exceeded maximum template depth ({MAX_DEPTH})"),
             )));
         }
-        if let Err(msg) = limits::check_deadline() {
-            return Err(ExecError(format!("template: {name}: {msg}")));
-        }
+        // The deadline is checked by `walk_list`'s ticks, one for each node.
         self.depth.set(depth);
         let mut vars = self.take_vars();
         vars.push((self.dollar.clone(), data.clone()));
@@ -537,6 +535,21 @@ impl<'s> Engine<'s> {
         }
         let mut cur: Val = recv;
         for (i, name) in init.iter().enumerate() {
+            match plain_entry(&cur, name) {
+                Some(Some(next)) => {
+                    cur = next;
+                    continue;
+                }
+                Some(None) => {
+                    // Missing key: the zero value; a further field is a nil pointer.
+                    f.at = Some((pos, node.to_string()));
+                    return Err(self.err(
+                        f,
+                        format!("nil pointer evaluating interface {{}}.{}", fields[i + 1]),
+                    ));
+                }
+                None => {}
+            }
             if let Some(method @ objects::Method::Version(_)) = method_of(&cur, name) {
                 // A method in the middle of a chain (`(semver "1").IncMajor.Major`):
                 // its result is the receiver of the rest.
@@ -576,6 +589,13 @@ impl<'s> Engine<'s> {
                     return Err(self.err(f, msg));
                 }
             }
+        }
+        if let Some(entry) = plain_entry(&cur, last) {
+            if has_args {
+                f.at = Some((pos, node.to_string()));
+                return Err(self.err(f, format!("{last} is not a method but has arguments")));
+            }
+            return Ok(entry.unwrap_or(Val::Null));
         }
         if let Some(method) = method_of(&cur, last) {
             let mut vals = Vec::with_capacity(args.len() + 1);
@@ -672,39 +692,41 @@ impl<'s> Engine<'s> {
         cmd: &Command,
         fin: Option<Val>,
     ) -> Res<Val> {
-        let (name, func) = match cmd.args.first() {
-            Some(Arg::Identifier(_, name, func)) => (*name, *func),
+        let (name, callee) = match cmd.args.first() {
+            Some(Arg::Identifier(_, name, callee)) => (*name, *callee),
             _ => return Err(self.err(f, "not a function call")),
         };
         let args = &cmd.args[1..];
-        if structural::handles(name) {
-            let vals = self.eval_args(f, dot, args, fin)?;
-            if let Some(result) = structural::call(name, &vals) {
-                return result.map_err(|msg| {
-                    f.at = Some((cmd.pos, cmd.to_string()));
-                    self.err(f, format!("error calling {name}: {msg}"))
-                });
+        match callee {
+            Callee::Library(func) => {
+                let mut plain = self.take_args();
+                for a in args {
+                    plain.push(self.eval_arg(f, dot, a)?.into_value());
+                }
+                if let Some(v) = fin {
+                    plain.push(v.into_value());
+                }
+                let called = func(&plain).and_then(|v| check_result(name, v));
+                self.give_args(plain);
+                match called {
+                    Ok(v) => Ok(Val::from(v)),
+                    Err(e) => Err(self.func_error(f, cmd, name, e)),
+                }
             }
-            return self.call_library(f, cmd, name, func.or_else(|| funcs::lookup(name)), vals);
-        }
-        if let Some(func) = func {
-            let mut plain = self.take_args();
-            for a in args {
-                plain.push(self.eval_arg(f, dot, a)?.to_value());
+            Callee::Structural(func) => {
+                let vals = self.eval_args(f, dot, args, fin)?;
+                match structural::call(name, &vals) {
+                    Some(result) => result.map_err(|msg| {
+                        f.at = Some((cmd.pos, cmd.to_string()));
+                        self.err(f, format!("error calling {name}: {msg}"))
+                    }),
+                    None => self.call_library(f, cmd, name, Some(func), vals),
+                }
             }
-            if let Some(v) = fin {
-                plain.push(v.to_value());
+            Callee::And | Callee::Or => {
+                self.and_or(f, dot, cmd, matches!(callee, Callee::And), args, fin)
             }
-            let called = func(&plain).and_then(|v| check_result(name, v));
-            self.give_args(plain);
-            return match called {
-                Ok(v) => Ok(Val::from(v)),
-                Err(e) => Err(self.func_error(f, cmd, name, e)),
-            };
-        }
-        match name {
-            "and" | "or" => return self.and_or(f, dot, cmd, name == "and", args, fin),
-            "include" => {
+            Callee::Include => {
                 if let ([Arg::String(name), data_arg], None) = (args, &fin) {
                     // The usual `include "name" data`: the literal name is
                     // used in place.
@@ -713,27 +735,28 @@ impl<'s> Engine<'s> {
                 }
                 let mut vals = self.eval_args(f, dot, args, fin)?;
                 let data = (vals.len() == 2).then(|| vals.remove(1));
-                return self.include(f, cmd, vals, data);
+                self.include(f, cmd, vals, data)
             }
-            "tpl" => {
+            Callee::Tpl => {
                 let vals = self.eval_args(f, dot, args, fin)?;
-                return self.tpl(f, cmd, vals);
+                self.tpl(f, cmd, vals)
             }
-            _ => {}
-        }
-        let vals = self.eval_args(f, dot, args, fin)?;
-        if let Some(r) = builtins::call(name, &vals) {
-            return r.map_err(|e| {
-                f.at = Some((cmd.pos, cmd.to_string()));
-                match e {
-                    builtins::CallError::Call(msg) => {
-                        self.err(f, format!("error calling {name}: {msg}"))
-                    }
-                    builtins::CallError::Plain(msg) => self.err(f, msg),
+            Callee::Builtin => {
+                let vals = self.eval_args(f, dot, args, fin)?;
+                match builtins::call(name, &vals) {
+                    Some(r) => r.map_err(|e| {
+                        f.at = Some((cmd.pos, cmd.to_string()));
+                        match e {
+                            builtins::CallError::Call(msg) => {
+                                self.err(f, format!("error calling {name}: {msg}"))
+                            }
+                            builtins::CallError::Plain(msg) => self.err(f, msg),
+                        }
+                    }),
+                    None => self.call_library(f, cmd, name, funcs::lookup(name), vals),
                 }
-            });
+            }
         }
-        self.call_library(f, cmd, name, funcs::lookup(name), vals)
     }
 
     /// Calls the library function `func` (`name` in the template) on
@@ -751,7 +774,7 @@ impl<'s> Engine<'s> {
             return Err(self.err(f, format!("function {name:?} not defined")));
         };
         let mut plain = self.take_args();
-        plain.extend(vals.iter().map(Val::to_value));
+        plain.extend(vals.into_iter().map(Val::into_value));
         let called = func(&plain).and_then(|v| check_result(name, v));
         self.give_args(plain);
         match called {
@@ -1020,6 +1043,18 @@ fn field(recv: &Val, name: &str) -> Result<Option<Val>, String> {
             go_type(&other.to_value())
         )),
     }
+}
+
+/// The entry `name` of `v` when `v` is a plain map (not a built-in
+/// object): `Some(None)` when it has no such key, `None` when `v` is no
+/// plain map (a field of anything else goes through [`field`]).
+fn plain_entry(v: &Val, name: &str) -> Option<Option<Val>> {
+    let Val::Map(m) = v else { return None };
+    let m = m.borrow();
+    if rvalue::is_object_map(&m) {
+        return None;
+    }
+    Some(m.get(name).cloned())
 }
 
 /// The method `name` of `recv`, if `recv` is a built-in object (or a list,

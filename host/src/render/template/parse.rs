@@ -511,16 +511,10 @@ impl<'a> Parser<'a> {
         let t = self.next();
         let arg = match t.tok {
             Tok::Ident(name) => {
-                let (known, func) = match super::builtins::NAMES.iter().find(|n| **n == name) {
-                    Some(builtin) => (*builtin, None),
-                    None => match crate::render::funcs::lookup_named(name) {
-                        Some((known, func)) => (known, Some(func)),
-                        None => {
-                            return Err(self.err(t.pos, format!("function {name:?} not defined")));
-                        }
-                    },
+                let Some((known, callee)) = super::ast::Callee::of(name) else {
+                    return Err(self.err(t.pos, format!("function {name:?} not defined")));
                 };
-                Arg::Identifier(t.pos, known, func)
+                Arg::Identifier(t.pos, known, callee)
             }
             Tok::Dot => Arg::Dot,
             Tok::Nil => Arg::Nil,

@@ -95,6 +95,33 @@ impl RValue {
         }
     }
 
+    /// The plain value, as [`RValue::to_value`], moving what no other path
+    /// holds (a string, a list or map referenced only here) instead of
+    /// copying it.
+    pub fn into_value(self) -> Value {
+        match self {
+            RValue::String(s) => Value::String(s),
+            RValue::List(items) => match Rc::try_unwrap(items) {
+                Ok(items) if !past_deadline() => {
+                    Value::List(items.into_iter().map(Self::into_value).collect())
+                }
+                Ok(_) => Value::Null,
+                Err(shared) => RValue::List(shared).to_value(),
+            },
+            RValue::Map(m) => match Rc::try_unwrap(m) {
+                Ok(cell) if !past_deadline() => Value::Map(
+                    cell.into_inner()
+                        .into_iter()
+                        .map(|(k, v)| (k, v.into_value()))
+                        .collect::<Map>(),
+                ),
+                Ok(_) => Value::Null,
+                Err(shared) => RValue::Map(shared).to_value(),
+            },
+            scalar => scalar.to_value(),
+        }
+    }
+
     /// A copy that shares no map with this one (Sprig's `deepCopy`).
     pub fn deep_copy(&self) -> Self {
         if matches!(self, RValue::List(_) | RValue::Map(_)) && past_deadline() {
