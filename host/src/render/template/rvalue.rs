@@ -169,6 +169,39 @@ impl RValue {
     }
 }
 
+/// Go's `reflect.DeepEqual` on two values, as Sprig's `uniq` and
+/// `without` compare elements: the same map or list is equal to itself,
+/// otherwise lists and maps are equal when their elements are; an
+/// integer never equals a float. Like copying, the walk ends (false) once
+/// the render's deadline has passed.
+pub fn deep_eq(a: &RValue, b: &RValue) -> bool {
+    match (a, b) {
+        (RValue::Null, RValue::Null) => true,
+        (RValue::Bool(x), RValue::Bool(y)) => x == y,
+        (RValue::Int(x), RValue::Int(y)) => x == y,
+        (RValue::Float(x), RValue::Float(y)) => x == y,
+        (RValue::String(x), RValue::String(y)) => x == y,
+        (RValue::List(x), RValue::List(y)) => {
+            Rc::ptr_eq(x, y)
+                || (x.len() == y.len()
+                    && !past_deadline()
+                    && x.iter().zip(y.iter()).all(|(p, q)| deep_eq(p, q)))
+        }
+        (RValue::Map(x), RValue::Map(y)) => {
+            if Rc::ptr_eq(x, y) {
+                return true;
+            }
+            let (x, y) = (x.borrow(), y.borrow());
+            x.len() == y.len()
+                && !past_deadline()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((kx, vx), (ky, vy))| kx == ky && deep_eq(vx, vy))
+        }
+        _ => false,
+    }
+}
+
 /// One unit of copying: true once the render's deadline has passed (or any
 /// render limit has tripped), from then on at every call, so that what is
 /// left of a copy is cut at once.
