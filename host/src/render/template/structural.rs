@@ -184,9 +184,14 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, String>> {
         }
         "merge" | "mustMerge" | "mergeOverwrite" | "mustMergeOverwrite" => {
             let overwrite = name.ends_with("Overwrite");
-            let maps: Vec<&MapRef> = args.iter().map(RValue::plain_map).collect::<Option<_>>()?;
-            let (dst_map, src_maps) = maps.split_first()?;
-            let dst = RValue::Map(Rc::clone(dst_map));
+            let (dst, srcs) = args.split_first()?;
+            let dst_map = dst.plain_map()?;
+            // A nil SRC is Go's nil map: nothing to merge.
+            let src_maps: Vec<&MapRef> = srcs
+                .iter()
+                .filter(|src| !matches!(src, RValue::Null))
+                .map(RValue::plain_map)
+                .collect::<Option<_>>()?;
             src_maps
                 .iter()
                 .try_for_each(|src| rvalue::mergo(dst_map, src, overwrite))

@@ -661,6 +661,11 @@ fn map_functions_share_and_copy_where_go_does() {
         ok(r#"{{ $_ := merge .Values.map (dict "m" 7) }}{{ .Values.map.m }}"#),
         "7"
     );
+    // A nil SRC is a nil map to Go: DST is still changed in place.
+    assert_eq!(
+        ok(r#"{{ $d := dict "a" 1 }}{{ $_ := merge $d .Values.missing (dict "b" 2) }}{{ $d }}"#),
+        "map[a:1 b:2]"
+    );
     assert_eq!(
         ok(
             r#"{{ $c := deepCopy .Values.map }}{{ $_ := set $c "a" 9 }}{{ .Values.map.a }} {{ $c.a }}"#
@@ -739,19 +744,23 @@ fn list_and_default_functions_return_the_same_map() {
         "1"
     );
     // Deep equality as Go's reflect.DeepEqual: equal maps are one element
-    // for uniq and without; 1 and 1.0 differ.
-    assert_eq!(
-        ok(r#"{{ uniq (list (dict "a" 1) (dict "a" 1) (dict "a" 2)) }}"#),
-        "[map[a:1] map[a:2]]"
-    );
-    assert_eq!(
-        ok(r#"{{ without (list (dict "a" (list 1)) 1 1.0) (dict "a" (list 1)) 1 }}"#),
-        "[1]"
-    );
-    assert_eq!(
-        ok(r#"{{ mustSlice (list) 0 }} {{ mustSlice (list 1 2 3) 1 2 }} {{ coalesce "" 0 }}"#),
-        "<no value> [2] <no value>"
-    );
+    // for uniq and without; 1 and 1.0 differ. An empty list slices to nil.
+    for (src, want) in [
+        (
+            r#"{{ uniq (list (dict "a" 1) (dict "a" 1) (dict "a" 2)) }}"#,
+            "[map[a:1] map[a:2]]",
+        ),
+        (
+            r#"{{ without (list (dict "a" (list 1)) 1 1.0) (dict "a" (list 1)) 1 }}"#,
+            "[1]",
+        ),
+        (
+            r#"{{ mustSlice (list) 0 }} {{ mustSlice (list 1 2 3) 1 2 }} {{ coalesce "" 0 }}"#,
+            "<no value> [2] <no value>",
+        ),
+    ] {
+        assert_eq!(ok(src), want, "{src}");
+    }
     // Anything but lists (and a bool condition) is the library's result
     // or error, as before.
     for (src, want) in [
