@@ -18,6 +18,7 @@ pub mod names;
 pub mod output;
 mod parsed;
 mod process;
+mod rvalue;
 pub mod schema;
 pub mod template;
 

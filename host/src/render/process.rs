@@ -309,11 +309,13 @@ pub fn chart_object(chart: &Chart, is_root: bool) -> Value {
         "Deprecated".into(),
         Value::Bool(matches!(meta.get("deprecated"), Some(Value::Bool(true)))),
     );
+    // A `map[string]string` in Go: nil when Chart.yaml sets none (`toYaml`
+    // prints `null`), empty for `annotations: {}`.
     m.insert(
         "Annotations".into(),
         match meta.get("annotations") {
             Some(Value::Map(a)) => Value::Map(a.clone()),
-            _ => Value::Map(Map::new()),
+            _ => Value::nil_map(),
         },
     );
     m.insert("KubeVersion".into(), s("kubeVersion"));

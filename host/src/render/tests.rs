@@ -250,3 +250,64 @@ fn kube_version_ranges_and_library_charts_are_checked() {
     let err = render(&lib, &Map::new(), &release(), &new).unwrap_err();
     assert!(matches!(err, Error::LibraryChart));
 }
+
+/// Helm 4's `.Chart.Annotations` is the `map[string]string` field itself:
+/// nil when Chart.yaml sets none (`null` in YAML and JSON, `map[]` printed,
+/// false, no entries), empty for `annotations: {}`.
+#[test]
+fn unset_chart_annotations_are_a_nil_map_as_in_helm_4() {
+    let template = r#"yaml: {{ toYaml .Chart.Annotations | quote }}
+json: {{ toJson .Chart.Annotations | quote }}
+print: {{ print .Chart.Annotations | quote }}
+if: {{ if .Chart.Annotations }}yes{{ else }}no{{ end }}
+len: {{ len .Chart.Annotations }}
+empty: {{ empty .Chart.Annotations }}
+default: {{ .Chart.Annotations | default "none" }}
+field: "[{{ .Chart.Annotations.x }}]"
+range: "[{{ range $k, $v := .Chart.Annotations }}{{ $k }}{{ end }}]"
+chartJson: {{ regexFind "\"Annotations\":[^,]*" (toJson .Chart) | quote }}
+chartYaml: {{ regexFind "Annotations:.*" (toYaml .Chart) | quote }}
+toml: {{ toToml (dict "a" .Chart.Annotations) | quote }}
+"#;
+    let chart_with = |extra: &str| {
+        let chart_yaml = format!("apiVersion: v2\nname: c\nversion: 1.0.0\n{extra}");
+        let files = tgz(&[
+            ("c/Chart.yaml", chart_yaml.as_bytes()),
+            ("c/templates/t.yaml", template.as_bytes()),
+        ]);
+        chart::load_archive(&files, "c.tgz").unwrap()
+    };
+    let unset = render_text(&chart_with(""), &Map::new()).unwrap();
+    assert!(
+        unset.ends_with(
+            r#"yaml: "null"
+json: "null"
+print: "map[]"
+if: no
+len: 0
+empty: true
+default: none
+field: "[]"
+range: "[]"
+chartJson: "\"Annotations\":null"
+chartYaml: "Annotations: null"
+toml: "[a]\n"
+"#
+        ),
+        "{unset}"
+    );
+    let empty = render_text(&chart_with("annotations: {}\n"), &Map::new()).unwrap();
+    assert!(
+        empty.contains("yaml: \"{}\"\njson: \"{}\"\nprint: \"map[]\"\nif: no\nlen: 0\n"),
+        "{empty}"
+    );
+    assert!(
+        empty.contains("chartJson: \"\\\"Annotations\\\":{}\""),
+        "{empty}"
+    );
+    let set = render_text(&chart_with("annotations:\n  a: b\n"), &Map::new()).unwrap();
+    assert!(
+        set.contains("yaml: \"a: b\"\njson: \"{\\\"a\\\":\\\"b\\\"}\"\nprint: \"map[a:b]\"\nif: yes\nlen: 1\n"),
+        "{set}"
+    );
+}

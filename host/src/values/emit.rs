@@ -148,6 +148,8 @@ impl Emitter {
             Value::Float(f) => self.scalar(&yaml_number(*f)?, Style::Plain, ctx),
             Value::String(s) => self.scalar(s, requested_string_style(s), ctx),
             Value::List(items) if items.is_empty() => self.empty_flow("[", "]"),
+            // A typed nil map marshals as JSON's `null` (see `NIL_MAP_KEY`).
+            Value::Map(map) if super::is_nil_map(map) => self.scalar("null", Style::Plain, ctx),
             Value::Map(map) if map.is_empty() => self.empty_flow("{", "}"),
             Value::List(items) => self.block_sequence(items, ctx, depth)?,
             Value::Map(map) => self.block_mapping(map, depth)?,

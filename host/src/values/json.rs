@@ -133,6 +133,8 @@ fn write_json(out: &mut String, value: &Value, style: &Style, level: usize) -> R
         Value::Map(map) => match super::version_text(map) {
             // A semver version marshals as its string (`MarshalJSON`).
             Some(text) => write_json_string(out, text, style.escape_html),
+            // `encoding/json` encodes a nil map as `null` (see `NIL_MAP_KEY`).
+            None if super::is_nil_map(map) => out.push_str("null"),
             None => write_map(out, map, style, level)?,
         },
     }

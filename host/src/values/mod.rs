@@ -58,8 +58,8 @@ pub use strvals::{
     parse_set, parse_set_file, parse_set_json, parse_set_literal, parse_set_string,
 };
 pub use value::{
-    EMPTY_OBJECT_KEY, Map, VERSION_KEY, VERSION_ORIGINAL_KEY, VERSION_VALUE_KEY, Value,
-    format_go_float, version_text,
+    EMPTY_OBJECT_KEY, Map, NIL_MAP_KEY, VERSION_KEY, VERSION_ORIGINAL_KEY, VERSION_VALUE_KEY,
+    Value, format_go_float, is_nil_map, version_text,
 };
 pub use yaml::{
     MAX_ALIAS_EXPANSION_BYTES, MAX_ALIAS_NODES, MAX_DEPTH, parse_manifest_documents, parse_values,

@@ -38,6 +38,14 @@ pub enum Value {
 /// and counts as empty, as an empty Go map does.
 pub const EMPTY_OBJECT_KEY: &str = "\u{0}empty";
 
+/// The key that marks a map standing for a typed Go nil map: Helm 4's
+/// `.Chart.Annotations` of a chart that sets none is the `map[string]string`
+/// field's nil value. Such a map ([`Value::nil_map`]) has no entries (it
+/// also holds [`EMPTY_OBJECT_KEY`], so it is false and empty), prints as
+/// `map[]` as Go's `fmt` does, and encodes to JSON and YAML as `null`, as
+/// `encoding/json` encodes a nil map.
+pub const NIL_MAP_KEY: &str = "\u{0}nil";
+
 /// The key that marks a map standing for a Masterminds/semver version, as
 /// Sprig's `semver` returns it: its value is the version's `String()`.
 /// Such a map prints, and encodes to JSON and YAML, as that string, as Go
@@ -98,6 +106,19 @@ impl Value {
         }
     }
 
+    /// A typed Go nil map (see [`NIL_MAP_KEY`]).
+    pub fn nil_map() -> Value {
+        let mut m = Map::new();
+        m.insert(EMPTY_OBJECT_KEY.to_string(), Value::Bool(true));
+        m.insert(NIL_MAP_KEY.to_string(), Value::Bool(true));
+        Value::Map(m)
+    }
+
+    /// Whether this is a typed Go nil map (see [`NIL_MAP_KEY`]).
+    pub fn is_nil_map(&self) -> bool {
+        self.as_map().is_some_and(is_nil_map)
+    }
+
     /// The `String()` of a semver version (see [`VERSION_KEY`]), if this
     /// is one.
     pub fn version_text(&self) -> Option<&str> {
@@ -122,6 +143,11 @@ impl Value {
             _ => None,
         }
     }
+}
+
+/// Whether a map stands for a typed Go nil map (see [`NIL_MAP_KEY`]).
+pub fn is_nil_map(map: &Map) -> bool {
+    map.contains_key(NIL_MAP_KEY)
 }
 
 /// The `String()` of a map standing for a semver version (see
@@ -269,6 +295,7 @@ impl fmt::Display for Value {
                 }
                 f.write_str("]")
             }
+            Value::Map(map) if is_nil_map(map) => f.write_str("map[]"),
             Value::Map(map) if version_text(map).is_some() => {
                 f.write_str(version_text(map).unwrap_or_default())
             }

@@ -110,6 +110,8 @@ pub fn dict(value: &Value) -> Result<Cow<'_, Map>, FuncError> {
         Value::Map(m) if m.contains_key(crate::values::VERSION_KEY) => {
             Err(wrong_type("map[string]interface {}", value))
         }
+        // A typed nil map holds nothing (see `values::NIL_MAP_KEY`).
+        Value::Map(m) if crate::values::is_nil_map(m) => Ok(Cow::Owned(Map::new())),
         Value::Map(m) => Ok(Cow::Borrowed(m)),
         Value::Null => Ok(Cow::Owned(Map::new())),
         other => Err(wrong_type("map[string]interface {}", other)),

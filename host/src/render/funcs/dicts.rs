@@ -7,6 +7,7 @@
 
 use super::args::{at_least, dict, exactly, string_list, strval, text, type_name};
 use super::{FuncError, Function};
+use crate::render::rvalue::{self, RValue};
 use crate::values::{Map, Value};
 
 pub(super) const FUNCTIONS: &[(&str, Function)] = &[
@@ -130,62 +131,16 @@ fn omit(args: &[Value]) -> Result<Value, FuncError> {
     Ok(Value::Map(out))
 }
 
-/// mergo's `Merge` of one map into another (`WithOverride` when
-/// `overwrite`): nested maps merge; without overwrite a key of `dst` keeps
-/// its value unless that value is empty (nil, false, 0, "" or empty), so
-/// `merge` replaces a `false` in `dst`; with overwrite every non-nil `src`
-/// value wins, and a nil one is copied too.
-pub fn mergo_merge(dst: &mut Map, src: &Map, overwrite: bool) {
-    for (key, src_value) in src {
-        if matches!(src_value, Value::Null) {
-            if overwrite {
-                dst.insert(key.clone(), Value::Null);
-            }
-            continue;
-        }
-        let dst_before = dst.get(key).cloned();
-        match src_value {
-            Value::Map(src_map) => {
-                if let Some(Value::Map(dst_map)) = dst.get_mut(key) {
-                    mergo_merge(dst_map, src_map, overwrite);
-                }
-            }
-            Value::List(_) => {
-                let replaced = if overwrite || dst.is_empty() {
-                    src_value.clone()
-                } else {
-                    match &dst_before {
-                        None | Some(Value::Null) => Value::List(Vec::new()),
-                        Some(existing) => existing.clone(),
-                    }
-                };
-                dst.insert(key.clone(), replaced);
-            }
-            _ => {}
-        }
-        let dst_present_and_set = dst_before.as_ref().is_some_and(Value::is_truthy);
-        if dst_present_and_set {
-            if matches!(src_value, Value::List(_)) {
-                continue;
-            }
-            if matches!(src_value, Value::Map(_)) && matches!(dst_before, Some(Value::Map(_))) {
-                continue;
-            }
-        }
-        if overwrite || !dst_present_and_set {
-            dst.insert(key.clone(), src_value.clone());
-        }
-    }
-}
-
+/// mergo's `Merge` of each SRC into a copy of DST, by the engine's walk
+/// ([`crate::render::rvalue::mergo`]) on the arguments converted for it.
 fn merge_with(name: &str, args: &[Value], overwrite: bool) -> Result<Value, FuncError> {
     at_least(name, args, 1)?;
-    let mut dst = dict(&args[0])?.into_owned();
+    let dst = rvalue::map_ref(dict(&args[0])?.into_owned());
     for src in &args[1..] {
-        let src = dict(src)?;
-        mergo_merge(&mut dst, &src, overwrite);
+        let src = rvalue::map_ref(dict(src)?.into_owned());
+        rvalue::mergo(&dst, &src, overwrite).map_err(FuncError::call)?;
     }
-    Ok(Value::Map(dst))
+    Ok(RValue::Map(dst).to_value())
 }
 
 /// `merge DST SRC...`: SRC values fill DST's gaps, DST wins (deeply).

@@ -506,7 +506,10 @@ impl TomlWriter {
     }
 
     fn table(&mut self, path: &[&str], map: &Map) -> Result<(), String> {
-        let (subs, direct): (Vec<_>, Vec<_>) = map.iter().partition(|(_, v)| is_table(v));
+        // A typed nil map (`values::NIL_MAP_KEY`) is an empty table.
+        let nil = crate::values::is_nil_map(map);
+        let (subs, direct): (Vec<_>, Vec<_>) =
+            map.iter().filter(|_| !nil).partition(|(_, v)| is_table(v));
         for (key, value) in direct {
             if matches!(value, Value::Null) {
                 continue;

@@ -408,7 +408,9 @@ fn format_arg(out: &mut String, value: &Value, verb: char, spec: &Spec) {
             } else {
                 out.push_str("map[");
             }
-            for (k, (key, item)) in map.iter().enumerate() {
+            // A typed nil map has no entries (`map[]`).
+            let nil = crate::values::is_nil_map(map);
+            for (k, (key, item)) in map.iter().filter(|_| !nil).enumerate() {
                 if k > 0 {
                     out.push_str(if spec.sharp_v { ", " } else { " " });
                 }

@@ -51,7 +51,7 @@ use std::sync::LazyLock;
 
 use crate::values::Value;
 
-pub use convert::{WARN_END, WARN_START};
+pub use convert::{WARN_END, WARN_START, to_int64};
 pub use gofmt::{sprint, sprintf, sprintln};
 pub use semver::{call_version_method, version_method};
 

@@ -94,6 +94,8 @@ fn length(v: &RValue) -> Result<Value, CallError> {
     let n = match v {
         RValue::String(s) => s.len(),
         RValue::List(l) => l.len(),
+        // An empty built-in object or a typed nil map has no entries.
+        RValue::Map(m) if m.borrow().contains_key(crate::values::EMPTY_OBJECT_KEY) => 0,
         RValue::Map(m) => m.borrow().len(),
         RValue::Null => return Err(call_err("len of nil pointer")),
         other => {

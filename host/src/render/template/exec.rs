@@ -371,6 +371,7 @@ impl<'s> Engine<'s> {
     fn shared_range_items(&self, f: &mut Frame<'_>, b: &Branch, v: &Val) -> Res<Vec<(Val, Val)>> {
         Ok(match v {
             Val::Null => Vec::new(),
+            Val::Map(m) if m.borrow().contains_key(crate::values::NIL_MAP_KEY) => Vec::new(),
             Val::Map(m) if !v.is_object() => m
                 .borrow()
                 .iter()

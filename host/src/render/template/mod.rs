@@ -15,16 +15,18 @@ mod exec;
 mod lex;
 pub mod objects;
 mod parse;
-mod rvalue;
 mod structural;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+pub use super::rvalue::{RMap, RValue};
 pub use ast::Tree;
 pub use exec::{Engine, INCLUDE_NESTING_LIMIT, MAX_DEPTH, print_value};
-pub use rvalue::{RMap, RValue};
+// The executor's values live below the engine and the function library,
+// which both use them (`render::rvalue`).
+use super::rvalue;
 
 /// A template could not be parsed; the message reads like Go's
 /// (`template: NAME:LINE: MESSAGE`).

@@ -2,7 +2,11 @@
 //! executor's values ([`RValue`]) so that maps alias as Go's do: `dict`,
 //! `default`, `list`, `append`/`push`, `get`, `hasKey`, `set`, `unset`, `pick`,
 //! `omit`, `merge`/`mergeOverwrite` (mergo: a map of SRC that DST lacks is
-//! shared into DST), `deepCopy` and `dig`.
+//! shared into DST), `deepCopy` and `dig`; and the functions that hand out
+//! their arguments or their elements, which in Go are the same maps:
+//! `required`, `tuple`, `prepend`, `first`, `last`, `rest`, `initial`,
+//! `reverse`, `uniq`, `without`, `compact`, `chunk`, `mustSlice` (and their
+//! `must` forms), `concat`, `values`, `pluck`, `ternary` and `coalesce`.
 //!
 //! A call these functions cannot take as Go's map functions would (a first
 //! argument that is not a map, a key that is not a string, ...) is left to
@@ -19,7 +23,14 @@ pub fn handles(name: &str) -> bool {
         name,
         "dict"
             | "default"
+            | "required"
             | "list"
+            | "tuple"
+            | "prepend"
+            | "mustPrepend"
+            | "chunk"
+            | "mustChunk"
+            | "pluck"
             | "append"
             | "push"
             | "mustAppend"
@@ -37,6 +48,27 @@ pub fn handles(name: &str) -> bool {
             | "deepCopy"
             | "mustDeepCopy"
             | "dig"
+            | "first"
+            | "mustFirst"
+            | "last"
+            | "mustLast"
+            | "rest"
+            | "mustRest"
+            | "initial"
+            | "mustInitial"
+            | "reverse"
+            | "mustReverse"
+            | "uniq"
+            | "mustUniq"
+            | "without"
+            | "mustWithout"
+            | "compact"
+            | "mustCompact"
+            | "mustSlice"
+            | "concat"
+            | "values"
+            | "ternary"
+            | "coalesce"
     )
 }
 
@@ -46,17 +78,58 @@ pub fn handles(name: &str) -> bool {
 pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, String>> {
     Some(match name {
         "dict" => Ok(make_dict(args)),
-        // Sprig's `default D GIVEN`: GIVEN itself unless it is empty; only
-        // a map or list GIVEN is decided here (the rest by the library).
-        "default" => match args {
-            [d, g @ RValue::Map(m)] if g.plain_map().is_some() => {
-                let empty = m.borrow().is_empty();
-                Ok(if empty { d.clone() } else { g.clone() })
-            }
-            [d, g @ RValue::List(l)] => Ok(if l.is_empty() { d.clone() } else { g.clone() }),
+        // Sprig's `default D GIVEN...`: GIVEN itself unless it is empty
+        // (or missing), else D itself.
+        "default" => {
+            let (d, given) = args.split_first()?;
+            Ok(match given.first() {
+                Some(g) if g.is_truthy() => g.clone(),
+                _ => d.clone(),
+            })
+        }
+        // `required MSG V`: V itself; the error for an empty V is the
+        // library's.
+        "required" => match args {
+            [RValue::String(_), RValue::Null] => return None,
+            [RValue::String(_), RValue::String(v)] if v.is_empty() => return None,
+            [RValue::String(_), v] => Ok(v.clone()),
             _ => return None,
         },
-        "list" => Ok(RValue::List(Rc::new(args.to_vec()))),
+        "list" | "tuple" => Ok(RValue::List(Rc::new(args.to_vec()))),
+        "prepend" | "mustPrepend" => match args {
+            [RValue::List(items), v] => {
+                let mut out = Vec::with_capacity(items.len() + 1);
+                out.push(v.clone());
+                out.extend(items.iter().cloned());
+                Ok(list(out))
+            }
+            _ => return None,
+        },
+        // `chunk SIZE LIST`: lists holding the same elements.
+        "chunk" | "mustChunk" => match args {
+            [RValue::Int(size), RValue::List(items)] if *size > 0 => {
+                let size = usize::try_from(*size).ok()?;
+                Ok(list(items.chunks(size).map(|c| list(c.to_vec())).collect()))
+            }
+            _ => return None,
+        },
+        // `pluck KEY D...`: the KEY value of each map that has it (a nil D
+        // has none).
+        "pluck" => {
+            let (RValue::String(key), maps) = args.split_first()? else {
+                return None;
+            };
+            let mut out = Vec::new();
+            for d in maps {
+                if matches!(d, RValue::Null) {
+                    continue;
+                }
+                if let Some(v) = d.plain_map()?.borrow().get(key) {
+                    out.push(v.clone());
+                }
+            }
+            Ok(list(out))
+        }
         "append" | "push" | "mustAppend" | "mustPush" => match args {
             [RValue::List(items), v] => {
                 let mut out = Vec::with_capacity(items.len() + 1);
@@ -111,9 +184,14 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, String>> {
         }
         "merge" | "mustMerge" | "mergeOverwrite" | "mustMergeOverwrite" => {
             let overwrite = name.ends_with("Overwrite");
-            let maps: Vec<&MapRef> = args.iter().map(RValue::plain_map).collect::<Option<_>>()?;
-            let (dst_map, src_maps) = maps.split_first()?;
-            let dst = RValue::Map(Rc::clone(dst_map));
+            let (dst, srcs) = args.split_first()?;
+            let dst_map = dst.plain_map()?;
+            // A nil SRC is Go's nil map: nothing to merge.
+            let src_maps: Vec<&MapRef> = srcs
+                .iter()
+                .filter(|src| !matches!(src, RValue::Null))
+                .map(RValue::plain_map)
+                .collect::<Option<_>>()?;
             src_maps
                 .iter()
                 .try_for_each(|src| rvalue::mergo(dst_map, src, overwrite))
@@ -124,8 +202,120 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, String>> {
             _ => return None,
         },
         "dig" => return dig(args),
+        // The element itself (nil for an empty list).
+        "first" | "mustFirst" | "last" | "mustLast" => {
+            let [RValue::List(items)] = args else {
+                return None;
+            };
+            let item = if name.ends_with("irst") {
+                items.first()
+            } else {
+                items.last()
+            };
+            Ok(item.cloned().unwrap_or_default())
+        }
+        "rest" | "mustRest" | "initial" | "mustInitial" | "reverse" | "mustReverse" => {
+            let [RValue::List(items)] = args else {
+                return None;
+            };
+            let out: Vec<RValue> = match name {
+                "rest" | "mustRest" => items.iter().skip(1).cloned().collect(),
+                "initial" | "mustInitial" => items[..items.len().saturating_sub(1)].to_vec(),
+                _ => items.iter().rev().cloned().collect(),
+            };
+            Ok(list(out))
+        }
+        // The first of each set of deeply equal elements (Go's
+        // `reflect.DeepEqual`).
+        "uniq" | "mustUniq" => {
+            let [RValue::List(items)] = args else {
+                return None;
+            };
+            let mut out: Vec<RValue> = Vec::new();
+            for item in items.iter() {
+                if !out.iter().any(|seen| rvalue::deep_eq(seen, item)) {
+                    out.push(item.clone());
+                }
+            }
+            Ok(list(out))
+        }
+        "without" | "mustWithout" => {
+            let (RValue::List(items), omit) = args.split_first()? else {
+                return None;
+            };
+            let kept = items
+                .iter()
+                .filter(|item| !omit.iter().any(|o| rvalue::deep_eq(o, item)))
+                .cloned()
+                .collect();
+            Ok(list(kept))
+        }
+        "compact" | "mustCompact" => {
+            let [RValue::List(items)] = args else {
+                return None;
+            };
+            Ok(list(
+                items.iter().filter(|v| v.is_truthy()).cloned().collect(),
+            ))
+        }
+        "mustSlice" => return slice(args),
+        "concat" => {
+            let mut out = Vec::new();
+            for arg in args {
+                let RValue::List(items) = arg else {
+                    return None;
+                };
+                out.extend(items.iter().cloned());
+            }
+            Ok(list(out))
+        }
+        "values" => {
+            let [d] = args else {
+                return None;
+            };
+            Ok(list(d.plain_map()?.borrow().values().cloned().collect()))
+        }
+        "ternary" => {
+            let [if_true, if_false, RValue::Bool(condition)] = args else {
+                return None;
+            };
+            Ok(if *condition { if_true } else { if_false }.clone())
+        }
+        "coalesce" => Ok(args
+            .iter()
+            .find(|v| v.is_truthy())
+            .cloned()
+            .unwrap_or_default()),
         _ => return None,
     })
+}
+
+fn list(items: Vec<RValue>) -> RValue {
+    RValue::List(Rc::new(items))
+}
+
+/// Sprig's `slice LIST [START [END]]` (`mustSlice` here, see
+/// docs/template-functions.md): nil for an empty list; indexes out of
+/// range are the library's error.
+fn slice(args: &[RValue]) -> Option<Result<RValue, String>> {
+    let (RValue::List(items), indexes) = args.split_first()? else {
+        return None;
+    };
+    if items.is_empty() {
+        return Some(Ok(RValue::Null));
+    }
+    let index = |i: usize, default: usize| -> Option<i64> {
+        match indexes.get(i) {
+            None => i64::try_from(default).ok(),
+            Some(RValue::List(_) | RValue::Map(_)) => None,
+            Some(v) => Some(crate::render::funcs::to_int64(&v.to_value())),
+        }
+    };
+    let (start, end) = (index(0, 0)?, index(1, items.len())?);
+    let start = usize::try_from(start).ok()?;
+    let end = usize::try_from(end).ok()?;
+    let part = items.get(start..end)?;
+    Some(Ok(list(part.to_vec())))
 }
 
 /// `dict K1 V1 K2 V2 ...`: keys as strings (Sprig's `strval`); a key

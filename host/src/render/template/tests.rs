@@ -661,6 +661,11 @@ fn map_functions_share_and_copy_where_go_does() {
         ok(r#"{{ $_ := merge .Values.map (dict "m" 7) }}{{ .Values.map.m }}"#),
         "7"
     );
+    // A nil SRC is a nil map to Go: DST is still changed in place.
+    assert_eq!(
+        ok(r#"{{ $d := dict "a" 1 }}{{ $_ := merge $d .Values.missing (dict "b" 2) }}{{ $d }}"#),
+        "map[a:1 b:2]"
+    );
     assert_eq!(
         ok(
             r#"{{ $c := deepCopy .Values.map }}{{ $_ := set $c "a" 9 }}{{ .Values.map.a }} {{ $c.a }}"#
@@ -683,6 +688,115 @@ fn map_functions_share_and_copy_where_go_does() {
         ok(r#"{{ $l := list 1 }}{{ $m := append $l 2 }}{{ $l }} {{ $m }}"#),
         "[1] [1 2]"
     );
+}
+
+/// Sprig's list and default functions hand out their arguments' elements,
+/// which in Go are the same maps: a change through the result is seen
+/// through the original (Go's results).
+#[test]
+fn list_and_default_functions_return_the_same_map() {
+    let set_through = |expr: &str| {
+        ok(&format!(
+            r#"{{{{ $a := dict "k" 1 }}}}{{{{ $m := {expr} }}}}{{{{ $_ := set $m "x" 2 }}}}{{{{ $a.x }}}}"#
+        ))
+    };
+    for expr in [
+        "first (list $a 1)",
+        "mustFirst (list $a 1)",
+        "last (list 1 $a)",
+        "mustLast (list 1 $a)",
+        "index (rest (list 1 $a)) 0",
+        "index (mustRest (list 1 $a)) 0",
+        "index (initial (list $a 1)) 0",
+        "index (mustInitial (list $a 1)) 0",
+        "index (reverse (list $a 1)) 1",
+        "index (mustReverse (list $a 1)) 1",
+        "first (uniq (list $a $a 1))",
+        "first (mustUniq (list $a 1 $a))",
+        r#"first (without (list 1 $a "x") 1 "x")"#,
+        r#"first (mustWithout (list 1 $a) 1)"#,
+        r#"first (compact (list "" $a))"#,
+        r#"first (mustCompact (list 0 $a))"#,
+        "first (mustSlice (list 1 $a) 1)",
+        "index (mustSlice (list 1 $a 2) 0 2) 1",
+        "last (concat (list 1) (list $a))",
+        r#"first (values (dict "n" $a))"#,
+        "ternary $a (dict) true",
+        "default $a .Values.missing",
+        r#"default (dict) $a"#,
+        r#"required "need a" $a"#,
+        "first (tuple $a)",
+        "first (prepend (list 1) $a)",
+        "first (mustPrepend (list) $a)",
+        "index (first (chunk 2 (list 1 $a 3))) 1",
+        "first (first (mustChunk 1 (list $a)))",
+        r#"first (pluck "n" (dict "n" $a) (dict "m" 1))"#,
+        "ternary (dict) $a false",
+        r#"coalesce (dict) "" $a"#,
+    ] {
+        assert_eq!(set_through(expr), "2", "{expr}");
+    }
+    // `values` of the chart's own values: the map inside `.Values`.
+    assert_eq!(
+        ok(
+            r#"{{ range values .Values }}{{ if kindIs "map" . }}{{ $_ := set . "seen" 1 }}{{ end }}{{ end }}{{ .Values.map.seen }}"#
+        ),
+        "1"
+    );
+    // Deep equality as Go's reflect.DeepEqual: equal maps are one element
+    // for uniq and without; 1 and 1.0 differ. An empty list slices to nil.
+    for (src, want) in [
+        (
+            r#"{{ uniq (list (dict "a" 1) (dict "a" 1) (dict "a" 2)) }}"#,
+            "[map[a:1] map[a:2]]",
+        ),
+        (
+            r#"{{ without (list (dict "a" (list 1)) 1 1.0) (dict "a" (list 1)) 1 }}"#,
+            "[1]",
+        ),
+        (
+            r#"{{ mustSlice (list) 0 }} {{ mustSlice (list 1 2 3) 1 2 }} {{ coalesce "" 0 }}"#,
+            "<no value> [2] <no value>",
+        ),
+    ] {
+        assert_eq!(ok(src), want, "{src}");
+    }
+    // Anything but lists (and a bool condition) is the library's result
+    // or error, as before.
+    for (src, want) in [
+        (r#"{{ first "abc" }}"#, "Cannot find first on type string"),
+        (r#"{{ mustLast 3 }}"#, "Cannot find last on type int64"),
+        (r#"{{ rest "x" }}"#, "Cannot find rest on type string"),
+        (r#"{{ uniq "x" }}"#, "Cannot find uniq on type string"),
+        (
+            r#"{{ without "x" 1 }}"#,
+            "Cannot find without on type string",
+        ),
+        (r#"{{ compact "x" }}"#, "Cannot compact on type string"),
+        (
+            r#"{{ concat (list 1) 2 }}"#,
+            "Cannot concat type int64 as list",
+        ),
+        (r#"{{ prepend "x" 1 }}"#, "Cannot prepend on type string"),
+        (r#"{{ chunk 0 (list 1) }}"#, "integer divide by zero"),
+        (
+            r#"{{ pluck "a" "x" }}"#,
+            "expected map[string]interface {}; got string",
+        ),
+        (r#"{{ required "need it" "" }}"#, "need itHELM_ERR_END"),
+        (
+            r#"{{ mustSlice (list 1 2) 3 }}"#,
+            "reflect: slice index out of range [3:2]",
+        ),
+        (
+            r#"{{ values "x" }}"#,
+            "expected map[string]interface {}; got string",
+        ),
+    ] {
+        let e = err(src);
+        assert!(e.ends_with(want), "{src}: {e}");
+    }
+    assert!(err(r#"{{ ternary 1 2 "yes" }}"#).contains("ternary"));
 }
 
 /// Go's map aliasing through a second path: a map reached twice is one

@@ -1,13 +1,17 @@
 //! The executor's own value: a [`Value`] whose maps are references, as
 //! Go's `map[string]interface{}` is.
 //!
-//! A chart's context is converted once when it enters the engine; a map
-//! reached through two paths (`$m := .Values.m`, `dict "x" $a`, a nested
-//! map that `merge` or `pick` shared) is then one map, and Sprig's `set`,
-//! `unset` and the merges change it in place for every path. Lists are
-//! shared too but never change (Sprig's list functions return new lists).
-//! Values go back to [`Value`] for output and for the library functions
-//! that take plain values.
+//! A chart's context is converted once when it enters the engine
+//! (`render::template`); a map reached through two paths (`$m :=
+//! .Values.m`, `dict "x" $a`, a nested map that `merge` or `pick` shared)
+//! is then one map, and Sprig's `set`, `unset` and the merges change it in
+//! place for every path. Lists are shared too but never change (Sprig's
+//! list functions return new lists). Values go back to [`Value`] for
+//! output and for the library functions that take plain values.
+//!
+//! Lives below both the engine and the function library (`render::funcs`)
+//! because both run mergo's walk ([`mergo`]): the engine on its shared
+//! maps, the library's `merge` on values it converts for the call.
 //!
 //! A map can never come to contain itself: the functions that store into
 //! an existing map refuse a value that reaches it ([`RValue::reaches`]), so
@@ -56,11 +60,16 @@ impl From<Value> for RValue {
             Value::List(items) => {
                 RValue::List(Rc::new(items.into_iter().map(Self::from).collect()))
             }
-            Value::Map(m) => {
-                RValue::new_map(m.into_iter().map(|(k, v)| (k, Self::from(v))).collect())
-            }
+            Value::Map(m) => RValue::Map(map_ref(m)),
         }
     }
+}
+
+/// A plain map as a new shared map.
+pub fn map_ref(m: Map) -> MapRef {
+    Rc::new(RefCell::new(
+        m.into_iter().map(|(k, v)| (k, RValue::from(v))).collect(),
+    ))
 }
 
 impl RValue {
@@ -196,6 +205,39 @@ impl RValue {
     }
 }
 
+/// Go's `reflect.DeepEqual` on two values, as Sprig's `uniq` and
+/// `without` compare elements: the same map or list is equal to itself,
+/// otherwise lists and maps are equal when their elements are; an
+/// integer never equals a float. Like copying, the walk ends (false) once
+/// the render's deadline has passed.
+pub fn deep_eq(a: &RValue, b: &RValue) -> bool {
+    match (a, b) {
+        (RValue::Null, RValue::Null) => true,
+        (RValue::Bool(x), RValue::Bool(y)) => x == y,
+        (RValue::Int(x), RValue::Int(y)) => x == y,
+        (RValue::Float(x), RValue::Float(y)) => x == y,
+        (RValue::String(x), RValue::String(y)) => x == y,
+        (RValue::List(x), RValue::List(y)) => {
+            Rc::ptr_eq(x, y)
+                || (x.len() == y.len()
+                    && !past_deadline()
+                    && x.iter().zip(y.iter()).all(|(p, q)| deep_eq(p, q)))
+        }
+        (RValue::Map(x), RValue::Map(y)) => {
+            if Rc::ptr_eq(x, y) {
+                return true;
+            }
+            let (x, y) = (x.borrow(), y.borrow());
+            x.len() == y.len()
+                && !past_deadline()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((kx, vx), (ky, vy))| kx == ky && deep_eq(vx, vy))
+        }
+        _ => false,
+    }
+}
+
 /// One unit of copying: true once the render's deadline has passed (or any
 /// render limit has tripped), from then on at every call, so that what is
 /// left of a copy is cut at once.
@@ -221,7 +263,8 @@ pub fn store(map: &MapRef, key: String, value: RValue) -> Result<(), String> {
     Ok(())
 }
 
-/// Prints a value as an action does (see [`super::print_value`]).
+/// Prints a value as an action does (see
+/// [`print_value`](crate::render::template::print_value)).
 pub fn print(out: &mut String, v: &RValue) {
     use std::fmt::Write;
     match v {
@@ -243,9 +286,11 @@ pub fn print(out: &mut String, v: &RValue) {
 }
 
 /// mergo's `Merge` of `src` into `dst` (`WithOverride` when `overwrite`),
-/// as the library's `merge` does on plain maps (`render::funcs`), changing
-/// `dst` in place: a map of `src` that `dst` lacks is stored as is, so
-/// both then share it, as in Go.
+/// changing `dst` in place: nested maps merge; without overwrite a key of
+/// `dst` keeps its value unless that value is empty (nil, false, 0, "" or
+/// empty), so `merge` replaces a `false` in `dst`; with overwrite every
+/// non-nil `src` value wins, and a nil one is copied too. A map of `src`
+/// that `dst` lacks is stored as is, so both then share it, as in Go.
 ///
 /// # Errors
 /// When a stored value would make a map contain itself.
