@@ -20,6 +20,10 @@
 //! runs a few minutes apart. Set `CAPSTAN_BENCH_REMOVE_EACH=1` to remove each
 //! folder anyway and see that case.
 
+/// The binary's allocator, so that the bench measures what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::fs;
 use std::hint::black_box;
 use std::path::Path;

@@ -10,6 +10,10 @@
 //!
 //! Needs the plugin built: `cargo xtask plugins` first.
 
+/// The binary's allocator, so that the bench measures what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

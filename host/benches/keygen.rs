@@ -9,6 +9,10 @@
 //! reference (docs/template-functions.md gives the figures and how they
 //! were measured).
 
+/// The binary's allocator, so that the bench measures what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::time::Duration;
 

@@ -23,7 +23,12 @@
 //! - `large-values`: 3,000 values entries walked with `range`, `toYaml`,
 //!   `dig` and `sha256sum` into ConfigMaps.
 
+/// The binary's allocator, so that the bench measures what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
+
 use std::sync::Arc;
 
 use capstan::render::chart::{Chart, ChartFile, Dependency};

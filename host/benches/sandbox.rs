@@ -21,6 +21,10 @@
 //! (which builds the plugin components); `cargo xtask peers` runs the
 //! `overrides` group and the peers in one go (docs/performance.md).
 
+/// The binary's allocator, so that the bench measures what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 
 use capstan::sandbox::{

@@ -204,7 +204,7 @@ struct Lines<'a> {
 impl<'a> Lines<'a> {
     fn peek(&self) -> Option<&'a str> {
         let rest = self.text.get(self.pos..)?;
-        let len = rest.find('\n').unwrap_or(rest.len());
+        let len = memchr::memchr(b'\n', rest.as_bytes()).unwrap_or(rest.len());
         Some(&rest[..len])
     }
 
@@ -531,8 +531,8 @@ fn split_content(content: &str) -> Option<Content<'_>> {
 /// space or the end of the line, unless a comment starts before it.
 fn key_end(content: &str) -> Option<usize> {
     let bytes = content.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
+    for i in memchr::memchr2_iter(b':', b'#', bytes) {
+        match bytes[i] {
             b':' if bytes.get(i + 1).is_none_or(|n| *n == b' ') => return Some(i),
             b'#' if i > 0 && bytes[i - 1] == b' ' => return None,
             _ => {}
@@ -582,8 +582,8 @@ fn plain_value(value: &str) -> Option<Inline<'_>> {
     }
     let bytes = value.as_bytes();
     let mut end = bytes.len();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
+    for i in memchr::memchr2_iter(b'#', b':', bytes) {
+        match bytes[i] {
             b'#' if i > 0 && bytes[i - 1] == b' ' => {
                 end = i;
                 break;

@@ -164,7 +164,7 @@ fn split_on_separators(text: &str) -> Vec<&str> {
             }
             piece_start = end;
         }
-        match text[line_start..].find('\n') {
+        match memchr::memchr(b'\n', &bytes[line_start..]) {
             Some(i) => line_start += i + 1,
             None => break,
         }

@@ -524,7 +524,7 @@ fn analyze(text: &str) -> Analysis {
             block_allowed: false,
         };
     }
-    let chars: Vec<char> = text.chars().collect();
+    let mut chars = text.chars().peekable();
     let mut block_indicators = text.starts_with("---") || text.starts_with("...");
     let mut line_breaks = false;
     let mut special_characters = false;
@@ -537,9 +537,11 @@ fn analyze(text: &str) -> Analysis {
     let mut preceded_by_whitespace = true;
     let mut previous_space = false;
     let mut previous_break = false;
-    for (i, &c) in chars.iter().enumerate() {
-        let followed_by_whitespace = chars.get(i + 1).is_none_or(|&n| is_blank(n));
-        let last = i + 1 == chars.len();
+    let mut i = 0;
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        let followed_by_whitespace = next.is_none_or(is_blank);
+        let last = next.is_none();
         if i == 0 {
             match c {
                 '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
@@ -577,6 +579,7 @@ fn analyze(text: &str) -> Analysis {
             previous_break = false;
         }
         preceded_by_whitespace = is_blank(c) || is_break(c) || c == '\0';
+        i += 1;
     }
     let mut analysis = Analysis {
         multiline: line_breaks,
@@ -614,40 +617,74 @@ fn analyze(text: &str) -> Analysis {
 /// guaranteed to be total for odd keys and the standard sort may panic on
 /// such a comparator.
 fn sorted_keys(map: &Map) -> Vec<&str> {
-    let keys: Vec<&str> = map.keys().map(String::as_str).collect();
-    merge_sort(keys)
+    let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
+    let mut scratch = Vec::with_capacity(keys.len());
+    merge_sort(&mut keys, &mut scratch);
+    keys
 }
 
-fn merge_sort(mut keys: Vec<&str>) -> Vec<&str> {
+/// A stable top-down merge sort by [`go_yaml_key_less`], in place with one
+/// scratch buffer.
+fn merge_sort<'a>(keys: &mut [&'a str], scratch: &mut Vec<&'a str>) {
     if keys.len() <= 1 {
-        return keys;
+        return;
     }
-    let right = keys.split_off(keys.len() / 2);
-    let (left, right) = (merge_sort(keys), merge_sort(right));
-    let mut merged = Vec::with_capacity(left.len() + right.len());
-    let (mut l, mut r) = (left.into_iter().peekable(), right.into_iter().peekable());
-    while let (Some(a), Some(b)) = (l.peek(), r.peek()) {
-        if go_yaml_key_less(b, a) {
-            merged.extend(r.next());
+    let mid = keys.len() / 2;
+    merge_sort(&mut keys[..mid], scratch);
+    merge_sort(&mut keys[mid..], scratch);
+    scratch.clear();
+    let (left, right) = keys.split_at(mid);
+    let (mut l, mut r) = (0, 0);
+    while l < left.len() && r < right.len() {
+        if go_yaml_key_less(right[r], left[l]) {
+            scratch.push(right[r]);
+            r += 1;
         } else {
-            merged.extend(l.next());
+            scratch.push(left[l]);
+            l += 1;
         }
     }
-    merged.extend(l);
-    merged.extend(r);
-    merged
+    scratch.extend_from_slice(&left[l..]);
+    scratch.extend_from_slice(&right[r..]);
+    keys.copy_from_slice(scratch);
 }
 
-/// go-yaml v2's `keyList.Less` for two string keys.
+/// go-yaml v2's `keyList.Less` for two string keys, which compares runes:
+/// ASCII keys (almost all) are compared as bytes, without decoding.
 pub(crate) fn go_yaml_key_less(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        return key_less(a.as_bytes(), b.as_bytes());
+    }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
+    key_less(&ar, &br)
+}
+
+/// A rune of a key: a `char`, or an ASCII byte.
+trait Rune: Copy + PartialOrd {
+    fn char(self) -> char;
+}
+
+impl Rune for char {
+    fn char(self) -> char {
+        self
+    }
+}
+
+impl Rune for u8 {
+    fn char(self) -> char {
+        char::from(self)
+    }
+}
+
+/// [`go_yaml_key_less`] on the runes of two keys.
+fn key_less<R: Rune>(ar: &[R], br: &[R]) -> bool {
     for i in 0..ar.len().min(br.len()) {
         if ar[i] == br[i] {
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let al = ar[i].char().is_alphabetic();
+        let bl = br[i].char().is_alphabetic();
         if al && bl {
             return ar[i] < br[i];
         }
@@ -655,19 +692,19 @@ pub(crate) fn go_yaml_key_less(a: &str, b: &str) -> bool {
             return bl;
         }
         let (mut an, mut bn) = (0_i64, 0_i64);
-        if ar[i] == '0' || br[i] == '0' {
+        if ar[i].char() == '0' || br[i].char() == '0' {
             let nonzero_before = ar[..i]
                 .iter()
                 .rev()
-                .take_while(|c| c.is_ascii_digit())
-                .any(|&c| c != '0');
+                .take_while(|c| c.char().is_ascii_digit())
+                .any(|c| c.char() != '0');
             if nonzero_before {
                 an = 1;
                 bn = 1;
             }
         }
-        let ai = digit_run(&ar, i, &mut an);
-        let bi = digit_run(&br, i, &mut bn);
+        let ai = digit_run(ar, i, &mut an);
+        let bi = digit_run(br, i, &mut bn);
         if an != bn {
             return an < bn;
         }
@@ -681,9 +718,9 @@ pub(crate) fn go_yaml_key_less(a: &str, b: &str) -> bool {
 
 /// Accumulates the digits starting at `from` into `n` (wrapping as Go's
 /// int64 does) and returns the index after them.
-fn digit_run(chars: &[char], from: usize, n: &mut i64) -> usize {
+fn digit_run<R: Rune>(runes: &[R], from: usize, n: &mut i64) -> usize {
     let mut i = from;
-    while let Some(d) = chars.get(i).and_then(|c| c.to_digit(10)) {
+    while let Some(d) = runes.get(i).and_then(|c| c.char().to_digit(10)) {
         *n = n.wrapping_mul(10).wrapping_add(i64::from(d));
         i += 1;
     }
@@ -980,6 +1017,11 @@ mod tests {
         assert_eq!(sorted_keys(&m), order.to_vec());
         assert!(go_yaml_key_less("_a", "Zeta"));
         assert!(go_yaml_key_less("Zeta", "alpha"));
+        // Non-ASCII keys compare by rune, with the same digit runs.
+        assert!(go_yaml_key_less("ü9", "ü10"));
+        assert!(!go_yaml_key_less("ü10", "ü9"));
+        assert!(go_yaml_key_less("a", "é"));
+        assert!(go_yaml_key_less("é1", "éa"));
     }
 
     #[test]

@@ -517,14 +517,14 @@ fn indent_text(name: &str, args: &[Value], prefix: &str) -> Result<String, FuncE
     let (spaces, s) = (integer(spaces)?, text(s)?);
     let spaces =
         usize::try_from(spaces).map_err(|_| FuncError::call("strings: negative Repeat count"))?;
-    let lines = s.matches('\n').count() + 1;
+    let lines = memchr::memchr_iter(b'\n', s.as_bytes()).count() + 1;
     let padding = spaces.saturating_mul(lines);
     limits::check_string(name, padding.saturating_add(s.len())).map_err(FuncError::call)?;
     let mut out = String::with_capacity(prefix.len() + s.len() + padding);
     out.push_str(prefix);
     push_spaces(&mut out, spaces);
     let mut rest = s;
-    while let Some(i) = rest.find('\n') {
+    while let Some(i) = memchr::memchr(b'\n', rest.as_bytes()) {
         out.push_str(&rest[..=i]);
         push_spaces(&mut out, spaces);
         rest = &rest[i + 1..];

@@ -244,6 +244,14 @@ fn comparisons_follow_go() {
         "true true true false"
     );
     assert_eq!(ok("{{ eq .Values.missing \"x\" }}"), "false");
+    assert_eq!(ok("{{ eq .Values.missing .Values.other }}"), "true");
+    assert_eq!(ok("{{ eq \"x\" .Values.missing \"x\" }}"), "true");
+    // A list or map is compared on the plain path, which reports Go's error.
+    assert!(
+        render("{{ eq (list 1) (list 1) }}")
+            .unwrap_err()
+            .contains("non-comparable type")
+    );
     assert!(
         render("{{ eq 1 1.0 }}")
             .unwrap_err()
