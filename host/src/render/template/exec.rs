@@ -744,6 +744,13 @@ impl<'s> Engine<'s> {
             }
             Callee::Builtin => {
                 let vals = self.eval_args(f, dot, args, fin)?;
+                if let ("len", [v]) = (name, vals.as_slice())
+                    && let Some(count) = self.file_count(v)
+                {
+                    // `.Files` is Go's `map[string][]byte`: its length is
+                    // the number of files.
+                    return Ok(Val::Int(count as i64));
+                }
                 match builtins::call(name, &vals) {
                     Some(r) => r.map_err(|e| {
                         f.at = Some((cmd.pos, cmd.to_string()));
@@ -758,6 +765,16 @@ impl<'s> Engine<'s> {
                 }
             }
         }
+    }
+
+    /// How many files the `.Files` value `v` holds; `None` when `v` is
+    /// not a `.Files` value.
+    fn file_count(&self, v: &Val) -> Option<usize> {
+        if !v.is_object() {
+            return None;
+        }
+        let id = objects::files_id(&v.to_value())?;
+        self.files.borrow().get(id).map(|set| set.len())
     }
 
     /// Calls the library function `func` (`name` in the template) on

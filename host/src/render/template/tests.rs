@@ -939,3 +939,26 @@ fn copying_a_hugely_shared_map_ends_at_the_deadline() {
     assert!(e.contains("render ran past its deadline"), "{e}");
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }
+
+#[test]
+fn len_of_files_counts_files_like_a_go_map() {
+    let mut set = TemplateSet::new();
+    set.add(
+        "t",
+        "{{ len .Files }} {{ len (.Files.Glob \"conf/*\") }} {{ len (.Files.Glob \"x/*\") }} {{ len .Empty }}",
+    )
+    .unwrap();
+    let engine = Engine::new(&set);
+    let mut files = super::objects::FileSet::new();
+    files.insert("a.txt".into(), std::sync::Arc::from(&b"x"[..]));
+    files.insert("conf/1".into(), std::sync::Arc::from(&b"1"[..]));
+    files.insert("conf/sub/2".into(), std::sync::Arc::from(&b"2"[..]));
+    let mut root = Map::new();
+    root.insert("Files".into(), engine.register_files(files));
+    root.insert(
+        "Empty".into(),
+        engine.register_files(super::objects::FileSet::new()),
+    );
+    let out = engine.execute("t", Rc::new(Value::Map(root))).unwrap();
+    assert_eq!(out, "3 1 0 0");
+}
