@@ -31,16 +31,16 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, CallError>> {
         "len" => arity(name, args, 1).and_then(|_| length(&args[0])),
         "index" => return Some(at_least(name, args, 1).and_then(|_| index(args))),
         "slice" => return Some(at_least(name, args, 1).and_then(|_| slice(args))),
-        "eq" => at_least(name, args, 1).and_then(|_| equal(args).map(Value::Bool)),
-        "ne" => arity(name, args, 2).and_then(|_| equal(args).map(|b| Value::Bool(!b))),
+        "eq" => at_least(name, args, 1).and_then(|_| eq(args).map(Value::Bool)),
+        "ne" => arity(name, args, 2).and_then(|_| eq(args).map(|b| Value::Bool(!b))),
         "lt" => arity(name, args, 2).and_then(|_| less(&plain(0), &plain(1)).map(Value::Bool)),
         "le" => arity(name, args, 2).and_then(|_| {
             let lt = less(&plain(0), &plain(1))?;
-            Ok(Value::Bool(lt || eq(&plain_all(args))?))
+            Ok(Value::Bool(lt || eq(args)?))
         }),
         "gt" => arity(name, args, 2).and_then(|_| {
             let lt = less(&plain(0), &plain(1))?;
-            Ok(Value::Bool(!lt && !eq(&plain_all(args))?))
+            Ok(Value::Bool(!lt && !eq(args)?))
         }),
         "ge" => {
             arity(name, args, 2).and_then(|_| less(&plain(0), &plain(1)).map(|lt| Value::Bool(!lt)))
@@ -54,11 +54,6 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, CallError>> {
         _ => return None,
     };
     Some(r.map(RValue::from))
-}
-
-/// The arguments as plain values, for the comparisons.
-fn plain_all(args: &[RValue]) -> Vec<Value> {
-    args.iter().map(RValue::to_value).collect()
 }
 
 fn arity<T>(name: &str, args: &[T], want: usize) -> Result<(), CallError> {
@@ -239,16 +234,10 @@ fn kind(v: &Value) -> Kind {
     }
 }
 
-/// [`eq`] on the executor's values: scalars are compared in place, and
-/// only a call with a list or map copies its arguments (to report Go's
-/// error for them).
-fn equal(args: &[RValue]) -> Result<bool, CallError> {
-    if args
-        .iter()
-        .any(|a| matches!(a, RValue::List(_) | RValue::Map(_)))
-    {
-        return eq(&plain_all(args));
-    }
+/// Go's `eq arg1 arg2...`: true when arg1 equals any of the others.
+/// Scalars are compared in place; a list or map is copied only for the
+/// error message.
+fn eq(args: &[RValue]) -> Result<bool, CallError> {
     let a = &args[0];
     if args.len() < 2 {
         return Err(call_err("missing argument for comparison"));
@@ -260,44 +249,17 @@ fn equal(args: &[RValue]) -> Result<bool, CallError> {
             (RValue::Float(x), RValue::Float(y)) => x == y,
             (RValue::String(x), RValue::String(y)) => x == y,
             (RValue::Null, RValue::Null) => true,
+            // Nil against anything else is unequal, not an error.
             (RValue::Null, _) | (_, RValue::Null) => false,
+            // Lists and maps are one kind to Go's check, and not comparable.
+            (RValue::List(_) | RValue::Map(_), RValue::List(_) | RValue::Map(_)) => {
+                let other = a.to_value();
+                return Err(call_err(format!(
+                    "non-comparable type {other}: {}",
+                    go_type(&other)
+                )));
+            }
             _ => return Err(call_err("incompatible types for comparison")),
-        };
-        if truth {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-/// Go's `eq arg1 arg2...`: true when arg1 equals any of the others.
-fn eq(args: &[Value]) -> Result<bool, CallError> {
-    let a = &args[0];
-    if args.len() < 2 {
-        return Err(call_err("missing argument for comparison"));
-    }
-    let ka = kind(a);
-    for b in &args[1..] {
-        let kb = kind(b);
-        let truth = if ka != kb {
-            if ka != Kind::Nil && kb != Kind::Nil {
-                return Err(call_err("incompatible types for comparison"));
-            }
-            false
-        } else {
-            match (a, b) {
-                (Value::Bool(x), Value::Bool(y)) => x == y,
-                (Value::Int(x), Value::Int(y)) => x == y,
-                (Value::Float(x), Value::Float(y)) => x == y,
-                (Value::String(x), Value::String(y)) => x == y,
-                (Value::Null, Value::Null) => true,
-                (other, _) => {
-                    return Err(call_err(format!(
-                        "non-comparable type {other}: {}",
-                        go_type(other)
-                    )));
-                }
-            }
         };
         if truth {
             return Ok(true);

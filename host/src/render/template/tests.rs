@@ -395,42 +395,46 @@ fn later_definitions_replace_earlier_ones_unless_empty() {
 
 #[test]
 fn files_methods() {
-    let mut set = TemplateSet::new();
-    set.add(
-        "t",
+    let caps = [("Caps", Value::List(vec!["v1".into()]))];
+    let out = with_files(
         "{{ .Files.Get \"a.txt\" }}|{{ range .Files.Lines \"a.txt\" }}[{{ . }}]{{ end }}|{{ range $p, $_ := .Files.Glob \"conf/*\" }}{{ $p }} {{ end }}|{{ .Files.Get \"none\" }}|{{ .Caps.Has \"v1\" }}",
-    )
-    .unwrap();
-    let engine = Engine::new(&set);
-    let mut files = super::objects::FileSet::new();
-    files.insert("a.txt".into(), std::sync::Arc::from(&b"x\ny\n"[..]));
-    files.insert("conf/1".into(), std::sync::Arc::from(&b"1"[..]));
-    files.insert("conf/sub/2".into(), std::sync::Arc::from(&b"2"[..]));
-    let mut root = Map::new();
-    root.insert("Files".into(), engine.register_files(files));
-    root.insert("Caps".into(), Value::List(vec!["v1".into()]));
-    let out = engine.execute("t", Rc::new(Value::Map(root))).unwrap();
+        &[("a.txt", b"x\ny\n"), ("conf/1", b"1"), ("conf/sub/2", b"2")],
+        caps,
+    );
     assert_eq!(out, "x\ny\n|[x][y]|conf/1 ||true");
 }
 
-#[test]
-fn an_empty_files_set_is_false_like_an_empty_go_map() {
+/// Runs `src` with `.Files` holding `files`, `.Empty` an empty file set,
+/// and `extra` entries at the top level.
+fn with_files<const N: usize>(
+    src: &str,
+    files: &[(&str, &[u8])],
+    extra: [(&str, Value); N],
+) -> String {
     let mut set = TemplateSet::new();
-    set.add(
-        "t",
-        "{{ if .Files.Glob \"x/*\" }}a{{ else }}b{{ end }}{{ if and (.Files.Glob \"x/*\") true }}c{{ else }}d{{ end }}{{ if not (.Files.Glob \"x/*\") }}e{{ end }}{{ empty (.Files.Glob \"x/*\") }}{{ if .Files.Glob \"conf/*\" }}f{{ end }}{{ if .Empty }}g{{ else }}h{{ end }}",
-    )
-    .unwrap();
+    set.add("t", src).unwrap();
     let engine = Engine::new(&set);
-    let mut files = super::objects::FileSet::new();
-    files.insert("conf/1".into(), std::sync::Arc::from(&b"1"[..]));
+    let files: super::objects::FileSet = files
+        .iter()
+        .map(|(name, data)| (name.to_string(), std::sync::Arc::from(*data)))
+        .collect();
     let mut root = Map::new();
     root.insert("Files".into(), engine.register_files(files));
     root.insert(
         "Empty".into(),
         engine.register_files(super::objects::FileSet::new()),
     );
-    let out = engine.execute("t", Rc::new(Value::Map(root))).unwrap();
+    root.extend(extra.map(|(k, v)| (k.to_string(), v)));
+    engine.execute("t", Rc::new(Value::Map(root))).unwrap()
+}
+
+#[test]
+fn an_empty_files_set_is_false_like_an_empty_go_map() {
+    let out = with_files(
+        "{{ if .Files.Glob \"x/*\" }}a{{ else }}b{{ end }}{{ if and (.Files.Glob \"x/*\") true }}c{{ else }}d{{ end }}{{ if not (.Files.Glob \"x/*\") }}e{{ end }}{{ empty (.Files.Glob \"x/*\") }}{{ if .Files.Glob \"conf/*\" }}f{{ end }}{{ if .Empty }}g{{ else }}h{{ end }}",
+        &[("conf/1", b"1")],
+        [],
+    );
     assert_eq!(out, "bdetrue".to_string() + "fh");
 }
 
@@ -942,23 +946,10 @@ fn copying_a_hugely_shared_map_ends_at_the_deadline() {
 
 #[test]
 fn len_of_files_counts_files_like_a_go_map() {
-    let mut set = TemplateSet::new();
-    set.add(
-        "t",
+    let out = with_files(
         "{{ len .Files }} {{ len (.Files.Glob \"conf/*\") }} {{ len (.Files.Glob \"x/*\") }} {{ len .Empty }}",
-    )
-    .unwrap();
-    let engine = Engine::new(&set);
-    let mut files = super::objects::FileSet::new();
-    files.insert("a.txt".into(), std::sync::Arc::from(&b"x"[..]));
-    files.insert("conf/1".into(), std::sync::Arc::from(&b"1"[..]));
-    files.insert("conf/sub/2".into(), std::sync::Arc::from(&b"2"[..]));
-    let mut root = Map::new();
-    root.insert("Files".into(), engine.register_files(files));
-    root.insert(
-        "Empty".into(),
-        engine.register_files(super::objects::FileSet::new()),
+        &[("a.txt", b"x"), ("conf/1", b"1"), ("conf/sub/2", b"2")],
+        [],
     );
-    let out = engine.execute("t", Rc::new(Value::Map(root))).unwrap();
     assert_eq!(out, "3 1 0 0");
 }
