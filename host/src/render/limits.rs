@@ -25,9 +25,11 @@
 //! accounting.
 //!
 //! The budget of the render running on the current thread lives in a
-//! thread-local (each render has its own thread, see
+//! thread-local (a render runs on one thread, on its own stack, see
 //! [`crate::render::template::with_big_stack`]), so the function library can
-//! check it without the engine passing it around.
+//! check it without the engine passing it around. A render started inside
+//! another on the same thread has its own budget, and the outer one's is
+//! back when it ends.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -124,13 +126,30 @@ thread_local! {
     static TRIPPED: Cell<Option<LimitKind>> = const { Cell::new(None) };
 }
 
-/// The budget of the render on this thread; dropping it ends the budget.
+/// The budget of the render on this thread; dropping it ends the budget
+/// and brings back the budget it interrupted, if any (a render started
+/// inside another on the same thread has its own).
 pub struct Budget {
+    outer: Saved,
     _not_send: std::marker::PhantomData<*const ()>,
+}
+
+/// A thread's budget state, as [`start`] found it.
+struct Saved {
+    active: Option<Active>,
+    ticks: u32,
+    glob_matched: usize,
+    tripped: Option<LimitKind>,
 }
 
 /// Starts the budget of a render on the current thread.
 pub fn start(limits: RenderLimits) -> Budget {
+    let outer = Saved {
+        active: ACTIVE.with(Cell::get),
+        ticks: TICKS.with(Cell::get),
+        glob_matched: GLOB_MATCHED.with(Cell::get),
+        tripped: TRIPPED.with(Cell::get),
+    };
     ACTIVE.with(|a| {
         a.set(Some(Active {
             started: Instant::now(),
@@ -141,13 +160,18 @@ pub fn start(limits: RenderLimits) -> Budget {
     GLOB_MATCHED.with(|g| g.set(0));
     TRIPPED.with(|t| t.set(None));
     Budget {
+        outer,
         _not_send: std::marker::PhantomData,
     }
 }
 
 impl Drop for Budget {
     fn drop(&mut self) {
-        ACTIVE.with(|a| a.set(None));
+        let outer = &self.outer;
+        ACTIVE.with(|a| a.set(outer.active));
+        TICKS.with(|t| t.set(outer.ticks));
+        GLOB_MATCHED.with(|g| g.set(outer.glob_matched));
+        TRIPPED.with(|t| t.set(outer.tripped));
     }
 }
 
@@ -283,6 +307,32 @@ pub fn human_bytes(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Renders run on the caller's thread, so a render started inside
+    /// another (a name template, say) must leave the outer one's budget as
+    /// it found it.
+    #[test]
+    fn a_nested_budget_gives_the_outer_one_back() {
+        let outer = start(RenderLimits {
+            max_output_bytes: 1024,
+            ..RenderLimits::default()
+        });
+        let _ = trip(LimitKind::Output, String::new());
+        {
+            let _inner = start(RenderLimits {
+                max_output_bytes: 10,
+                ..RenderLimits::default()
+            });
+            assert_eq!(tripped(), None);
+            assert!(check_output(11).is_err());
+            let _ = trip(LimitKind::StringSize, String::new());
+        }
+        assert_eq!(tripped(), Some(LimitKind::Output));
+        assert_eq!(check_output(1024), Ok(()));
+        drop(outer);
+        assert!(active().is_none());
+        assert_eq!(check_output(DEFAULT_MAX_OUTPUT_BYTES), Ok(()));
+    }
 
     #[test]
     fn deadline_trips_after_it_passes_and_names_itself() {

@@ -220,9 +220,9 @@ pub enum Error {
         /// The engine's message.
         message: String,
     },
-    /// The render thread could not run.
-    #[error("rendering thread failed")]
-    Thread,
+    /// The renderer panicked: a bug in capstan, not in the chart.
+    #[error("the renderer failed unexpectedly (a capstan bug: it panicked)")]
+    Panicked,
     /// The release name breaks Helm's rule (`ValidateReleaseName`).
     #[error("release name {name:?}: {reason}")]
     ReleaseName {
@@ -549,8 +549,9 @@ fn objects_of(manifests: &[Manifest]) -> Result<Vec<RenderedObject>, Error> {
 /// chart's own defaults, already merged): processes dependencies,
 /// coalesces values, validates schemas and renders every template.
 ///
-/// Runs on a thread with a large stack so that deep `include` nesting ends
-/// in a template error, never a stack overflow, under the process's
+/// Runs on the calling thread, on a large stack of its own
+/// ([`template::with_big_stack`]) so that deep `include` nesting ends in a
+/// template error, never a stack overflow, under the process's
 /// [`RenderLimits::configured`] limits.
 ///
 /// # Errors
@@ -580,7 +581,7 @@ pub fn render_with(
         let _budget = limits::start(limits);
         render_here(chart, values, release, caps)
     })
-    .unwrap_or(Err(Error::Thread))
+    .unwrap_or(Err(Error::Panicked))
 }
 
 /// [`render`], returning the manifests then the hooks, as the daemon applies them.

@@ -143,7 +143,7 @@ pub fn render_name_template(template: &str) -> Result<String, Error> {
             .execute("name-template", Rc::new(Value::Null))
             .map_err(|e| Error::NameTemplate(e.to_string()))
     })
-    .unwrap_or(Err(Error::Thread))
+    .unwrap_or(Err(Error::Panicked))
 }
 
 /// Helm's `ValidateReleaseName`: at most [`MAX_RELEASE_NAME_LEN`] bytes,

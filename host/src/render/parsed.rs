@@ -4,8 +4,8 @@
 //! change, every reconcile), and parsing its templates is about a third of
 //! a render. A [`TemplateSet`] depends only on its sources, the template
 //! paths and bytes in parse order, and never changes once built, so sets
-//! are shared between renders (each render runs on its own thread, hence a
-//! process-wide cache rather than a thread-local one).
+//! are shared between renders (renders run on whichever threads call them,
+//! hence a process-wide cache rather than a thread-local one).
 //!
 //! A set is reused only for exactly the same sources: the same paths with
 //! the same bytes (usually the same shared buffers of a loaded chart, which

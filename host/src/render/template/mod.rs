@@ -73,26 +73,24 @@ impl fmt::Display for ExecError {
 
 impl std::error::Error for ExecError {}
 
-/// Stack size for threads that execute templates: deep `include` nesting
-/// (Helm allows 1000 levels per name) needs far more than a default thread.
+/// Stack size for executing templates: deep `include` nesting (Helm
+/// allows 1000 levels per name) needs far more than a default thread has.
 pub const STACK_SIZE: usize = 1 << 28;
 
-/// Runs `f` on a scoped thread with [`STACK_SIZE`] of stack (reserved, not
-/// committed), so that deeply nested templates fail with a template error
-/// rather than overflowing the caller's stack.
+/// Runs `f` on a fresh stack of [`STACK_SIZE`] (reserved, not committed)
+/// on the calling thread, so that deeply nested templates fail with a
+/// template error rather than overflowing the caller's stack. The stack is
+/// unmapped when `f` returns, and the compiled glob patterns `f` left on
+/// the thread are dropped. A panic in `f` is caught and ends here.
 ///
 /// # Errors
-/// Returns `None` when the thread cannot be spawned or panics.
-pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("render".into())
-            .stack_size(STACK_SIZE)
-            .spawn_scoped(s, f)
-            .ok()?
-            .join()
-            .ok()
-    })
+/// Returns `None` when `f` panics.
+pub fn with_big_stack<T>(f: impl FnOnce() -> T) -> Option<T> {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        stacker::grow(STACK_SIZE, f)
+    }));
+    objects::forget_globs();
+    result.ok()
 }
 
 /// Whether `name` is a function a template may call.

@@ -253,11 +253,7 @@ impl Glob {
     /// call `Glob` with the same few patterns, often in a loop.
     pub fn cached(pattern: &str) -> Rc<Glob> {
         const CACHED_PATTERNS: usize = 64;
-        thread_local! {
-            static CACHE: std::cell::RefCell<std::collections::HashMap<String, Rc<Glob>>> =
-                std::cell::RefCell::new(std::collections::HashMap::new());
-        }
-        CACHE.with(|c| {
+        GLOB_CACHE.with(|c| {
             let mut cache = c.borrow_mut();
             if let Some(g) = cache.get(pattern) {
                 return g.clone();
@@ -275,6 +271,18 @@ impl Glob {
     pub fn is_match(&self, name: &str) -> bool {
         self.0.as_ref().is_some_and(|re| re.is_match(name))
     }
+}
+
+thread_local! {
+    /// Compiled `Glob` patterns of the render running on this thread.
+    static GLOB_CACHE: std::cell::RefCell<std::collections::HashMap<String, Rc<Glob>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Drops the compiled `Glob` patterns kept on this thread (up to 64 of up
+/// to 1 MiB each), once a render is over.
+pub fn forget_globs() {
+    GLOB_CACHE.with(|c| c.borrow_mut().clear());
 }
 
 /// A character as a regex escape that is literal anywhere, inside a class too.
