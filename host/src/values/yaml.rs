@@ -153,6 +153,11 @@ const QUOTED_INDENTATION: &str = "invalid indentation in quoted scalar";
 /// work a hostile one can cause.
 const MAX_REPARSE_BYTES: usize = 16 << 20;
 
+/// How many fixes [`with_go_yaml_leniency`] may make to one document: with
+/// [`MAX_REPARSE_BYTES`] it bounds the work on a short text too, which
+/// could otherwise be parsed again hundreds of thousands of times.
+const MAX_REPARSE_FIXES: usize = 4096;
+
 /// Runs `parse`, and where the parser refuses what go-yaml v2 accepts,
 /// rewrites only blanks that carry no content and parses again:
 ///
@@ -174,6 +179,7 @@ fn with_go_yaml_leniency<T>(
 ) -> Result<T, Error> {
     let mut patched: Option<String> = None;
     let mut spent = 0usize;
+    let mut fixes = 0usize;
     // The flow line moved last and how far it has moved.
     let mut moved: Option<(usize, usize)> = None;
     loop {
@@ -201,9 +207,11 @@ fn with_go_yaml_leniency<T>(
         } else {
             None
         };
+        fixes += 1;
         match fixed {
-            Some(fixed) => patched = Some(fixed),
-            None => return result,
+            // A fix that changes nothing would meet the same error again.
+            Some(fixed) if fixed != current && fixes <= MAX_REPARSE_FIXES => patched = Some(fixed),
+            _ => return result,
         }
     }
 }
@@ -211,23 +219,36 @@ fn with_go_yaml_leniency<T>(
 /// The most columns [`shift_flow_line`] moves one line.
 const MAX_FLOW_SHIFT: usize = 4096;
 
-/// Byte offset where the 1-based `line` of `text` starts.
+/// Byte offset where the 1-based `line` of `text` starts. Lines end as
+/// the parser ends them: at `\n`, `\r\n` or a lone `\r`.
 fn line_start(text: &str, line: usize) -> Option<usize> {
-    let before = line.checked_sub(1)?;
-    if before == 0 {
-        return Some(0);
+    let mut start = 0;
+    for _ in 1..line {
+        let end = line_end(text, start);
+        let bytes = text.as_bytes();
+        start = match (bytes.get(end), bytes.get(end + 1)) {
+            (Some(b'\r'), Some(b'\n')) => end + 2,
+            (Some(_), _) => end + 1,
+            (None, _) => return None,
+        };
     }
-    text.match_indices('\n').nth(before - 1).map(|(i, _)| i + 1)
+    Some(start)
+}
+
+/// Byte offset of the line break that ends the line starting at `start`
+/// (the text's length for the last line).
+fn line_end(text: &str, start: usize) -> usize {
+    let rest = &text.as_bytes()[start..];
+    start + memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len())
 }
 
 /// The column (in characters) of the first non-blank character of the
 /// 1-based `line`, or `None` for a blank or missing line.
 fn leading_column(text: &str, line: usize) -> Option<usize> {
     let start = line_start(text, line)?;
-    let rest = text[start..].split('\n').next()?;
+    let rest = &text[start..line_end(text, start)];
     let blanks = rest.chars().take_while(|c| *c == ' ' || *c == '\t').count();
-    let content = rest[blanks..].trim_end_matches('\r');
-    (!content.is_empty()).then_some(blanks)
+    (blanks < rest.len()).then_some(blanks)
 }
 
 /// `text` with `count` spaces put at the start of the 1-based `line`.
@@ -337,12 +358,8 @@ fn closing_quote(text: &str, open: usize, quote: char) -> Option<usize> {
 /// Replaces the tabs in the run of blanks that ends just before the
 /// 1-based `line` and `column`, provided a `:` starts that run.
 fn spaces_for_tabs_before(text: &str, line: usize, column: usize) -> Option<String> {
-    let line_start: usize = text
-        .split_inclusive('\n')
-        .take(line.checked_sub(1)?)
-        .map(str::len)
-        .sum();
-    let line_text = text[line_start..].split('\n').next()?;
+    let start = line_start(text, line)?;
+    let line_text = &text[start..line_end(text, start)];
     let prefix: Vec<(usize, char)> = line_text
         .char_indices()
         .take(column.checked_sub(1)?)
@@ -357,7 +374,7 @@ fn spaces_for_tabs_before(text: &str, line: usize, column: usize) -> Option<Stri
         return None;
     }
     let mut fixed = String::with_capacity(text.len());
-    fixed.push_str(&text[..line_start]);
+    fixed.push_str(&text[..start]);
     for (i, c) in line_text.chars().enumerate() {
         fixed.push(if i > colon && i < prefix.len() && c == '\t' {
             ' '
@@ -365,7 +382,7 @@ fn spaces_for_tabs_before(text: &str, line: usize, column: usize) -> Option<Stri
             c
         });
     }
-    fixed.push_str(&text[line_start + line_text.len()..]);
+    fixed.push_str(&text[start + line_text.len()..]);
     Some(fixed)
 }
 
@@ -920,6 +937,36 @@ fn decode_base64(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fuzz finding (`cargo xtask fuzz`, target `helm_yaml`): 41 bytes
+    /// with lone `\r` line breaks, which the parser counts as lines and the
+    /// tab fix did not, so it "fixed" another line and met the same error
+    /// again until its byte budget ran out (seconds, for 41 bytes).
+    #[test]
+    fn a_fix_that_changes_nothing_ends_the_retries_at_once() {
+        let text = "[![\nN:\r-'NN*!.[![\nN:\t-'NN*!m![\nN:\t-',,4\t:";
+        let started = std::time::Instant::now();
+        for _ in 0..20 {
+            let err = parse_yaml_documents(text).map(|_| ()).unwrap_err();
+            assert!(matches!(err, Error::YamlSyntax { .. }), "{err}");
+            assert!(parse_values(text).is_err());
+            assert!(parse_manifest_documents(text).is_err());
+        }
+        // Sixty parses with a few retries each: far under a second even
+        // unoptimised; before, each took about a second.
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_tab_after_a_colon_is_fixed_on_the_line_the_parser_means_with_lone_cr_breaks() {
+        let v = parse_yaml("a:\tb\rc:\td\r\ne:\tf\n").unwrap();
+        let Value::Map(m) = v else {
+            panic!("not a map: {v:?}");
+        };
+        assert_eq!(m.get("a"), Some(&Value::String("b".into())));
+        assert_eq!(m.get("c"), Some(&Value::String("d".into())));
+        assert_eq!(m.get("e"), Some(&Value::String("f".into())));
+    }
     use crate::values::test_support::{map, s};
 
     #[test]
