@@ -162,24 +162,6 @@ async fn wait_until(browser: &Client, what: &str, script: &str) {
     }
 }
 
-/// Waits, for up to a minute, until the browser is at `path`: a click
-/// returns before the navigation it starts has finished.
-async fn wait_for_path(browser: &Client, path: &str) {
-    let started = Instant::now();
-    loop {
-        let url = browser.current_url().await.unwrap();
-        if url.path() == path {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "still at {} (want {path})",
-            url.path()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[test]
 #[cfg_attr(
     not(feature = "test-hooks"),
@@ -297,7 +279,13 @@ async fn pages(browser: &Client, base: &str, port: u16, dir: &Path) {
         .click()
         .await
         .unwrap();
-    wait_for_path(browser, "/ui").await;
+    // A click returns before the navigation it starts has finished.
+    wait_until(
+        browser,
+        "the page /ui",
+        "return location.pathname === '/ui';",
+    )
+    .await;
     let cookies = browser.get_all_cookies().await.unwrap();
     assert_eq!(cookies.len(), 1, "{cookies:?}");
     let cookie = &cookies[0];
@@ -357,7 +345,12 @@ async fn pages(browser: &Client, base: &str, port: u16, dir: &Path) {
         .click()
         .await
         .unwrap();
-    wait_for_path(browser, "/ui/apps/shop").await;
+    wait_until(
+        browser,
+        "the page /ui/apps/shop",
+        "return location.pathname === '/ui/apps/shop';",
+    )
+    .await;
     let layers = browser
         .find_all(Locator::Css("#chart-web [data-layer] h4"))
         .await

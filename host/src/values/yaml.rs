@@ -937,6 +937,7 @@ fn decode_base64(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::values::test_support::{map, s};
 
     /// A fuzz finding (`cargo xtask fuzz`, target `helm_yaml`): 41 bytes
     /// with lone `\r` line breaks, which the parser counts as lines and the
@@ -967,7 +968,6 @@ mod tests {
         assert_eq!(m.get("c"), Some(&Value::String("d".into())));
         assert_eq!(m.get("e"), Some(&Value::String("f".into())));
     }
-    use crate::values::test_support::{map, s};
 
     #[test]
     fn manifests_keep_integers_and_read_yaml_1_1() {
