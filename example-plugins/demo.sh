@@ -2,7 +2,7 @@
 # The main job end to end. Run it through `cargo xtask demo`, which builds
 # the plugins and the binary first.
 #
-#   cargo xtask demo [--cluster double | --kubeconfig FILE]
+#   cargo xtask demo [--cluster double | --cluster local | --kubeconfig FILE]
 #
 # Steps: make a signing key; build and sign the five-chart example app
 # `shop` with the ha-replicas plugin inside; start the daemon on a state
@@ -111,6 +111,15 @@ if [ -z "$kubeconfig" ]; then
   ls -l "$work/applied/shop"
   grep -A3 '^kind: StatefulSet' "$work/applied/shop/db.yaml" | head -4
   grep 'replicas:' "$work/applied/shop/web.yaml"
+elif [ -n "${CAPSTAN_DEMO_KUBECTL:-}" ]; then
+  # The real control plane (cargo xtask demo --cluster local): every pod
+  # on its node, the database's claim bound.
+  k=("$CAPSTAN_DEMO_KUBECTL" --kubeconfig "$CAPSTAN_DEMO_ADMIN_KUBECONFIG")
+  "${k[@]}" get deployments,statefulsets,services,pvc -n shop
+  "${k[@]}" get pods -A -o wide
+  "${k[@]}" wait --for=condition=Ready pod --all -n shop --timeout=60s >/dev/null
+  phase=$("${k[@]}" get pvc -n shop -o jsonpath='{.items[*].status.phase}')
+  [ "$phase" = Bound ] || { echo "demo: the db claim is $phase, not Bound" >&2; exit 1; }
 elif command -v kubectl >/dev/null 2>&1; then
   kubectl --kubeconfig "$kubeconfig" get deployments,statefulsets,services,secrets -n shop
   kubectl --kubeconfig "$kubeconfig" get deployment web -n shop -o jsonpath='{.spec.replicas}{"\n"}'

@@ -54,9 +54,19 @@ mod tls;
 /// Workload kinds and local volumes through the daemon.
 mod workloads;
 
-/// The daemon against the Kubernetes API-server double: server-side apply,
-/// readiness, inventory, ownership, retries, crash recovery.
+/// The daemon against the Kubernetes API-server double, for the faults a
+/// real server cannot be made to produce: 5xx, 429 with Retry-After,
+/// dropped connections, a held request for the crash tests.
 mod cluster;
+
+/// The real control plane the cluster tests run on (`cargo xtask cluster
+/// up`): finding it, kubectl, the audit log.
+mod control_plane;
+
+/// The daemon against the real control plane: server-side apply, real
+/// controllers' readiness, RBAC, the garbage collector, conflicts and
+/// immutable fields as the real server decides them.
+mod real_cluster;
 
 /// Issue 13: private state, token rules, damaged stored bundles as state
 /// errors, concurrent operations.

@@ -6,6 +6,7 @@
 //! for `peers` the `wasm32-unknown-unknown` target Extism plugins build for)
 //! so that a fresh machine with only the Rust toolchain can run it.
 
+mod cluster;
 mod fuzz;
 
 use std::path::{Path, PathBuf};
@@ -43,10 +44,11 @@ fn main() -> ExitCode {
         Some("demo") => build_plugins().and_then(|()| demo(&args[1..])),
         Some("peers") => build_plugins().and_then(|()| peers(&args[1..])),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("cluster") => cluster::main(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
-                 tasks:\n  demo [--cluster double | --kubeconfig FILE]\n                            \
+                 tasks:\n  demo [--cluster double | --cluster local | --kubeconfig FILE]\n                            \
                  build the example plugins and app, run the main job end to end\n  \
                  test [ARGS]               build the plugins, then run every test (`cargo test --workspace --features capstan/test-hooks ARGS`)\n  \
                  build                     build everything: the host and every plugin\n  \
@@ -55,7 +57,10 @@ fn main() -> ExitCode {
                  floor, Extism (fresh and reused plugin) and Python, in one run (docs/performance.md);\n                            \
                  --dev: capstan's side in the dev profile CI builds, not the bench profile\n  \
                  fuzz [SECONDS] [TARGET...]  build the fuzz targets (host/fuzz) with libFuzzer's coverage on stable,\n                            \
-                 run each for SECONDS (default 60) from its seed corpus; fails on a crash, timeout or OOM"
+                 run each for SECONDS (default 60) from its seed corpus; fails on a crash, timeout or OOM\n  \
+                 cluster build|up [--nodes N]|down|env|status|sync\n                            \
+                 a real control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) on\n                            \
+                 127.0.0.1, built from the Go modules in tests/control-plane (README)"
             );
             return ExitCode::from(2);
         }
@@ -140,11 +145,19 @@ fn build_host() -> Result<(), String> {
 }
 
 fn run_tests(extra: &[String]) -> Result<(), String> {
+    // The cluster tests run on the real control plane (README, Testing
+    // against a real control plane): up before the tests, down after,
+    // unless one was up already.
+    let control_plane = cluster::for_tests()?;
     let mut test = cargo();
     test.args(["test", "--workspace"])
         .args(TEST_FEATURES)
         .args(extra);
-    run(test, "cargo test")
+    let result = run(test, "cargo test");
+    if let Some(started) = control_plane {
+        started.stop();
+    }
+    result
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {
@@ -158,15 +171,40 @@ fn demo(extra: &[String]) -> Result<(), String> {
         .args(TEST_FEATURES);
     run(build, "building capstan")?;
     let root = workspace_root();
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target_dir = target_dir();
+    let mut args = extra.to_vec();
+    // `--cluster local`: the real control plane (`cargo xtask cluster
+    // up`), left running afterwards; the daemon applies as the `capstan`
+    // ServiceAccount.
+    let mut kubectl = None;
+    if let [flag, value] = extra
+        && flag == "--cluster"
+        && value == "local"
+    {
+        cluster::main(&["up".to_owned()])?;
+        let dir = cluster::cluster_dir();
+        args = vec![
+            "--kubeconfig".to_owned(),
+            dir.join("capstan.kubeconfig").display().to_string(),
+        ];
+        kubectl = Some(dir);
+    }
     let mut demo = Command::new("bash");
     demo.arg(root.join("example-plugins/demo.sh"))
-        .args(extra)
-        .env("CAPSTAN_TARGET_DIR", target_dir)
+        .args(&args)
+        .env("CAPSTAN_TARGET_DIR", &target_dir)
         .current_dir(&root);
-    run(demo, "the demo")
+    if let Some(dir) = &kubectl {
+        demo.env("CAPSTAN_DEMO_KUBECTL", dir.join("bin/kubectl"))
+            .env("CAPSTAN_DEMO_ADMIN_KUBECONFIG", dir.join("kubeconfig"));
+    }
+    run(demo, "the demo")?;
+    if kubectl.is_some() {
+        eprintln!(
+            "xtask: the control plane is still up (`cargo xtask cluster env`); `cargo xtask cluster down` stops it"
+        );
+    }
+    Ok(())
 }
 
 /// The workspace's target folder, where criterion writes its estimates.
