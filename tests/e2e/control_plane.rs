@@ -122,7 +122,15 @@ impl ControlPlane {
 
     /// One object as JSON, or `None` when the server has none.
     pub fn object(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
-        let mut args = vec!["get", kind, name, "-o", "json", "--ignore-not-found"];
+        let mut args = vec![
+            "get",
+            kind,
+            name,
+            "-o",
+            "json",
+            "--ignore-not-found",
+            "--show-managed-fields",
+        ];
         if let Some(ns) = namespace {
             args.extend(["-n", ns]);
         }

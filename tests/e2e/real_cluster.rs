@@ -57,7 +57,8 @@ fn writes(cp: &ControlPlane, namespace: &str, since_line: usize) -> Vec<String> 
         })
         .filter_map(|e| {
             let uri = e["requestURI"].as_str()?;
-            (!uri.contains("dryRun=All")).then(|| format!("{} {uri}", e["verb"].as_str()?))
+            let verb = e["verb"].as_str()?;
+            (!uri.contains("dryRun=All")).then(|| format!("{verb} {uri}"))
         })
         .collect()
 }
@@ -908,7 +909,9 @@ fn rekind_orphans_and_the_garbage_collector_keeps_the_claims() {
 
 /// A capstan local volume (a PV pinned to `worker-1` and its claim): the
 /// real PV controller binds the claim, and the scheduler places the pod
-/// that mounts it on the volume's node.
+/// that mounts it on the volume's node. `volume remove` deletes the claim
+/// and the volume (it once left the claim, and the real pv-protection
+/// finalizer held the volume until the remove's deadline).
 #[test]
 fn a_local_volume_is_bound_and_its_pod_lands_on_the_volumes_node() {
     let Some(cp) = control_plane() else { return };
@@ -952,8 +955,15 @@ fn a_local_volume_is_bound_and_its_pod_lands_on_the_volumes_node() {
         );
     }
     d.ok(&["app", "remove", "kafka-local"]);
+    // Removing a volume removes its claim, then its PersistentVolume,
+    // which the pv-protection finalizer holds while the claim is there.
     for name in ["cp-zk-data", "cp-broker-data"] {
-        let _ = d.cli(&["volume", "remove", name]);
+        d.ok(&["volume", "remove", name]);
+        assert!(
+            cp.object("pvc", Some(app), name).is_none(),
+            "{name}'s claim"
+        );
+        assert!(cp.object("pv", None, name).is_none(), "{name}'s volume");
     }
     cp.delete_namespace(app);
 }

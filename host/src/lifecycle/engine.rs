@@ -748,9 +748,10 @@ impl Lifecycle {
             .collect())
     }
 
-    /// Removes a volume's objects from the target and forgets it; refused
-    /// while an app on the target mounts it, unless `force`. The data on
-    /// the node stays (the volume's reclaim policy is `Retain`).
+    /// Removes a volume's objects (its PersistentVolume and its claim) from
+    /// the target and forgets it; refused while an app on the target mounts
+    /// it, unless `force`. The data on the node stays (the volume's reclaim
+    /// policy is `Retain`).
     ///
     /// # Errors
     /// [`Error::UnknownVolume`], [`Error::VolumeInUse`], the target's.
@@ -768,9 +769,26 @@ impl Lifecycle {
                 users: view.used_by.join(", "),
             });
         }
+        // The claim goes with its volume: a remove keeps claims by
+        // default, and a PersistentVolume still bound to one is held by
+        // the `kubernetes.io/pv-protection` finalizer until the claim is
+        // gone (found on the real control plane: the remove waited out its
+        // deadline). The data on the node stays: the reclaim policy is
+        // `Retain`.
+        let options = crate::kube::RemoveOptions {
+            purge: crate::kube::Purge {
+                volumes: true,
+                all: false,
+            },
+            ..crate::kube::RemoveOptions::default()
+        };
         self.inner
             .target
-            .remove(&volumes::release_of(&view.volume))
+            .remove_with(
+                &volumes::release_of(&view.volume),
+                &options,
+                &crate::kube::NoProgress,
+            )
             .map_err(|source| Error::Kube {
                 chart: format!("{}/{name}", volumes::VOLUMES_APP),
                 source: Box::new(source),

@@ -423,6 +423,11 @@ fn start_all(
             arg("kubeconfig", &kubeconfig),
             arg("config", p(stages)),
             arg("manage-all-nodes", true),
+            // Node Leases renewed by kwok: its heartbeat stage writes node
+            // status only every ten minutes and counts on the Lease, as a
+            // kubelet does; without one the node lifecycle controller
+            // marks every node and pod NotReady after its grace period.
+            arg("node-lease-duration-seconds", 40),
             arg("server-address", format!("127.0.0.1:{}", ports.kwok)),
             arg("node-port", 0),
             arg("cidr", "10.244.0.0/16"),
