@@ -670,7 +670,9 @@ fn bundle_lint_renders_every_chart_and_build_refuses_a_broken_template() {
 
 /// The `sh` blocks of `docs/src/getting-started/first-plugin-rust.md`, in order.
 fn walkthrough_blocks() -> Vec<String> {
-    let doc = read(&crate::support::workspace_root().join("docs/src/getting-started/first-plugin-rust.md"));
+    let doc = read(
+        &crate::support::workspace_root().join("docs/src/getting-started/first-plugin-rust.md"),
+    );
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
     for line in doc.lines() {
