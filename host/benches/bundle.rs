@@ -1,6 +1,6 @@
 //! Verify and unpack signed bundles (issue 3) of two shapes: 20 MiB in 2,000
 //! small files (chart templates) and 150 MiB in 3 large files (plugin
-//! components: a chart file may be at most 5 MiB, docs/bundle-format.md).
+//! components: a chart file may be at most 5 MiB, docs/src/reference/limits.md).
 //!
 //! Throughput is reported in decompressed file bytes per second; the target is
 //! at least 200 MiB/s. Removing the unpacked folder is not timed. Set

@@ -6,7 +6,7 @@
 //!
 //! RSA key generation draws random primes, so one key takes a widely
 //! varying time; compare medians. Go's `crypto/rsa.GenerateKey` is the
-//! reference (docs/template-functions.md gives the figures and how they
+//! reference (docs/src/reference/template-functions.md gives the figures and how they
 //! were measured).
 
 /// The binary's allocator, so that the bench measures what runs.

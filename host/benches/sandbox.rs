@@ -19,7 +19,7 @@
 //! equal to that benchmark's `simplex.json`. Run with
 //! `cargo bench -p capstan --bench sandbox` after `cargo xtask plugins`
 //! (which builds the plugin components); `cargo xtask peers` runs the
-//! `overrides` group and the peers in one go (docs/performance.md).
+//! `overrides` group and the peers in one go (docs/src/developing/performance.md).
 
 /// The binary's allocator, so that the bench measures what runs.
 #[global_allocator]

@@ -83,6 +83,9 @@ mod operator;
 /// each app's plugins see only its own volumes.
 mod serve_plugins;
 
+/// Issue 30: the README and the book: every shell example runs as
+/// written, every internal link resolves, the CLI reference is generated.
+mod docs;
 /// The status page (issue 15) in headless Chromium over WebDriver: the
 /// token gate, the app list, layers, escaping, live progress.
 mod status_page;

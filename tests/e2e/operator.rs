@@ -668,9 +668,11 @@ fn bundle_lint_renders_every_chart_and_build_refuses_a_broken_template() {
     assert!(!bundle.exists(), "nothing built");
 }
 
-/// The `sh` blocks of `docs/plugin-authors.md`, in order.
+/// The `sh` blocks of `docs/src/getting-started/first-plugin-rust.md`, in order.
 fn walkthrough_blocks() -> Vec<String> {
-    let doc = read(&crate::support::workspace_root().join("docs/plugin-authors.md"));
+    let doc = read(
+        &crate::support::workspace_root().join("docs/src/getting-started/first-plugin-rust.md"),
+    );
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
     for line in doc.lines() {
@@ -691,7 +693,7 @@ fn walkthrough_blocks() -> Vec<String> {
     blocks
 }
 
-/// docs/plugin-authors.md, every `sh` block run as written, in one shell:
+/// docs/src/getting-started/first-plugin-rust.md, every `sh` block run as written, in one shell:
 /// scaffold, unit test, build, `plugin run` on the fixture, `plugin
 /// inspect`, an app around the plugin, `bundle lint` and `build`, the
 /// daemon, upload, apply to the directory target. The test adds only what

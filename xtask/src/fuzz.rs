@@ -26,7 +26,7 @@ use std::process::Command;
 
 use super::{cargo, run, target_dir, workspace_root};
 
-/// The fuzz project, a workspace of its own (README, Tests).
+/// The fuzz project, a workspace of its own (docs/src/developing/fuzzing.md).
 const FUZZ_DIR: &str = "host/fuzz";
 
 /// Seconds each target runs when no count is given.

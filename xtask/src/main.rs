@@ -1,11 +1,13 @@
 //! Project tasks that need more than one cargo command: `cargo xtask demo`,
 //! `cargo xtask test`, `cargo xtask build`, `cargo xtask plugins`,
-//! `cargo xtask peers`, `cargo xtask fuzz`.
+//! `cargo xtask peers`, `cargo xtask fuzz`, `cargo xtask book`,
+//! `cargo xtask docs-cli`.
 //!
 //! Each task installs what it needs first (the `wasm32-wasip2` target, and
-//! for `peers` the `wasm32-unknown-unknown` target Extism plugins build for)
-//! so that a fresh machine with only the Rust toolchain can run it.
+//! for `peers` the `wasm32-unknown-unknown` target Extism plugins build for,
+//! for `book` the pinned mdbook) so that a fresh machine with only the Rust toolchain can run it.
 
+mod book;
 mod cluster;
 mod fuzz;
 
@@ -17,7 +19,7 @@ const WASM_TARGET: &str = "wasm32-wasip2";
 /// The target the peers benchmark's Extism plugin builds for.
 const EXTISM_TARGET: &str = "wasm32-unknown-unknown";
 
-/// The peers benchmark's own workspace (docs/performance.md).
+/// The peers benchmark's own workspace (docs/src/developing/performance.md).
 const PEERS_MANIFEST: &str = "benches/peers/Cargo.toml";
 
 /// The workspace members that do not build for the wasm target, from
@@ -45,6 +47,8 @@ fn main() -> ExitCode {
         Some("peers") => build_plugins().and_then(|()| peers(&args[1..])),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("cluster") => cluster::main(&args[1..]),
+        Some("book") => book::book(&args[1..]),
+        Some("docs-cli") => book::docs_cli(),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -54,13 +58,18 @@ fn main() -> ExitCode {
                  build                     build everything: the host and every plugin\n  \
                  plugins                   build the example and test plugins for {WASM_TARGET}\n  \
                  peers [--dev]             benchmark the storage plugin's overrides call: capstan, a bare wasmtime\n                            \
-                 floor, Extism (fresh and reused plugin) and Python, in one run (docs/performance.md);\n                            \
+                 floor, Extism (fresh and reused plugin) and Python, in one run (docs/src/developing/performance.md);\n                            \
                  --dev: capstan's side in the dev profile CI builds, not the bench profile\n  \
                  fuzz [SECONDS] [TARGET...]  build the fuzz targets (host/fuzz) with libFuzzer's coverage on stable,\n                            \
                  run each for SECONDS (default 60) from its seed corpus; fails on a crash, timeout or OOM\n  \
-                 cluster build|up [--nodes N]|down|env|status|sync\n                            \
+                 cluster build|up [--nodes N]|down|env|status|sync|bench\n                            \
                  a real control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) on\n                            \
-                 127.0.0.1, built from the Go modules in tests/control-plane (README)"
+                 127.0.0.1, built from the Go modules in tests/control-plane\n                            \
+                 (docs/src/developing/control-plane.md)\n  \
+                 book                      build the book (docs/) with mdbook {MDBOOK}, warnings as errors, and check\n                            \
+                 every internal link and anchor; installs that mdbook once (docs/src/developing/book.md)\n  \
+                 docs-cli                  write docs/src/reference/cli.md from the clap definitions",
+                MDBOOK = book::MDBOOK_VERSION
             );
             return ExitCode::from(2);
         }

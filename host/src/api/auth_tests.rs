@@ -149,7 +149,7 @@ fn the_bearer_scheme_is_matched_in_any_case() {
 }
 
 /// Health and metrics are behind the token like every other route (see
-/// README "Security model"): an open route would tell a scanner that a
+/// docs/src/operating/security.md): an open route would tell a scanner that a
 /// capstan daemon listens, and the metrics name every app.
 #[test]
 fn health_and_metrics_need_the_token_on_tcp() {

@@ -1,4 +1,4 @@
-//! The daemon's HTTP JSON API (documented in `docs/api.md`) and the typed
+//! The daemon's HTTP JSON API (documented in `docs/src/reference/http-api.md`) and the typed
 //! client the CLI reaches it with.
 //!
 //! Owns: routes, authentication (a unix socket created 0600, or TCP with a
@@ -32,7 +32,7 @@
 //! GET    /v1/apps/{app}/overrides/{chart}     ChartOverrides
 //! PUT    /v1/apps/{app}/overrides/{chart}  OverrideSet  ChartOverrides
 //! DELETE /v1/apps/{app}/overrides/{chart}     Deleted
-//! GET    /ui                                  status page (HTML, docs/status-page.md)
+//! GET    /ui                                  status page (HTML, docs/src/operating/status-page.md)
 //! GET    /ui/apps/{app}                       status page of one app
 //! GET    /ui/login                  POST form  the page's token form (TCP only)
 //! GET    /v1/volumes                          [VolumeView]

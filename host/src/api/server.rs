@@ -357,7 +357,7 @@ type ApiResult = Result<Response, ApiError>;
 async fn not_found() -> ApiError {
     ApiError::new(
         ErrorCode::UnknownEndpoint,
-        "no such endpoint; see docs/api.md",
+        "no such endpoint; see docs/src/reference/http-api.md",
     )
 }
 
@@ -365,7 +365,7 @@ async fn method_not_allowed(request: Request) -> ApiError {
     ApiError::new(
         ErrorCode::MethodNotAllowed,
         format!(
-            "{} does not take {}; see docs/api.md",
+            "{} does not take {}; see docs/src/reference/http-api.md",
             request.uri().path(),
             request.method()
         ),

@@ -1,4 +1,4 @@
-//! The read-only status page at `/ui` (docs/status-page.md).
+//! The read-only status page at `/ui` (docs/src/operating/status-page.md).
 //!
 //! Owns: the page's routes, its login form and session cookies (a TCP
 //! listener's token entered once, answered with a random session id in a

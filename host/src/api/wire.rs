@@ -5,7 +5,7 @@
 //! Records the store or the lifecycle already define (an app, a history
 //! entry, a volume, override layers, a diff) are re-exported as they are;
 //! the types defined here are the API's own bodies. The JSON shapes are
-//! those of `docs/api.md`.
+//! those of `docs/src/reference/http-api.md`.
 //!
 //! Forwards compatibility: answers are decoded without
 //! `deny_unknown_fields`, so a client ignores fields a newer daemon adds,
@@ -46,7 +46,7 @@ pub struct ErrorBody {
 }
 
 /// The stable, machine-readable cause of a failed request. Each code has
-/// one HTTP status ([`ErrorCode::status`]); `docs/api.md` lists them.
+/// one HTTP status ([`ErrorCode::status`]); `docs/src/reference/error-codes.md` lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorCode {
@@ -100,7 +100,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// Every code the daemon sends, in the order of the table in `docs/api.md`.
+    /// Every code the daemon sends, in the order of the table in `docs/src/reference/error-codes.md`.
     pub const ALL: [ErrorCode; 18] = [
         ErrorCode::BadRequest,
         ErrorCode::InvalidBundle,

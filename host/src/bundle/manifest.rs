@@ -66,7 +66,7 @@ pub struct Manifest {
 impl Manifest {
     /// Parses `MANIFEST` bytes, accepting only the exact format: each line is
     /// 64 lowercase hex digits, two spaces, a plain relative path (see
-    /// `docs/bundle-format.md`) and `\n`; lines strictly increasing by path
+    /// `docs/src/apps/bundle-format.md`) and `\n`; lines strictly increasing by path
     /// bytes (so no duplicates); no blank line; a final newline; neither
     /// `MANIFEST` nor `MANIFEST.sig` listed. An empty manifest is valid.
     ///

@@ -5,7 +5,7 @@
 //! A bundle is a gzip-compressed tar whose first two entries are `MANIFEST`
 //! (the sha256 of every other file) and `MANIFEST.sig` (an OpenSSH SSHSIG over
 //! it, see [`crate::trust`]), followed by `capstan.yaml`, `charts/`,
-//! `plugins/` and `overrides/`. The full format is in `docs/bundle-format.md`.
+//! `plugins/` and `overrides/`. The full format is in `docs/src/apps/bundle-format.md`.
 //!
 //! This module exists so that nothing else ever reads a bundle byte that was
 //! not proven: the signature is checked before any file is written, every file

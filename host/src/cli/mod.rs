@@ -14,6 +14,7 @@ mod examples;
 mod lint;
 mod plugin;
 mod progress;
+mod reference;
 mod scaffold;
 mod serve;
 mod template;
@@ -23,6 +24,8 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+pub use reference::reference_markdown;
 
 /// The exit status of a command that failed.
 pub const EXIT_FAILED: u8 = 1;

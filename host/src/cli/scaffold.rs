@@ -187,7 +187,7 @@ capstan plugin run target/wasm32-wasip2/release/{ident}.wasm --facts facts/simpl
 
 Then copy the `.wasm` into an app's `plugins/`, route the `web` chart and
 the `semantic-check` hook to it in `capstan.yaml`, and `capstan bundle build`
-(see capstan's docs/plugin-authors.md).
+(see capstan's docs/src/getting-started/first-plugin-rust.md).
 "#
     )
 }

@@ -1,7 +1,7 @@
 //! Bundles through OCI registries: `capstan bundle push|pull` and
 //! `capstan app upload|update oci://…`.
 //!
-//! Owns: the artifact's media types (documented in docs/bundle-format.md),
+//! Owns: the artifact's media types (documented in docs/src/apps/bundle-format.md),
 //! parsing `oci://` references, registry credentials (`auth`), and moving a
 //! bundle's bytes to and from a registry with the `oci-client` crate, which
 //! speaks the distribution protocol (including token-service auth).

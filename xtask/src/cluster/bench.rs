@@ -64,6 +64,8 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("creating {}: {e}", work.display()))?;
     let peer_kubeconfig = peer_identity(&dir, &work)?;
+    std::fs::create_dir_all(work.join("keys"))
+        .map_err(|e| format!("creating the bench keys: {e}"))?;
     run_quiet(
         Command::new(&capstan)
             .args(["keygen", "--name", "bench", "--out"])

@@ -75,7 +75,7 @@ fn crypto_error(step: &str, e: impl std::fmt::Display) -> FuncError {
 /// `rsa.GenerateKey`.
 ///
 /// AWS-LC generates it (its prime search is several times faster than the
-/// `rsa` crate's, and as fast as Go's: docs/template-functions.md has the
+/// `rsa` crate's, and as fast as Go's: docs/src/reference/template-functions.md has the
 /// measurements); the `rsa` crate then holds it for encoding and signing,
 /// read from the PKCS#8 form AWS-LC writes.
 fn new_rsa_key(bits: usize) -> Result<RsaPrivateKey, FuncError> {

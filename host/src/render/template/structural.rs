@@ -295,7 +295,7 @@ fn list(items: Vec<RValue>) -> RValue {
 }
 
 /// Sprig's `slice LIST [START [END]]` (`mustSlice` here, see
-/// docs/template-functions.md): nil for an empty list; indexes out of
+/// docs/src/reference/template-functions.md): nil for an empty list; indexes out of
 /// range are the library's error.
 fn slice(args: &[RValue]) -> Option<Result<RValue, String>> {
     let (RValue::List(items), indexes) = args.split_first()? else {

@@ -809,7 +809,7 @@ fn list_and_default_functions_return_the_same_map() {
 
 /// Go's map aliasing through a second path: a map reached twice is one
 /// map, so a change through one path shows through the other (see
-/// docs/template-functions.md, "Map sharing"); these are Go's results.
+/// docs/src/reference/template-functions.md, "Map sharing"); these are Go's results.
 #[test]
 fn a_map_reached_twice_is_one_map() {
     assert_eq!(
