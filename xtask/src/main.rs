@@ -1,11 +1,13 @@
 //! Project tasks that need more than one cargo command: `cargo xtask demo`,
 //! `cargo xtask test`, `cargo xtask build`, `cargo xtask plugins`,
-//! `cargo xtask peers`, `cargo xtask fuzz`.
+//! `cargo xtask peers`, `cargo xtask fuzz`, `cargo xtask openapi`,
+//! `cargo xtask api-fuzz`.
 //!
 //! Each task installs what it needs first (the `wasm32-wasip2` target, and
 //! for `peers` the `wasm32-unknown-unknown` target Extism plugins build for)
 //! so that a fresh machine with only the Rust toolchain can run it.
 
+mod api_fuzz;
 mod fuzz;
 
 use std::path::{Path, PathBuf};
@@ -43,6 +45,8 @@ fn main() -> ExitCode {
         Some("demo") => build_plugins().and_then(|()| demo(&args[1..])),
         Some("peers") => build_plugins().and_then(|()| peers(&args[1..])),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("openapi") => openapi(),
+        Some("api-fuzz") => api_fuzz::api_fuzz(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -55,7 +59,10 @@ fn main() -> ExitCode {
                  floor, Extism (fresh and reused plugin) and Python, in one run (docs/performance.md);\n                            \
                  --dev: capstan's side in the dev profile CI builds, not the bench profile\n  \
                  fuzz [SECONDS] [TARGET...]  build the fuzz targets (host/fuzz) with libFuzzer's coverage on stable,\n                            \
-                 run each for SECONDS (default 60) from its seed corpus; fails on a crash, timeout or OOM"
+                 run each for SECONDS (default 60) from its seed corpus; fails on a crash, timeout or OOM\n  \
+                 openapi                   write docs/openapi.json, the API document the daemon serves at /v1/openapi.json\n  \
+                 api-fuzz [SECONDS]        schemathesis (PyPI, pinned) against a live daemon for SECONDS (default 120):\n                            \
+                 fails on a 5xx, an answer the OpenAPI document does not allow, or a daemon that stops answering"
             );
             return ExitCode::from(2);
         }
@@ -145,6 +152,23 @@ fn run_tests(extra: &[String]) -> Result<(), String> {
         .args(TEST_FEATURES)
         .args(extra);
     run(test, "cargo test")
+}
+
+/// Writes `docs/openapi.json` from the daemon's own document: the test
+/// that compares the two writes it instead when `CAPSTAN_WRITE_OPENAPI`
+/// is set (built with the test features, so nothing is rebuilt for it).
+fn openapi() -> Result<(), String> {
+    let mut write = cargo();
+    write
+        .args(["test", "-p", "capstan", "--lib"])
+        .args(TEST_FEATURES)
+        .args([
+            "api::openapi::tests::the_document_in_docs_is_the_one_the_server_serves",
+            "--",
+            "--exact",
+        ])
+        .env("CAPSTAN_WRITE_OPENAPI", "1");
+    run(write, "writing docs/openapi.json")
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {
