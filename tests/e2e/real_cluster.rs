@@ -91,13 +91,7 @@ fn release_secrets(cp: &ControlPlane, namespace: &str) -> Vec<(String, u64, Vec<
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|o| {
-                    format!(
-                        "{}/{}",
-                        o["kind"].as_str().unwrap_or("?"),
-                        o["name"].as_str().unwrap_or("?")
-                    )
-                })
+                .map(entry_name)
                 .collect();
             (
                 inventory["chart"].as_str().unwrap_or_default().to_owned(),
@@ -108,6 +102,16 @@ fn release_secrets(cp: &ControlPlane, namespace: &str) -> Vec<(String, u64, Vec<
         .collect();
     out.sort();
     out
+}
+
+/// An inventory entry as `Kind/name`, in the release Secret and in the
+/// store alike.
+fn entry_name(entry: &Value) -> String {
+    format!(
+        "{}/{}",
+        entry["kind"].as_str().unwrap_or("?"),
+        entry["name"].as_str().unwrap_or("?")
+    )
 }
 
 /// What the store says of the same releases (`app show`).
@@ -124,13 +128,7 @@ fn stored_releases(d: &Daemon, app: &str) -> Vec<(String, u64, Vec<String>)> {
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .map(|o| {
-                        format!(
-                            "{}/{}",
-                            o["kind"].as_str().unwrap_or("?"),
-                            o["name"].as_str().unwrap_or("?")
-                        )
-                    })
+                    .map(entry_name)
                     .collect(),
             )
         })
