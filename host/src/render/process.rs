@@ -78,6 +78,7 @@ pub fn render(
         .map(|c| (RValue::from(c.object), c.subcharts))
         .unzip();
     link_subcharts(&roots, &children);
+    mark_typed_objects(&engine, &roots);
     let mut out = Vec::new();
     let mut total = 0usize;
     for &i in &order {
@@ -87,7 +88,7 @@ pub fn render(
             continue;
         }
         let root = &roots[src.chart];
-        set_template_object(root, &src.path, &src.base_path);
+        set_template_object(&engine, root, &src.path, &src.base_path);
         let text =
             engine
                 .execute_shared(&src.path, root)
@@ -116,14 +117,71 @@ pub fn render(
 }
 
 /// Sets `.Template` to a new `{Name, BasePath}`, as Helm does for each
-/// template.
-fn set_template_object(root: &RValue, name: &str, base_path: &str) {
+/// template: a `common.Values`, with its methods.
+fn set_template_object(engine: &Engine<'_>, root: &RValue, name: &str, base_path: &str) {
     if let RValue::Map(root) = root {
         let mut t = RMap::new();
         t.insert("Name".into(), RValue::String(name.to_string()));
         t.insert("BasePath".into(), RValue::String(base_path.to_string()));
-        root.borrow_mut()
-            .insert("Template".into(), RValue::new_map(t));
+        let t = RValue::new_map(t);
+        engine.mark_values(&t);
+        root.borrow_mut().insert("Template".into(), t);
+    }
+}
+
+/// Tells the engine which maps have a Go type with methods: each chart's
+/// `.Values` is a `common.Values` (a subchart's too, Helm's `Table`
+/// result), and `.Capabilities.KubeVersion` prints through its `String`
+/// method (the version without the text after its numbers).
+fn mark_typed_objects(engine: &Engine<'_>, roots: &[RValue]) {
+    let entry = |v: &RValue, key: &str| v.plain_map().and_then(|m| m.borrow().get(key).cloned());
+    for root in roots {
+        if let Some(values) = entry(root, "Values") {
+            engine.mark_values(&values);
+        }
+    }
+    let caps = roots.first().and_then(|root| entry(root, "Capabilities"));
+    if let Some(caps) = &caps {
+        engine.mark_capabilities(caps);
+    }
+    if let Some(kube) = caps.as_ref().and_then(|caps| entry(caps, "KubeVersion"))
+        && let Some(RValue::String(version)) = entry(&kube, "Version")
+    {
+        engine.mark_stringer(&kube, normalized_kube_version(&version));
+    }
+}
+
+/// What Helm's `KubeVersion.String` prints: `v` and the version's numbers
+/// (`v1.33.4` for `v1.33.4-gke.1245000`), as Kubernetes' `ParseGeneric`
+/// reads them.
+pub fn normalized_kube_version(version: &str) -> String {
+    let trimmed = version.trim_start();
+    let bare = trimmed.strip_prefix('v').unwrap_or(trimmed);
+    // The leading `N(.N)*`; each number without its leading zeros.
+    let mut numbers: Vec<String> = Vec::new();
+    for part in bare.split('.') {
+        let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            break;
+        }
+        let n = digits.trim_start_matches('0');
+        numbers.push(if n.is_empty() { "0".into() } else { n.into() });
+        if digits.len() != part.len() {
+            break;
+        }
+    }
+    format!("v{}", numbers.join("."))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kube_version_strings_as_helm_prints_them() {
+        use super::normalized_kube_version as n;
+        assert_eq!(n("v1.30.0"), "v1.30.0");
+        assert_eq!(n("v1.30.02-gke.1"), "v1.30.2");
+        assert_eq!(n("1.31"), "v1.31");
+        assert_eq!(n("v1.33.4+k3s1"), "v1.33.4");
     }
 }
 

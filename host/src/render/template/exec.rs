@@ -48,6 +48,13 @@ pub struct Engine<'s> {
     dollar: Arc<str>,
     /// Spare buffers, so that hot paths do not allocate on every call.
     spare: RefCell<Spare>,
+    /// The maps that templates see as Helm's `common.Values` (`.Values`,
+    /// `.Template`, a `Table` result), whose methods they may call.
+    values_maps: RefCell<Vec<rvalue::MapRef>>,
+    /// Maps that print as a Go `Stringer` does (`.Capabilities.KubeVersion`).
+    stringers: RefCell<Vec<(rvalue::MapRef, String)>>,
+    /// `.Capabilities`, a `*common.Capabilities` in Helm.
+    capabilities: RefCell<Option<rvalue::MapRef>>,
 }
 
 /// Emptied buffers kept for reuse by an [`Engine`].
@@ -97,6 +104,128 @@ impl<'s> Engine<'s> {
             depth: std::cell::Cell::new(0),
             dollar: Arc::from("$"),
             spare: RefCell::new(Spare::default()),
+            values_maps: RefCell::new(Vec::new()),
+            stringers: RefCell::new(Vec::new()),
+            capabilities: RefCell::new(None),
+        }
+    }
+
+    /// Makes the map `v` the templates' `.Capabilities` (for its Go type
+    /// name).
+    pub fn mark_capabilities(&self, v: &Val) {
+        if let Val::Map(m) = v {
+            *self.capabilities.borrow_mut() = Some(m.clone());
+        }
+    }
+
+    /// Makes `v`, when it is a map, one of Helm's `common.Values` for the
+    /// templates: `.YAML`, `.AsMap`, `.Table`, `.PathValue` and `.Encode`
+    /// are its methods (taking precedence over its keys, as in Go).
+    pub fn mark_values(&self, v: &Val) {
+        if let Val::Map(m) = v {
+            let mut all = self.values_maps.borrow_mut();
+            if !all.iter().any(|x| Rc::ptr_eq(x, m)) {
+                all.push(m.clone());
+            }
+        }
+    }
+
+    /// Makes the map `v` print, in an action, as `text` (Go prints a
+    /// value whose pointer has a `String` method through it).
+    pub fn mark_stringer(&self, v: &Val, text: String) {
+        if let Val::Map(m) = v {
+            self.stringers.borrow_mut().push((m.clone(), text));
+        }
+    }
+
+    /// What `v` prints as when it is a marked `Stringer`.
+    fn stringer(&self, v: &Val) -> Option<String> {
+        let Val::Map(m) = v else { return None };
+        self.stringers
+            .borrow()
+            .iter()
+            .find(|(x, _)| Rc::ptr_eq(x, m))
+            .map(|(_, text)| text.clone())
+    }
+
+    /// `name` when it is a method of `common.Values` and `recv` is one.
+    fn values_method<'n>(&self, recv: &Val, name: &'n str) -> Option<&'n str> {
+        if !VALUES_METHODS.contains(&name) {
+            return None;
+        }
+        let Val::Map(m) = recv else { return None };
+        self.values_maps
+            .borrow()
+            .iter()
+            .any(|x| Rc::ptr_eq(x, m))
+            .then_some(name)
+    }
+
+    /// Calls the `common.Values` method `name` of `recv` with `args`, with
+    /// Helm 4's results and Go's errors.
+    fn call_values_method(
+        &self,
+        recv: &rvalue::MapRef,
+        name: &str,
+        args: &[Val],
+    ) -> Result<Val, String> {
+        let want = |n: usize| {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(format!(
+                    "wrong number of args for {name}: want {n} got {}",
+                    args.len()
+                ))
+            }
+        };
+        match name {
+            "AsMap" => {
+                want(0)?;
+                // Helm returns a new empty map for an empty one.
+                Ok(if recv.borrow().is_empty() {
+                    Val::new_map(rvalue::RMap::new())
+                } else {
+                    Val::Map(recv.clone())
+                })
+            }
+            "YAML" => {
+                want(0)?;
+                let whole = Val::Map(recv.clone());
+                let v = whole.try_to_value().map_err(|rvalue::Cycle| {
+                    format!(
+                        "error calling YAML: error marshaling into JSON: {JSON_CYCLE_PREFIX}{}",
+                        self.json_cycle_type(&whole)
+                    )
+                })?;
+                Ok(Val::String(crate::values::to_yaml(&v)))
+            }
+            "Encode" => {
+                want(1)?;
+                Err(match &args[0] {
+                    // Go calls it with a nil writer, which it dereferences.
+                    Val::Null => "error calling Encode: runtime error: invalid memory address or nil pointer dereference".to_string(),
+                    other => format!(
+                        "wrong type for value; expected io.Writer; got {}",
+                        go_type(&other.to_value())
+                    ),
+                })
+            }
+            "Table" => {
+                want(1)?;
+                let path = string_arg(&args[0])?;
+                let table = values_table(recv, &path)
+                    .map_err(|key| format!("error calling Table: {key:?} is not a table"))?;
+                let table = Val::Map(table);
+                self.mark_values(&table);
+                Ok(table)
+            }
+            "PathValue" => {
+                want(1)?;
+                let path = string_arg(&args[0])?;
+                values_path_value(recv, &path).map_err(|e| format!("error calling PathValue: {e}"))
+            }
+            _ => Err(format!("can't evaluate field {name}")),
         }
     }
 
@@ -166,10 +295,17 @@ impl<'s> Engine<'s> {
         };
         // Output is usually about as long as the source, often longer.
         let mut out = String::with_capacity(tree.text.len() * 2);
+        rvalue::take_cycle_seen();
         self.run_tree(&tree, name, data.clone(), locals, &mut out)?;
         // A copy cut short by the deadline (see `RValue::to_value`) must
-        // not pass for a result.
+        // not pass for a result, nor one that cut a map containing itself.
         limits::check_deadline().map_err(|msg| ExecError(format!("template: {name}: {msg}")))?;
+        if rvalue::take_cycle_seen() {
+            return Err(ExecError(format!(
+                "template: {name}: {}",
+                rvalue::cycle_message("reading")
+            )));
+        }
         Ok(out)
     }
 
@@ -261,7 +397,7 @@ impl<'s> Engine<'s> {
                 }
                 let v = self.eval_pipeline(f, dot, pipe)?;
                 if pipe.decl.is_empty() {
-                    rvalue::print(out, &v);
+                    self.print(f, pipe, out, &v)?;
                 }
             }
             Node::If(b) => return self.walk_if_with(f, dot, b, false, out),
@@ -536,6 +672,19 @@ impl<'s> Engine<'s> {
         }
         let mut cur: Val = recv;
         for (i, name) in init.iter().enumerate() {
+            if let (Some(method), Val::Map(m)) = (self.values_method(&cur, name), &cur) {
+                let m = m.clone();
+                match self.call_values_method(&m, method, &[]) {
+                    Ok(next) => {
+                        cur = next;
+                        continue;
+                    }
+                    Err(msg) => {
+                        f.at = Some((pos, node.to_string()));
+                        return Err(self.err(f, msg));
+                    }
+                }
+            }
             match plain_entry(&cur, name) {
                 Some(Some(next)) => {
                     cur = next;
@@ -590,6 +739,21 @@ impl<'s> Engine<'s> {
                     return Err(self.err(f, msg));
                 }
             }
+        }
+        if let (Some(method), Val::Map(m)) = (self.values_method(&cur, last), &cur) {
+            let m = m.clone();
+            if let Some((arg, msg)) = args
+                .iter()
+                .find_map(|a| method_arg_error(method, a).map(|m| (a, m)))
+            {
+                f.at = Some((pos, arg.to_string()));
+                return Err(self.err(f, msg));
+            }
+            let vals = self.eval_args(f, dot, args, fin)?;
+            return self.call_values_method(&m, method, &vals).map_err(|msg| {
+                f.at = Some((pos, node.to_string()));
+                self.err(f, msg)
+            });
         }
         if let Some(entry) = plain_entry(&cur, last) {
             if has_args {
@@ -700,19 +864,8 @@ impl<'s> Engine<'s> {
         let args = &cmd.args[1..];
         match callee {
             Callee::Library(func) => {
-                let mut plain = self.take_args();
-                for a in args {
-                    plain.push(self.eval_arg(f, dot, a)?.into_value());
-                }
-                if let Some(v) = fin {
-                    plain.push(v.into_value());
-                }
-                let called = func(&plain).and_then(|v| check_result(name, v));
-                self.give_args(plain);
-                match called {
-                    Ok(v) => Ok(Val::from(v)),
-                    Err(e) => Err(self.func_error(f, cmd, name, e)),
-                }
+                let vals = self.eval_args(f, dot, args, fin)?;
+                self.call_library(f, cmd, name, Some(func), vals)
             }
             Callee::Structural(func) => {
                 let vals = self.eval_args(f, dot, args, fin)?;
@@ -791,14 +944,118 @@ impl<'s> Engine<'s> {
             f.at = Some((cmd.pos, cmd.to_string()));
             return Err(self.err(f, format!("function {name:?} not defined")));
         };
+        // Go's names for the types of Helm's objects.
+        if let ("typeOf", [v @ Val::Map(m)]) = (name, vals.as_slice()) {
+            let named = if self.values_maps.borrow().iter().any(|x| Rc::ptr_eq(x, m)) {
+                Some("common.Values")
+            } else if self
+                .capabilities
+                .borrow()
+                .as_ref()
+                .is_some_and(|c| Rc::ptr_eq(c, m))
+            {
+                Some("*common.Capabilities")
+            } else if v.is_object() && objects::is_files(&v.to_value()) {
+                Some("engine.files")
+            } else {
+                None
+            };
+            if let Some(named) = named {
+                return Ok(Val::String(named.into()));
+            }
+        }
         let mut plain = self.take_args();
-        plain.extend(vals.into_iter().map(Val::into_value));
-        let called = func(&plain).and_then(|v| check_result(name, v));
+        let shallow = looks_only_at_the_top(name);
+        let json = cyclic_json_error(name);
+        let mut cycle: Option<&'static str> = None;
+        for v in vals {
+            let converted = if shallow {
+                Ok(v.to_value_cut())
+            } else if json.is_some() {
+                v.try_to_value()
+                    .map_err(|rvalue::Cycle| self.json_cycle_type(&v))
+            } else {
+                v.try_into_value().map_err(|rvalue::Cycle| "")
+            };
+            plain.push(converted.unwrap_or_else(|via| {
+                cycle.get_or_insert(via);
+                Value::Null
+            }));
+        }
+        let called = match cycle {
+            Some(via) => cyclic_argument(name, via),
+            None => func(&plain).and_then(|v| check_result(name, v)),
+        };
         self.give_args(plain);
         match called {
             Ok(v) => Ok(Val::from(v)),
             Err(e) => Err(self.func_error(f, cmd, name, e)),
         }
+    }
+
+    /// The type encoding/json names in its cycle error for `v`: it counts
+    /// the maps and lists it is inside (keys in sorted order) and, past
+    /// 1000, reports the first one it meets again.
+    fn json_cycle_type(&self, v: &Val) -> &'static str {
+        const START_DETECTING_AFTER: usize = 1000;
+        fn walk(
+            engine: &Engine<'_>,
+            v: &Val,
+            level: usize,
+            seen: &mut Vec<usize>,
+        ) -> Option<&'static str> {
+            let (ptr, name) = match v {
+                Val::Map(m) => {
+                    let typed = engine.values_maps.borrow().iter().any(|x| Rc::ptr_eq(x, m));
+                    let name = if typed {
+                        "common.Values"
+                    } else {
+                        "map[string]interface {}"
+                    };
+                    (Rc::as_ptr(m) as usize, name)
+                }
+                Val::List(l) => (Rc::as_ptr(l) as usize, "[]interface {}"),
+                _ => return None,
+            };
+            if limits::tick().is_err() {
+                return Some(name);
+            }
+            let level = level + 1;
+            let tracked = level > START_DETECTING_AFTER;
+            if tracked {
+                if seen.contains(&ptr) {
+                    return Some(name);
+                }
+                seen.push(ptr);
+            }
+            let found = match v {
+                Val::Map(m) => {
+                    let children: Vec<Val> = m.borrow().values().cloned().collect();
+                    children.iter().find_map(|c| walk(engine, c, level, seen))
+                }
+                Val::List(l) => l.iter().find_map(|c| walk(engine, c, level, seen)),
+                _ => None,
+            };
+            if tracked {
+                seen.pop();
+            }
+            found
+        }
+        walk(self, v, 0, &mut Vec::new()).unwrap_or("map[string]interface {}")
+    }
+
+    /// Prints the value of an action.
+    fn print(&self, f: &mut Frame<'_>, pipe: &Pipeline, out: &mut String, v: &Val) -> Res<()> {
+        if let Some(text) = self.stringer(v) {
+            out.push_str(&text);
+            return Ok(());
+        }
+        let mark = out.len();
+        rvalue::print(out, v).map_err(|rvalue::Cycle| {
+            out.truncate(mark);
+            f.at = Some((pipe.pos, pipe.to_string()));
+            self.err(f, rvalue::cycle_message("printing"))
+        })
     }
 
     /// The error a library function's failure is reported as.
@@ -1001,6 +1258,109 @@ impl<'s> Engine<'s> {
     }
 }
 
+/// The methods of Helm 4's `common.Values`.
+const VALUES_METHODS: [&str; 5] = ["AsMap", "Encode", "PathValue", "Table", "YAML"];
+
+/// encoding/json's error for a map that contains itself (it looks for
+/// one past 1000 levels), before the type it names.
+const JSON_CYCLE_PREFIX: &str = "json: unsupported value: encountered a cycle via ";
+
+/// Go's error for a constant argument node that cannot be the parameter
+/// of the `common.Values` method `method` (`text/template`'s `evalArg`).
+fn method_arg_error(method: &str, arg: &Arg) -> Option<String> {
+    match (method, arg) {
+        ("Table" | "PathValue", Arg::Number(_) | Arg::Bool(_)) => {
+            Some(format!("expected string; found {arg}"))
+        }
+        ("Table" | "PathValue", Arg::Nil) => Some("cannot assign nil to string".into()),
+        ("Encode", Arg::Number(_) | Arg::Bool(_) | Arg::String(_)) => {
+            Some(format!("can't handle {arg} for arg of type io.Writer"))
+        }
+        _ => None,
+    }
+}
+
+/// A string parameter of a Go method, checked as `text/template` does.
+fn string_arg(v: &Val) -> Result<String, String> {
+    match v {
+        Val::String(s) => Ok(s.clone()),
+        Val::Null => Err("invalid value; expected string".into()),
+        other => Err(format!(
+            "wrong type for value; expected string; got {}",
+            go_type(&other.to_value())
+        )),
+    }
+}
+
+/// Helm's `Values.Table`: the map at the dotted `path`; the key that is
+/// missing or no map otherwise.
+fn values_table(recv: &rvalue::MapRef, path: &str) -> Result<rvalue::MapRef, String> {
+    let mut table = recv.clone();
+    for key in path.split('.') {
+        let next = table.borrow().get(key).cloned();
+        match next.as_ref().and_then(Val::plain_map) {
+            Some(m) => table = m.clone(),
+            None => return Err(key.to_string()),
+        }
+    }
+    Ok(table)
+}
+
+/// Helm's `Values.PathValue`: the value (not a map) at the dotted `path`.
+fn values_path_value(recv: &rvalue::MapRef, path: &str) -> Result<Val, String> {
+    if path.is_empty() {
+        return Err("YAML path cannot be empty".into());
+    }
+    let no_value = |key: &str| format!("{key:?} is not a value");
+    let (table, key) = match path.rsplit_once('.') {
+        None => (recv.clone(), path),
+        Some((init, key)) => (values_table(recv, init).map_err(|_| no_value(key))?, key),
+    };
+    let found = table.borrow().get(key).cloned();
+    match found {
+        Some(v) if v.plain_map().is_none() || v.is_object() => Ok(v),
+        _ => Err(no_value(key)),
+    }
+}
+
+/// Whether the library function `name` looks only at the top of its
+/// arguments (their keys, kind, type or emptiness), so that a map that
+/// contains itself deeper down changes nothing for it.
+fn looks_only_at_the_top(name: &str) -> bool {
+    matches!(
+        name,
+        "keys" | "kindOf" | "kindIs" | "typeOf" | "typeIs" | "typeIsLike" | "empty"
+    )
+}
+
+/// For the functions that marshal JSON (or YAML through JSON), how
+/// encoding/json's cycle error reaches the template: `Some(None)` when
+/// the function drops it and returns "", `Some(Some(prefix))` when it is
+/// the call's error, after `prefix`.
+fn cyclic_json_error(name: &str) -> Option<Option<&'static str>> {
+    match name {
+        "toJson" | "toPrettyJson" | "toYaml" => Some(None),
+        "mustToJson" | "mustToPrettyJson" | "mustToRawJson" | "toRawJson" => Some(Some("")),
+        "mustToYaml" => Some(Some("error marshaling into JSON: ")),
+        _ => None,
+    }
+}
+
+/// The result of the library function `name` given a map that contains
+/// itself: what Go's returns (`via` is the type encoding/json names), or
+/// the error where Go's would never end.
+fn cyclic_argument(name: &str, via: &str) -> Result<Value, funcs::FuncError> {
+    let message = match cyclic_json_error(name) {
+        Some(None) => return Ok(Value::String(String::new())),
+        Some(Some(prefix)) => format!("{prefix}{}{via}", JSON_CYCLE_PREFIX),
+        None => rvalue::cycle_message("reading"),
+    };
+    Err(funcs::FuncError {
+        kind: funcs::FuncErrorKind::Call,
+        message,
+    })
+}
+
 /// Where `node` starts, for an error raised before it runs.
 fn node_pos(node: &Node) -> usize {
     match node {
@@ -1106,12 +1466,16 @@ fn print_plain_field(out: &mut String, dot: &Val, pipe: &Pipeline) -> bool {
         if cur.is_object() {
             return false;
         }
+        // A method of `common.Values` is the general path's to call.
+        if VALUES_METHODS.contains(&first.as_str()) {
+            return false;
+        }
         let m = m.borrow();
         match (m.get(first), rest.is_empty()) {
-            (Some(v), true) => {
-                rvalue::print(out, v);
-                true
-            }
+            // A map may print through a `String` method or contain
+            // itself: the general path sees to both.
+            (Some(Val::Map(_)), true) => false,
+            (Some(v), true) => rvalue::print(out, v).is_ok(),
             (None, true) => {
                 out.push_str("<no value>");
                 true

@@ -81,14 +81,17 @@ pub const STACK_SIZE: usize = 1 << 28;
 /// on the calling thread, so that deeply nested templates fail with a
 /// template error rather than overflowing the caller's stack. The stack is
 /// unmapped when `f` returns, and the compiled glob patterns `f` left on
-/// the thread are dropped. A panic in `f` is caught and ends here.
+/// the thread are dropped, as are the maps that contain themselves which
+/// `f` made ([`rvalue::CycleScope`]). A panic in `f` is caught and ends here.
 ///
 /// # Errors
 /// Returns `None` when `f` panics.
 pub fn with_big_stack<T>(f: impl FnOnce() -> T) -> Option<T> {
+    let cycles = rvalue::CycleScope::begin();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         stacker::grow(STACK_SIZE, f)
     }));
+    drop(cycles);
     objects::forget_globs();
     result.ok()
 }

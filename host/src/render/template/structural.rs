@@ -6,7 +6,9 @@
 //! their arguments or their elements, which in Go are the same maps:
 //! `required`, `tuple`, `prepend`, `first`, `last`, `rest`, `initial`,
 //! `reverse`, `uniq`, `without`, `compact`, `chunk`, `mustSlice` (and their
-//! `must` forms), `concat`, `values`, `pluck`, `ternary` and `coalesce`.
+//! `must` forms), `concat`, `values`, `pluck`, `ternary` and `coalesce`;
+//! and `has` and `deepEqual`, which compare as Go's `reflect.DeepEqual`
+//! (ending on maps that contain themselves).
 //!
 //! A call these functions cannot take as Go's map functions would (a first
 //! argument that is not a map, a key that is not a string, ...) is left to
@@ -69,6 +71,9 @@ pub fn handles(name: &str) -> bool {
             | "values"
             | "ternary"
             | "coalesce"
+            | "has"
+            | "mustHas"
+            | "deepEqual"
     )
 }
 
@@ -160,7 +165,8 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, String>> {
                 return None;
             };
             let m = d.plain_map()?;
-            rvalue::store(m, key.clone(), value.clone()).map(|()| d.clone())
+            rvalue::store(m, key.clone(), value.clone());
+            Ok(d.clone())
         }
         "unset" => {
             let [d, RValue::String(key)] = args else {
@@ -198,7 +204,9 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, String>> {
                 .map(|()| dst.clone())
         }
         "deepCopy" | "mustDeepCopy" => match args {
-            [v] => Ok(v.deep_copy()),
+            [v] => v
+                .deep_copy()
+                .map_err(|rvalue::Cycle| rvalue::cycle_message("copying")),
             _ => return None,
         },
         "dig" => return dig(args),
@@ -281,6 +289,18 @@ pub fn call(name: &str, args: &[RValue]) -> Option<Result<RValue, String>> {
             };
             Ok(if *condition { if_true } else { if_false }.clone())
         }
+        // Sprig's `has NEEDLE LIST` and `deepEqual A B` compare with Go's
+        // `reflect.DeepEqual`, which ends on maps that contain themselves.
+        "has" | "mustHas" => match args {
+            [needle, RValue::List(items)] => Ok(RValue::Bool(
+                items.iter().any(|item| rvalue::deep_eq(needle, item)),
+            )),
+            _ => return None,
+        },
+        "deepEqual" => match args {
+            [a, b] => Ok(RValue::Bool(rvalue::deep_eq(a, b))),
+            _ => return None,
+        },
         "coalesce" => Ok(args
             .iter()
             .find(|v| v.is_truthy())
