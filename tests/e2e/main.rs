@@ -26,6 +26,11 @@ mod bundle_cli;
 /// conformance set, when present) and the charts under `tests/charts/`.
 mod render_conformance;
 
+/// `capstan template` against the real `helm template` (Helm 4 built from
+/// `tests/control-plane/helm`) as a differential oracle: every chart of
+/// the repository and of the shared set, and generated templates.
+mod render_differential;
+
 /// Hostile charts against the render limits: each ends in its typed error,
 /// within the deadline plus a margin, with bounded peak memory.
 mod render_limits;

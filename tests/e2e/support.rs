@@ -120,3 +120,28 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The Helm 4 binary the differential tests use as their oracle:
+/// `CAPSTAN_HELM` when set, else `<target dir>/cluster/bin/helm` (what
+/// `cargo xtask cluster build` links there). When neither exists the test
+/// says why and is skipped (`None`), except under `CI=true`, where it
+/// fails: CI never skips the oracle silently.
+pub fn helm_binary(test: &str) -> Option<PathBuf> {
+    let (path, source) = match std::env::var_os("CAPSTAN_HELM") {
+        Some(p) => (PathBuf::from(p), "CAPSTAN_HELM"),
+        None => (
+            target_dir().join("cluster").join("bin").join("helm"),
+            "cargo xtask cluster build",
+        ),
+    };
+    if path.is_file() {
+        return Some(path);
+    }
+    let why = format!(
+        "{test}: no Helm binary at {} (from {source}); build it with `cargo xtask cluster build` or set CAPSTAN_HELM",
+        path.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
