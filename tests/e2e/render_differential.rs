@@ -294,6 +294,13 @@ const CYCLE_READERS: &[&str] = &[
 
 /// What a generated expression gives, so that most calls type-check (a
 /// batch that fails in both is narrowed to its templates one by one).
+///
+/// Two documented differences are kept out (docs/template-functions.md):
+/// integer constants are Go `int`s where function results are `int64`s,
+/// which `reflect.DeepEqual` tells apart (so no integer constants, and
+/// `has`, `uniq`, `without`, `deepEqual` compare strings); and `rest` or
+/// `initial` of an empty list, and `concat` of empty lists, are Go's nil
+/// slice (so `rest` gets two elements and `concat` one at least).
 #[derive(Clone, Copy)]
 enum Kind {
     Str,
@@ -348,9 +355,7 @@ fn expression(rng: &mut Rng, kind: Kind, depth: usize) -> String {
                 ".Values.f",
                 ".Values.big",
                 ".Values.z",
-                "3",
                 "2.5",
-                "-1",
                 "1e3",
             ],
             &[
@@ -377,32 +382,31 @@ fn expression(rng: &mut Rng, kind: Kind, depth: usize) -> String {
                 "(eq {S} {S})",
                 "(ne {S} {S})",
                 "(hasKey {M} \"a\")",
-                "(has {N} {L})",
+                "(has {S} (list {S} {S}))",
                 "(and {A} {A})",
                 "(or {A} {A})",
-                "(deepEqual {A} {A})",
+                "(deepEqual {S} {S})",
                 "(contains \"l\" {S})",
                 "(kindIs \"map\" {A})",
                 "(semverCompare \">=1.2.0\" \"1.10.0\")",
             ],
         ),
         Kind::List => (
-            &[".Values.l", "(list 1 2)", "(list)"],
+            &[".Values.l", "(list \"1\" \"2\")", "(list)"],
             &[
                 "(list {A} {A})",
                 "(append {L} {A})",
                 "(prepend {L} {A})",
-                "(concat {L} {L})",
+                "(concat {L} (list {A}))",
                 "(compact {L})",
-                "(uniq {L})",
-                "(without {L} {A})",
+                "(uniq (list {S} {S} {S}))",
+                "(without (list {S} {S}) {S})",
                 "(splitList \"l\" {S})",
                 "(keys {M} | sortAlpha)",
-                "(rest {L})",
+                "(rest (list {A} {A}))",
                 "(reverse {L})",
                 "(tuple {A} {A})",
                 "(pluck \"a\" {M} {M})",
-                "(until 3)",
                 "(fromYamlArray (toYaml {L}))",
             ],
         ),
@@ -411,7 +415,7 @@ fn expression(rng: &mut Rng, kind: Kind, depth: usize) -> String {
                 ".Values.m",
                 ".Values.m.b",
                 ".Values.nested",
-                "(dict \"a\" 1 \"b\" (dict \"c\" 2))",
+                "(dict \"a\" \"1\" \"b\" (dict \"c\" \"2\"))",
                 "(dict)",
             ],
             &[
