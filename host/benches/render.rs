@@ -22,6 +22,15 @@
 //!   `include`s, each level adding labels through `dict`/`merge`;
 //! - `large-values`: 3,000 values entries walked with `range`, `toYaml`,
 //!   `dig` and `sha256sum` into ConfigMaps.
+//!
+//! `render_osh_nodes` renders the OpenStack-Helm-style fixture
+//! `tests/charts/osh-overrides` (a helm-toolkit-like library with per-node
+//! DaemonSet overrides whose contexts contain themselves, issue 27) with
+//! host overrides for 50 nodes. In the same run, when a Helm 4 binary is
+//! found (`CAPSTAN_HELM`, else `<target dir>/cluster/bin/helm`), it times
+//! `helm template` of the same chart and values (20 runs, median, printed
+//! after the bench) and, as its floor, `helm template` of a one-template
+//! chart: Helm's time includes starting its process, capstan's does not.
 
 /// The binary's allocator, so that the bench measures what runs.
 #[global_allocator]
@@ -589,5 +598,136 @@ fn bench_render(c: &mut Criterion) {
     first.finish();
 }
 
-criterion_group!(benches, bench_render, bench_real_world);
+/// Nodes with a host override in `render_osh_nodes`.
+const OSH_NODES: usize = 50;
+
+/// Values giving each of [`OSH_NODES`] nodes its own override, as YAML
+/// (Helm reads the same text from a file).
+fn osh_node_values() -> String {
+    let mut out =
+        String::from("conf:\n  overrides:\n    compute_agent:\n      labels: []\n      hosts:\n");
+    for i in 0..OSH_NODES {
+        out.push_str(&format!(
+            "        - name: node-{i}\n          conf:\n            compute:\n              DEFAULT:\n                my_ip: 10.0.{}.{}\n              libvirt:\n                cpu_mode: {}\n",
+            i / 250,
+            i % 250 + 1,
+            if i % 2 == 0 { "host-model" } else { "host-passthrough" }
+        ));
+    }
+    out
+}
+
+/// The median of `runs` runs of `helm template` with `args`.
+fn helm_median(
+    helm: &std::path::Path,
+    args: &[&std::ffi::OsStr],
+    runs: usize,
+) -> Option<std::time::Duration> {
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new(helm)
+            .arg("template")
+            .args(args)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "helm template failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        times.push(started.elapsed());
+    }
+    times.sort();
+    times.get(runs / 2).copied()
+}
+
+fn bench_osh_nodes(c: &mut Criterion) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/charts/osh-overrides/chart");
+    let chart = render::chart::load_dir(&root).expect("the osh-overrides fixture loads");
+    let values_text = osh_node_values();
+    let user: Map = match capstan::values::parse_values(&values_text) {
+        Ok(m) => m,
+        Err(e) => panic!("node values: {e}"),
+    };
+    let release = ReleaseInfo {
+        name: "rel".into(),
+        namespace: "apps".into(),
+        revision: 1,
+        is_upgrade: false,
+    };
+    let caps = Capabilities::new(Some("1.30.0"), &[]).expect("a kube version");
+    match render::render(&chart, &user, &release, &caps) {
+        Ok(r) => assert!(
+            r.manifests.len() > 2 * OSH_NODES,
+            "a DaemonSet and ConfigMap per node"
+        ),
+        Err(e) => panic!("osh-overrides does not render: {e}"),
+    }
+    let mut group = c.benchmark_group("render_osh_nodes");
+    group.bench_function(BenchmarkId::from_parameter(OSH_NODES), |b| {
+        b.iter(|| render::render(black_box(&chart), &user, &release, &caps));
+    });
+    group.finish();
+    let helm = std::env::var_os("CAPSTAN_HELM")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| {
+                    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target")
+                });
+            Some(target.join("cluster/bin/helm"))
+        })
+        .filter(|p| p.is_file());
+    let Some(helm) = helm else {
+        eprintln!(
+            "render_osh_nodes: no Helm binary (CAPSTAN_HELM or <target>/cluster/bin/helm): Helm not timed"
+        );
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("capstan-bench-osh-{}", std::process::id()));
+    let tiny = dir.join("tiny");
+    let setup = std::fs::create_dir_all(tiny.join("templates"))
+        .and_then(|()| std::fs::write(dir.join("nodes.yaml"), &values_text))
+        .and_then(|()| {
+            std::fs::write(
+                tiny.join("Chart.yaml"),
+                "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
+            )
+        })
+        .and_then(|()| {
+            std::fs::write(
+                tiny.join("templates/cm.yaml"),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+            )
+        });
+    if let Err(e) = setup {
+        eprintln!("render_osh_nodes: {e}: Helm not timed");
+        return;
+    }
+    let values = dir.join("nodes.yaml");
+    let common = ["--kube-version", "1.30.0", "--namespace", "apps", "rel"];
+    let mut osh_args: Vec<&std::ffi::OsStr> = common.iter().map(std::ffi::OsStr::new).collect();
+    osh_args.extend([
+        root.as_os_str(),
+        std::ffi::OsStr::new("-f"),
+        values.as_os_str(),
+    ]);
+    let mut tiny_args: Vec<&std::ffi::OsStr> = common.iter().map(std::ffi::OsStr::new).collect();
+    tiny_args.push(tiny.as_os_str());
+    let runs = 20;
+    let osh = helm_median(&helm, &osh_args, runs);
+    let floor = helm_median(&helm, &tiny_args, runs);
+    eprintln!(
+        "render_osh_nodes/{OSH_NODES}: helm template median {:?} over {runs} runs; helm template of a one-template chart {:?} (process start and chart load)",
+        osh, floor
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, bench_render, bench_real_world, bench_osh_nodes);
 criterion_main!(benches);
