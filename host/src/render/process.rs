@@ -173,18 +173,6 @@ pub fn normalized_kube_version(version: &str) -> String {
     format!("v{}", numbers.join("."))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn kube_version_strings_as_helm_prints_them() {
-        use super::normalized_kube_version as n;
-        assert_eq!(n("v1.30.0"), "v1.30.0");
-        assert_eq!(n("v1.30.02-gke.1"), "v1.30.2");
-        assert_eq!(n("1.31"), "v1.31");
-        assert_eq!(n("v1.33.4+k3s1"), "v1.33.4");
-    }
-}
-
 /// The text with every `<no value>` removed, as Helm does after rendering.
 fn without_no_value(text: String) -> String {
     if text.contains("<no value>") {
@@ -423,4 +411,16 @@ fn renamed_list(v: Option<&Value>, names: &[(&str, &str)]) -> Value {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kube_version_strings_as_helm_prints_them() {
+        use super::normalized_kube_version as n;
+        assert_eq!(n("v1.30.0"), "v1.30.0");
+        assert_eq!(n("v1.30.02-gke.1"), "v1.30.2");
+        assert_eq!(n("1.31"), "v1.31");
+        assert_eq!(n("v1.33.4+k3s1"), "v1.33.4");
+    }
 }
