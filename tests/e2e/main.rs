@@ -39,6 +39,11 @@ mod render_limits;
 /// authentication.
 mod daemon;
 
+/// The daemon under load and abuse (issue 29): streamed uploads within
+/// bounded memory, body, header and idle timeouts, the upload and
+/// connection caps, failed authentication slowed per peer.
+mod api_limits;
+
 /// SIGKILL at named steps of every operation and inside store writes:
 /// the exact state after restart, and the target against a clean run.
 mod crash;

@@ -1,12 +1,13 @@
 //! Project tasks that need more than one cargo command: `cargo xtask demo`,
 //! `cargo xtask test`, `cargo xtask build`, `cargo xtask plugins`,
 //! `cargo xtask peers`, `cargo xtask fuzz`, `cargo xtask book`,
-//! `cargo xtask docs-cli`.
+//! `cargo xtask docs-cli`, `cargo xtask openapi`, `cargo xtask api-fuzz`.
 //!
 //! Each task installs what it needs first (the `wasm32-wasip2` target, and
 //! for `peers` the `wasm32-unknown-unknown` target Extism plugins build for,
 //! for `book` the pinned mdbook) so that a fresh machine with only the Rust toolchain can run it.
 
+mod api_fuzz;
 mod book;
 mod cluster;
 mod fuzz;
@@ -49,6 +50,8 @@ fn main() -> ExitCode {
         Some("cluster") => cluster::main(&args[1..]),
         Some("book") => book::book(&args[1..]),
         Some("docs-cli") => book::docs_cli(),
+        Some("openapi") => openapi(),
+        Some("api-fuzz") => api_fuzz::api_fuzz(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -68,7 +71,10 @@ fn main() -> ExitCode {
                  (docs/src/developing/control-plane.md)\n  \
                  book                      build the book (docs/) with mdbook {MDBOOK}, warnings as errors, and check\n                            \
                  every internal link and anchor; installs that mdbook once (docs/src/developing/book.md)\n  \
-                 docs-cli                  write docs/src/reference/cli.md from the clap definitions",
+                 docs-cli                  write docs/src/reference/cli.md from the clap definitions\n  \
+                 openapi                   write docs/src/reference/openapi.json, the API document the daemon serves at /v1/openapi.json\n  \
+                 api-fuzz [SECONDS]        schemathesis (PyPI, pinned) against a live daemon for SECONDS (default 120):\n                            \
+                 fails on a 5xx, an answer the OpenAPI document does not allow, or a daemon that stops answering",
                 MDBOOK = book::MDBOOK_VERSION
             );
             return ExitCode::from(2);
@@ -167,6 +173,23 @@ fn run_tests(extra: &[String]) -> Result<(), String> {
         started.stop();
     }
     result
+}
+
+/// Writes `docs/src/reference/openapi.json` from the daemon's own document: the test
+/// that compares the two writes it instead when `CAPSTAN_WRITE_OPENAPI`
+/// is set (built with the test features, so nothing is rebuilt for it).
+fn openapi() -> Result<(), String> {
+    let mut write = cargo();
+    write
+        .args(["test", "-p", "capstan", "--lib"])
+        .args(TEST_FEATURES)
+        .args([
+            "api::openapi::tests::the_document_in_docs_is_the_one_the_server_serves",
+            "--",
+            "--exact",
+        ])
+        .env("CAPSTAN_WRITE_OPENAPI", "1");
+    run(write, "writing docs/src/reference/openapi.json")
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {

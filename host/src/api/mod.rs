@@ -15,6 +15,7 @@
 //!
 //! ```text
 //! GET    /v1/health                           Health
+//! GET    /v1/openapi.json                     this API's OpenAPI 3.1 document
 //! GET    /metrics                             Prometheus text
 //! GET    /v1/apps                             [AppRecord]
 //! POST   /v1/apps                   bundle    AppRecord (201)
@@ -48,20 +49,28 @@
 mod address;
 #[cfg(test)]
 mod auth_tests;
+mod body;
 mod client;
+mod conn;
+pub mod limits;
+pub mod openapi;
 mod peer;
 mod server;
 #[cfg(test)]
 mod tests;
+mod throttle;
 pub mod tls;
 pub mod ui;
 pub mod wire;
 
 pub use address::{Address, default_state_dir};
 pub use client::{Client, ClientError, Response, encode_segment};
+pub use conn::DRAIN_TIMEOUT;
+pub use limits::Limits;
 pub use peer::Peer;
 pub use server::{
-    Listen, MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, router_with, serve, serve_with,
+    Listen, MAX_BUNDLE_BYTES, MAX_JSON_BYTES, ServeError, router, router_limited, router_with,
+    serve, serve_with,
 };
 pub use wire::{ErrorBody, ErrorCode};
 

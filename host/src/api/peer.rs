@@ -7,9 +7,6 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::connect_info::Connected;
-use axum::serve::IncomingStream;
-
 /// The other end of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peer {
@@ -41,9 +38,10 @@ impl Peer {
     }
 }
 
-impl Connected<IncomingStream<'_, tokio::net::UnixListener>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, tokio::net::UnixListener>) -> Self {
-        match stream.io().peer_cred() {
+impl Peer {
+    /// The credentials of the process at the other end of `stream`.
+    pub(super) fn of_unix(stream: &tokio::net::UnixStream) -> Peer {
+        match stream.peer_cred() {
             Ok(cred) => Peer::Unix {
                 uid: Some(cred.uid()),
                 pid: cred.pid(),
@@ -56,18 +54,6 @@ impl Connected<IncomingStream<'_, tokio::net::UnixListener>> for Peer {
                 }
             }
         }
-    }
-}
-
-impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
-        Peer::Tcp(*stream.remote_addr())
-    }
-}
-
-impl Connected<IncomingStream<'_, super::tls::TlsListener>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, super::tls::TlsListener>) -> Self {
-        Peer::Tcp(*stream.remote_addr())
     }
 }
 

@@ -1,11 +1,11 @@
 //! The routes, their handlers, authentication and error mapping.
 
 use std::future::Future;
-use std::io::Cursor;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
@@ -16,13 +16,17 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
 use super::Address;
+use super::body::{BodyReader, Cut, Streamed};
+use super::limits::{Limits, UPLOAD_RETRY_AFTER};
 use super::peer::Peer;
+use super::throttle::Throttle;
 use super::wire::{self, ErrorBody, ErrorCode};
 use crate::lifecycle::{self, ErrorClass, Lifecycle, Started};
 use crate::model::AppName;
 use crate::store::OperationId;
 
-/// The largest bundle accepted by upload and update (compressed).
+/// The largest bundle accepted by upload and update (compressed) by
+/// default; [`Limits::max_bundle_bytes`] sets another.
 pub const MAX_BUNDLE_BYTES: usize = 256 * 1024 * 1024;
 /// The largest JSON request body.
 pub const MAX_JSON_BYTES: usize = 4 * 1024 * 1024;
@@ -78,6 +82,12 @@ pub(super) struct Api {
     pub(super) sessions: super::ui::Sessions,
     /// Whether the session cookie is marked `Secure` (TLS is on).
     pub(super) secure_cookie: bool,
+    /// Body sizes, timeouts and the upload bound.
+    pub(super) limits: Arc<Limits>,
+    /// A slot per bundle upload allowed to stream at once.
+    pub(super) uploads: Arc<tokio::sync::Semaphore>,
+    /// Failed authentications per peer.
+    pub(super) throttle: Arc<Throttle>,
 }
 
 /// The API's routes over `lifecycle`; with a `token`, every request must
@@ -90,19 +100,36 @@ pub fn router(lifecycle: Lifecycle, token: Option<String>) -> Router {
 /// [`router`], with the status page's session cookie marked `Secure` when
 /// `secure_cookie` (the listener speaks TLS).
 pub fn router_with(lifecycle: Lifecycle, token: Option<String>, secure_cookie: bool) -> Router {
+    router_limited(lifecycle, token, secure_cookie, Limits::default())
+}
+
+/// [`router_with`] under `limits` (the bundle size, the body timeout and
+/// the upload bound are the router's; the connection limits are
+/// [`serve_with`]'s).
+pub fn router_limited(
+    lifecycle: Lifecycle,
+    token: Option<String>,
+    secure_cookie: bool,
+    limits: Limits,
+) -> Router {
     let api = Api {
         lifecycle,
         token: token.map(Arc::from),
         sessions: super::ui::Sessions::default(),
         secure_cookie,
+        uploads: Arc::new(tokio::sync::Semaphore::new(limits.max_uploads.max(1))),
+        limits: Arc::new(limits),
+        throttle: Arc::new(Throttle::default()),
     };
+    // Bundle bodies stream to the verifier under `limits` (see
+    // `streamed_bundle`); no extractor buffers them.
     let bundles = Router::new()
         .route("/v1/apps", post(upload).get(list))
         .route("/v1/updates", post(update))
-        .route("/v1/apps/{app}/diff", get(diff).post(diff_bundle))
-        .layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES));
+        .route("/v1/apps/{app}/diff", get(diff).post(diff_bundle));
     let rest = Router::new()
         .route("/v1/health", get(health))
+        .route("/v1/openapi.json", get(super::openapi::serve))
         .route("/metrics", get(metrics))
         .route("/v1/apps/{app}", get(show).delete(delete))
         .route("/v1/apps/{app}/apply", post(apply))
@@ -156,17 +183,19 @@ pub async fn serve(
     serve_with(lifecycle, address, token, Listen::default(), shutdown).await
 }
 
-/// How a TCP listener speaks: TLS, or plain HTTP (allowed off loopback
-/// only when asked).
+/// How a listener speaks (TLS, or plain HTTP, allowed off loopback only
+/// when asked) and what it allows its clients.
 #[derive(Clone, Default)]
 pub struct Listen {
     /// Serve HTTPS with this configuration ([`super::tls::server_config`]).
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     /// Allow plain HTTP on an address other than loopback.
     pub insecure_plain_http: bool,
+    /// Sizes, timeouts and concurrency ([`Limits::default`] unless set).
+    pub limits: Limits,
 }
 
-/// [`serve`] with TLS options for a TCP listener.
+/// [`serve`] with TLS options and limits.
 ///
 /// # Errors
 /// As [`serve`]; [`ServeError::PlainOffLoopback`] for plain HTTP off
@@ -184,7 +213,12 @@ pub async fn serve_with(
         address: shown.clone(),
         source,
     };
-    let app = router_with(lifecycle, token.clone(), listen.tls.is_some());
+    let app = router_limited(
+        lifecycle,
+        token.clone(),
+        listen.tls.is_some(),
+        listen.limits.clone(),
+    );
     match address {
         Address::Unix(_) if listen.tls.is_some() => Err(ServeError::TlsMismatch(format!(
             "TLS is for a TCP listener, not {shown}"
@@ -196,13 +230,14 @@ pub async fn serve_with(
             remove_stale_socket(path).map_err(bind)?;
             let listener = bind_private(path).map_err(bind)?;
             tracing::info!(target: "capstan::audit", address = %shown, "listening");
-            axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
-                .with_graceful_shutdown(shutdown)
-                .await
-                .map_err(|source| ServeError::Serve {
-                    address: shown.clone(),
-                    source,
-                })?;
+            super::conn::serve(
+                super::conn::Accepting::Unix(listener),
+                app,
+                listen.limits,
+                &shown,
+                shutdown,
+            )
+            .await;
             let _ = std::fs::remove_file(path);
             Ok(())
         }
@@ -214,25 +249,21 @@ pub async fn serve_with(
                 return Err(ServeError::PlainOffLoopback { address: shown });
             }
             let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind)?;
-            if let Some(config) = listen.tls {
-                let listener = super::tls::TlsListener::new(listener, config).map_err(bind)?;
+            let tls = listen.tls.map(tokio_rustls::TlsAcceptor::from);
+            if tls.is_some() {
                 tracing::info!(target: "capstan::audit", address = %shown, "listening (TLS)");
-                return axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
-                    .with_graceful_shutdown(shutdown)
-                    .await
-                    .map_err(|source| ServeError::Serve {
-                        address: shown,
-                        source,
-                    });
+            } else {
+                tracing::info!(target: "capstan::audit", address = %shown, "listening");
             }
-            tracing::info!(target: "capstan::audit", address = %shown, "listening");
-            axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
-                .with_graceful_shutdown(shutdown)
-                .await
-                .map_err(|source| ServeError::Serve {
-                    address: shown,
-                    source,
-                })
+            super::conn::serve(
+                super::conn::Accepting::Tcp(listener, tls),
+                app,
+                listen.limits,
+                &shown,
+                shutdown,
+            )
+            .await;
+            Ok(())
         }
     }
 }
@@ -283,13 +314,24 @@ fn set_private(path: &std::path::Path) -> std::io::Result<()> {
 pub(super) struct ApiError {
     pub(super) code: ErrorCode,
     pub(super) message: String,
+    /// A `Retry-After` for the answer (a `429`).
+    pub(super) retry_after: Option<Duration>,
 }
 
 impl ApiError {
-    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(super) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
             code,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// `429`: come back after `wait`.
+    pub(super) fn too_many(message: impl Into<String>, wait: Duration) -> Self {
+        ApiError {
+            retry_after: Some(wait),
+            ..ApiError::new(ErrorCode::TooManyRequests, message)
         }
     }
 
@@ -348,7 +390,26 @@ impl IntoResponse for ApiError {
             error: self.message,
             code: self.code,
         };
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(body)).into_response();
+        if let Some(wait) = self.retry_after {
+            // Whole seconds, rounded up: a client never retries early.
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(secs.max(1)));
+        }
+        if matches!(
+            self.code,
+            ErrorCode::RequestTimeout | ErrorCode::PayloadTooLarge
+        ) {
+            // The rest of the body is not read: the connection cannot
+            // carry another request.
+            response.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+        }
+        response
     }
 }
 
@@ -384,27 +445,60 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
         path = %request.uri().path()
     );
     async move {
+        let peer = request
+            .extensions()
+            .get::<axum::extract::ConnectInfo<Peer>>()
+            .map(|info| info.0);
         let mut by_session = false;
         if let Some(token) = &api.token {
-            let given = request
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(bearer_credentials);
-            let bearer =
-                given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()));
+            let presented = request.headers().get(header::AUTHORIZATION);
             // The status page's session cookie admits reads only, so a
             // cookie can never start an operation; the login form and the
             // page's static files need neither.
             let path = request.uri().path();
             let read = matches!(*request.method(), Method::GET | Method::HEAD);
-            by_session = !bearer && read && api.sessions.admits(request.headers());
             let public = super::ui::is_public(path);
+            let session = read && api.sessions.admits(request.headers());
+            // A peer that keeps presenting wrong tokens waits before its
+            // next one is even compared (module `throttle`).
+            if presented.is_some()
+                && !public
+                && !session
+                && let Some(wait) = api.throttle.wait(peer.as_ref())
+            {
+                tracing::info!(peer = %describe(peer.as_ref()),
+                    "request refused: the peer must wait after failed authentications");
+                return ApiError::too_many(
+                    format!(
+                        "too many failed authentications from this peer; retry in {}s",
+                        wait.as_secs().max(1)
+                    ),
+                    wait,
+                )
+                .into_response();
+            }
+            let given = presented
+                .and_then(|v| v.to_str().ok())
+                .and_then(bearer_credentials);
+            let bearer =
+                given.is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()));
+            by_session = !bearer && session;
+            if bearer {
+                api.throttle.succeeded(peer.as_ref());
+            }
             if !bearer && !by_session && !public && read && super::ui::is_page(path) {
                 return Redirect::to("/ui/login").into_response();
             }
             if !(bearer || by_session || public) {
-                tracing::warn!("request without a valid bearer token refused");
+                if presented.is_some() {
+                    let (failures, wait) = api.throttle.failed(peer.as_ref());
+                    tracing::warn!(target: "capstan::audit", peer = %describe(peer.as_ref()), failures,
+                        wait_secs = wait.map(|w| w.as_secs()),
+                        "request with a wrong bearer token refused");
+                } else {
+                    tracing::warn!(peer = %describe(peer.as_ref()),
+                        "request without a bearer token refused");
+                }
                 let mut response =
                     ApiError::new(ErrorCode::Unauthorized, "missing or wrong bearer token")
                         .into_response();
@@ -418,10 +512,6 @@ async fn authenticate(State(api): State<Api>, request: Request, next: Next) -> R
         let mutating = request.method() != axum::http::Method::GET;
         let method = request.method().clone();
         let path = request.uri().path().to_owned();
-        let peer = request
-            .extensions()
-            .get::<axum::extract::ConnectInfo<Peer>>()
-            .map(|info| info.0);
         let response = next.run(request).await;
         if mutating {
             // The audit line: who (the unix socket peer's uid, or a token
@@ -468,6 +558,12 @@ fn who(by_session: bool, has_token: bool, peer: Option<&Peer>) -> String {
     }
 }
 
+/// A peer for a log line: its address or uid, or `unknown` without
+/// connection info.
+pub(super) fn describe(peer: Option<&Peer>) -> String {
+    peer.map_or_else(|| "unknown".to_owned(), Peer::describe)
+}
+
 pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -480,6 +576,9 @@ pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// The body, or the reason it could not be read (413 when too large).
 fn body_of(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|rejection| {
+        if let Some(waited) = super::body::stalled_in(&rejection) {
+            return stalled(waited);
+        }
         let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ErrorCode::PayloadTooLarge
         } else {
@@ -501,6 +600,65 @@ fn query_of<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
     query
         .map(|Query(query)| query)
         .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+}
+
+fn stalled(waited: Duration) -> ApiError {
+    ApiError::new(
+        ErrorCode::RequestTimeout,
+        format!(
+            "the request body stalled: no byte for {}s",
+            waited.as_secs_f32()
+        ),
+    )
+}
+
+fn too_large(limit: u64) -> ApiError {
+    ApiError::new(
+        ErrorCode::PayloadTooLarge,
+        format!("the bundle is larger than this daemon's limit of {limit} bytes"),
+    )
+}
+
+/// Streams a bundle body into `work` (the lifecycle, on a blocking
+/// thread), never whole in memory: refused at once with `413` when its
+/// `Content-Length` is past the limit and with `429` when
+/// [`Limits::max_uploads`] are already streaming; cut off with `413` past
+/// the limit as it arrives and with `408` when it stalls.
+async fn streamed_bundle<T: Send + 'static>(
+    api: &Api,
+    headers: &HeaderMap,
+    body: Body,
+    work: impl FnOnce(BodyReader) -> Result<T, lifecycle::Error> + Send + 'static,
+) -> Result<T, ApiError> {
+    let limit = api.limits.max_bundle_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(too_large(limit));
+    }
+    let Ok(_slot) = Arc::clone(&api.uploads).try_acquire_owned() else {
+        tracing::info!(
+            limit = api.limits.max_uploads,
+            "bundle upload refused: the upload slots are taken"
+        );
+        return Err(ApiError::too_many(
+            format!(
+                "{} bundle uploads are already streaming, this daemon's limit; retry later",
+                api.limits.max_uploads
+            ),
+            UPLOAD_RETRY_AFTER,
+        ));
+    };
+    let (streamed, reader) = Streamed::start(body, limit);
+    let result = blocking(move || work(reader)).await;
+    match (result, streamed.cut()) {
+        (Ok(value), _) => Ok(value),
+        (Err(_), Some(Cut::TooLarge { limit })) => Err(too_large(limit)),
+        (Err(_), Some(Cut::Stalled { waited })) => Err(stalled(waited)),
+        (Err(e), _) => Err(e),
+    }
 }
 
 fn app_name(text: &str) -> Result<AppName, ApiError> {
@@ -607,16 +765,14 @@ async fn list(State(api): State<Api>) -> ApiResult {
     json(StatusCode::OK, &apps)
 }
 
-async fn upload(
-    State(api): State<Api>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> ApiResult {
-    let body = body_of(body)?;
+async fn upload(State(api): State<Api>, headers: HeaderMap, body: Body) -> ApiResult {
     check_bundle_type(&headers)?;
     let source = source_of(&headers)?;
     let lc = api.lifecycle.clone();
-    let app: wire::AppRecord = blocking(move || lc.upload_from(Cursor::new(body), source)).await?;
+    let app: wire::AppRecord = streamed_bundle(&api, &headers, body, move |bundle| {
+        lc.upload_from(bundle, source)
+    })
+    .await?;
     json(StatusCode::CREATED, &app)
 }
 
@@ -624,21 +780,15 @@ async fn update(
     State(api): State<Api>,
     headers: HeaderMap,
     query: Result<Query<wire::UpdateQuery>, QueryRejection>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> ApiResult {
     let query = query_of(query)?;
-    let body = body_of(body)?;
     check_bundle_type(&headers)?;
     let source = source_of(&headers)?;
     let lc = api.lifecycle.clone();
     started(
-        blocking(move || {
-            lc.update_with(
-                Cursor::new(body),
-                query.reuse_user_overrides,
-                query.force,
-                source,
-            )
+        streamed_bundle(&api, &headers, body, move |bundle| {
+            lc.update_with(bundle, query.reuse_user_overrides, query.force, source)
         })
         .await?,
     )
@@ -751,14 +901,15 @@ async fn diff_bundle(
     State(api): State<Api>,
     app: AppPath,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> ApiResult {
-    let body = body_of(body)?;
     check_bundle_type(&headers)?;
     let app = app_name(&path_of(app)?)?;
     let lc = api.lifecycle.clone();
-    let diffs: Vec<wire::ChartDiff> =
-        blocking(move || lc.diff_bundle(&app, Cursor::new(body))).await?;
+    let diffs: Vec<wire::ChartDiff> = streamed_bundle(&api, &headers, body, move |bundle| {
+        lc.diff_bundle(&app, bundle)
+    })
+    .await?;
     json(StatusCode::OK, &diffs)
 }
 

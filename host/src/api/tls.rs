@@ -1,10 +1,9 @@
 //! TLS for the TCP listener and the client (rustls with ring): loading PEM
 //! certificates and keys, the server and client configurations (the
 //! client's certificate for a daemon that demands one, and whether one
-//! did), and a listener that runs each handshake on its own task so a slow
-//! or silent client never holds up the others.
+//! did). The listener runs each handshake on its connection's own task
+//! (`api::conn`), so a slow or silent client never holds up the others.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -228,78 +227,4 @@ pub fn client_tls(
         config: Arc::new(config),
         certificate,
     })
-}
-
-/// A TCP listener that hands out TLS streams. Handshakes run on their own
-/// tasks with [`HANDSHAKE_TIMEOUT`]; a failed one is logged and dropped.
-pub struct TlsListener {
-    streams: tokio::sync::mpsc::Receiver<(
-        tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
-        SocketAddr,
-    )>,
-    local: SocketAddr,
-}
-
-impl TlsListener {
-    /// Starts accepting on `listener` (call inside the runtime).
-    ///
-    /// # Errors
-    /// The listener's address cannot be read.
-    pub fn new(
-        listener: tokio::net::TcpListener,
-        config: Arc<rustls::ServerConfig>,
-    ) -> std::io::Result<TlsListener> {
-        let local = listener.local_addr()?;
-        let (sender, streams) = tokio::sync::mpsc::channel(64);
-        let acceptor = tokio_rustls::TlsAcceptor::from(config);
-        tokio::spawn(async move {
-            loop {
-                let (tcp, peer) = match listener.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accepting a connection failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                if sender.is_closed() {
-                    return;
-                }
-                let acceptor = acceptor.clone();
-                let sender = sender.clone();
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                        Ok(Ok(stream)) => {
-                            let _ = sender.send((stream, peer)).await;
-                        }
-                        Ok(Err(e)) => {
-                            tracing::info!(peer = %peer, error = %e, "TLS handshake failed");
-                        }
-                        Err(_) => {
-                            tracing::info!(peer = %peer, "TLS handshake timed out");
-                        }
-                    }
-                });
-            }
-        });
-        Ok(TlsListener { streams, local })
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.streams.recv().await {
-            Some(accepted) => accepted,
-            // The accept task ended (it never does while the listener
-            // lives); wait for shutdown.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.local)
-    }
 }

@@ -196,16 +196,35 @@ pub(super) struct Login {
 
 pub(super) async fn login(
     State(api): State<Api>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<super::Peer>>>,
     form: Result<Form<Login>, FormRejection>,
 ) -> Response {
     let Some(token) = &api.token else {
         return Redirect::to("/ui").into_response();
     };
+    let peer = peer.map(|axum::Extension(axum::extract::ConnectInfo(peer))| peer);
+    if let Some(wait) = api.throttle.wait(peer.as_ref()) {
+        let mut response = page(
+            StatusCode::TOO_MANY_REQUESTS,
+            render_login(Some(&format!(
+                "too many wrong tokens; retry in {}s",
+                wait.as_secs().max(1)
+            ))),
+        );
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(wait.as_secs().max(1)),
+        );
+        return response;
+    }
     let given = form.map(|Form(login)| login.token).unwrap_or_default();
     if !constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
-        tracing::warn!("status page login with a wrong token refused");
+        let (failures, _) = api.throttle.failed(peer.as_ref());
+        tracing::warn!(target: "capstan::audit", peer = %super::server::describe(peer.as_ref()), failures,
+            "status page login with a wrong token refused");
         return page(StatusCode::UNAUTHORIZED, render_login(Some("wrong token")));
     }
+    api.throttle.succeeded(peer.as_ref());
     let Some(id) = api.sessions.create() else {
         return page(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -35,7 +35,7 @@ pub const JSON_CONTENT_TYPE: &str = "application/json";
 // ---- errors ----
 
 /// The body of every failed request: `{"error": "one line", "code": "stable-code"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// What went wrong, for a person: one line.
     pub error: String,
@@ -69,6 +69,9 @@ pub enum ErrorCode {
     UnknownEndpoint,
     /// 405: the endpoint does not take this method.
     MethodNotAllowed,
+    /// 408: the request body stalled (no byte for the daemon's body
+    /// timeout); the connection is closed.
+    RequestTimeout,
     /// 409: the app is in the middle of an operation.
     Busy,
     /// 409: the operation is not allowed from the app's state (including
@@ -91,6 +94,10 @@ pub enum ErrorCode {
     /// 422: the operation ran and failed (a plugin fault, a render error,
     /// an unsupported platform, an apply error).
     Failed,
+    /// 429: come back later (the `Retry-After` header says when): the
+    /// daemon's bundle uploads are all streaming, or this peer presented
+    /// too many wrong tokens.
+    TooManyRequests,
     /// 500: the daemon's own state is broken (database, files).
     Internal,
     /// A code this client does not know (from a newer daemon), or none.
@@ -101,7 +108,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code the daemon sends, in the order of the table in `docs/src/reference/error-codes.md`.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::BadRequest,
         ErrorCode::InvalidBundle,
         ErrorCode::Invalid,
@@ -109,6 +116,7 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::UnknownEndpoint,
         ErrorCode::MethodNotAllowed,
+        ErrorCode::RequestTimeout,
         ErrorCode::Busy,
         ErrorCode::IllegalTransition,
         ErrorCode::AlreadyExists,
@@ -119,6 +127,7 @@ impl ErrorCode {
         ErrorCode::UnsupportedMediaType,
         ErrorCode::Vetoed,
         ErrorCode::Failed,
+        ErrorCode::TooManyRequests,
         ErrorCode::Internal,
     ];
 
@@ -131,6 +140,8 @@ impl ErrorCode {
             ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
             ErrorCode::NotFound | ErrorCode::UnknownEndpoint => StatusCode::NOT_FOUND,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::Busy
             | ErrorCode::IllegalTransition
             | ErrorCode::AlreadyExists
@@ -154,6 +165,8 @@ impl ErrorCode {
             ErrorCode::NotFound => "not-found",
             ErrorCode::UnknownEndpoint => "unknown-endpoint",
             ErrorCode::MethodNotAllowed => "method-not-allowed",
+            ErrorCode::RequestTimeout => "request-timeout",
+            ErrorCode::TooManyRequests => "too-many-requests",
             ErrorCode::Busy => "busy",
             ErrorCode::IllegalTransition => "illegal-transition",
             ErrorCode::AlreadyExists => "already-exists",
@@ -179,7 +192,7 @@ impl std::fmt::Display for ErrorCode {
 // ---- requests ----
 
 /// `POST /v1/apps/{app}/apply`; an empty body is the default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyRequest {
     /// Components whose workload kind is decided again.
@@ -195,7 +208,7 @@ pub struct ApplyRequest {
 }
 
 /// `POST /v1/apps/{app}/remove`; an empty body is the default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveRequest {
     /// Go on past failing charts and hooks; also from `uploaded`.
@@ -204,7 +217,7 @@ pub struct RemoveRequest {
 }
 
 /// The query of `POST /v1/updates`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateQuery {
     /// Keep (`true`) or drop (`false`) user overrides; absent: the new
@@ -237,7 +250,7 @@ impl UpdateQuery {
 
 /// `POST /v1/apps/{app}/rollback`; an empty body goes back to the version
 /// most recently left.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RollbackRequest {
     /// The kept version to go back to.
@@ -246,7 +259,7 @@ pub struct RollbackRequest {
 }
 
 /// The query of `DELETE /v1/volumes/{name}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VolumeRemoveQuery {
     /// Remove it even while apps mount it.
@@ -268,7 +281,7 @@ impl VolumeRemoveQuery {
 // ---- answers ----
 
 /// `202 Accepted` for a started operation (apply, remove, update, recover).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Started {
     /// The app as the operation began.
     pub app: AppRecord,
@@ -285,14 +298,14 @@ pub struct Started {
 pub use crate::lifecycle::{AppDetails, ChartSummary, VersionSummary};
 
 /// `DELETE /v1/apps/{app}/overrides/{chart}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Deleted {
     /// Whether the chart had user overrides.
     pub deleted: bool,
 }
 
 /// `GET /v1/health`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Health {
     /// `ok`.
     pub status: String,

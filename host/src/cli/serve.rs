@@ -82,6 +82,60 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = crate::lifecycle::DEFAULT_KEEP_VERSIONS,
           value_parser = clap::value_parser!(usize))]
     pub keep_versions: usize,
+    /// Largest bundle an upload, update or diff may send, in MiB, counted
+    /// as it streams (413 past it).
+    #[arg(long, value_name = "MIB", default_value_t = api::limits::DEFAULT_MAX_BUNDLE_BYTES >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub max_bundle_size: u64,
+    /// Bundle uploads (upload, update, diff --bundle) that may stream at
+    /// once; past it, 429 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = api::limits::DEFAULT_MAX_UPLOADS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub max_uploads: u64,
+    /// Connections the listener holds open at once; past it, new ones are
+    /// closed and a warning is logged.
+    #[arg(long, value_name = "N", default_value_t = api::limits::DEFAULT_MAX_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
+    /// Seconds a request body may send nothing before it is cut off (408).
+    #[arg(long, value_name = "SECS", default_value_t = api::limits::DEFAULT_BODY_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
+    pub body_timeout: f64,
+    /// Seconds from a request's first byte (or the connection's start) to
+    /// the end of its headers.
+    #[arg(long, value_name = "SECS", default_value_t = api::limits::DEFAULT_HEADER_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
+    pub header_timeout: f64,
+    /// Seconds a kept-alive connection may sit idle before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = api::limits::DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
+          value_parser = seconds)]
+    pub idle_timeout: f64,
+}
+
+/// A timeout in seconds (fractions allowed): above zero, at most a day.
+fn seconds(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 {
+        Ok(secs)
+    } else {
+        Err(format!("{text} is not between 0 and 86400 seconds"))
+    }
+}
+
+impl ServeArgs {
+    /// The listener's limits from the flags.
+    fn limits(&self) -> api::Limits {
+        api::Limits {
+            max_bundle_bytes: self.max_bundle_size << 20,
+            max_uploads: usize::try_from(self.max_uploads).unwrap_or(usize::MAX),
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+            body_timeout: std::time::Duration::from_secs_f64(self.body_timeout),
+            header_timeout: std::time::Duration::from_secs_f64(self.header_timeout),
+            idle_timeout: std::time::Duration::from_secs_f64(self.idle_timeout),
+        }
+    }
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -138,6 +192,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut listen = api::Listen {
         tls: None,
         insecure_plain_http: args.insecure_plain_http,
+        limits: args.limits(),
     };
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         listen.tls = Some(api::tls::server_config(

@@ -122,7 +122,7 @@ impl Started {
 }
 
 /// An app and everything `app show` prints about it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AppDetails {
     /// The app.
     #[serde(flatten)]
@@ -145,7 +145,7 @@ pub struct AppDetails {
 }
 
 /// One stored version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VersionSummary {
     /// The version.
     pub version: String,
@@ -172,7 +172,7 @@ pub struct VersionSummary {
 }
 
 /// One chart of the active version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChartSummary {
     /// The chart.
     pub name: String,

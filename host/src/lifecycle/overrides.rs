@@ -14,7 +14,7 @@ use super::stored::{StoredVersion, from_json, to_json};
 
 /// A request to set a chart's user overrides, as `override set` sends it.
 /// The daemon reads no files: the client sends their contents.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OverrideSet {
     /// YAML documents (`-f FILE` contents), merged in order.
@@ -57,7 +57,7 @@ impl OverrideSet {
 }
 
 /// One layer of one chart.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LayerValues {
     /// `chart-defaults`, `static`, `system` or `user`.
     pub layer: String,
@@ -66,7 +66,7 @@ pub struct LayerValues {
 }
 
 /// Every layer of one chart, lowest first, and the values the chart sees.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChartOverrides {
     /// The app.
     pub app: String,
@@ -84,7 +84,7 @@ pub struct ChartOverrides {
 }
 
 /// Which layers a chart has set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OverrideSummary {
     /// The chart.
     pub chart: String,

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::store::OperationId;
 
 /// The charts of one operation, in the order they run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OperationCharts {
     /// The operation.
     pub operation: OperationId,
@@ -46,7 +46,7 @@ impl OperationCharts {
 }
 
 /// One chart of an operation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChartProgress {
     /// The chart.
     pub chart: String,
@@ -64,7 +64,7 @@ pub struct ChartProgress {
 }
 
 /// Where one chart stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ChartState {
     /// Not started yet.

@@ -72,7 +72,7 @@ pub(crate) struct ApplyRequest<'a> {
 }
 
 /// What an apply would change in one chart.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChartDiff {
     /// The chart.
     pub chart: String,

@@ -20,7 +20,7 @@ use super::stored::StoredVersion;
 pub const VOLUMES_APP: &str = "capstan-volumes";
 
 /// A request to create a local volume.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VolumeRequest {
     /// The volume's name (a DNS-1123 label); also its claim's name.
@@ -41,7 +41,7 @@ pub struct VolumeRequest {
 }
 
 /// A volume and who uses it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VolumeView {
     /// The stored volume.
     #[serde(flatten)]

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 /// Serialized as Kubernetes spells the fields (`apiVersion`, `kind`,
 /// `namespace` when set, `name`): the shape the store's inventory copy
 /// and the cluster's release Secret share.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
     /// `apiVersion`, e.g. `apps/v1` or `v1`.

@@ -10,7 +10,7 @@ use super::names::{ChartName, ComponentName};
 use super::size::Size;
 
 /// The two workload kinds a component can run as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum WorkloadKind {
     /// An `apps/v1` Deployment: interchangeable pods.
     Deployment,

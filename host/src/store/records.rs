@@ -16,7 +16,7 @@ pub type UnixMillis = i64;
 
 /// Identifies one running (or finished) operation: the id of its history
 /// entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(transparent)]
 pub struct OperationId(pub i64);
 
@@ -27,9 +27,10 @@ impl std::fmt::Display for OperationId {
 }
 
 /// One app: its state and which versions it is on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AppRecord {
     /// The app's name.
+    #[schema(value_type = String)]
     pub name: AppName,
     /// Where it is in its life.
     pub state: AppState,
@@ -45,8 +46,10 @@ pub struct AppRecord {
     /// note of a rollback.
     pub message: Option<String>,
     /// When the app was first uploaded.
+    #[schema(value_type = i64)]
     pub created_at: UnixMillis,
     /// When any field above last changed.
+    #[schema(value_type = i64)]
     pub updated_at: UnixMillis,
 }
 
@@ -104,9 +107,10 @@ pub struct OverrideRecord {
 }
 
 /// The sticky workload kind chosen for one component of an app.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DecisionRecord {
     /// The app.
+    #[schema(value_type = String)]
     pub app: AppName,
     /// The component named in the bundle's metadata.
     pub component: String,
@@ -120,6 +124,7 @@ pub struct DecisionRecord {
     pub traits_digest: String,
     /// When it was decided; stamped by the store when recorded (the value
     /// given is ignored).
+    #[schema(value_type = i64)]
     pub decided_at: UnixMillis,
 }
 
@@ -128,9 +133,10 @@ pub struct DecisionRecord {
 /// attempt, and the release's revision. The cluster keeps the same in the
 /// release Secret; the lifecycle writes this row from what the target
 /// reports after every attempt, success or failure, so the two agree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReleaseRecord {
     /// The app.
+    #[schema(value_type = String)]
     pub app: AppName,
     /// The chart within the app.
     pub chart: String,
@@ -149,15 +155,17 @@ pub struct ReleaseRecord {
     pub objects: Vec<ObjectRef>,
     /// When it was last written; stamped by the store (the value given is
     /// ignored).
+    #[schema(value_type = i64)]
     pub updated_at: UnixMillis,
 }
 
 /// One operation in an app's history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HistoryEntry {
     /// The operation's id.
     pub id: OperationId,
     /// The app.
+    #[schema(value_type = String)]
     pub app: AppName,
     /// What was done.
     pub operation: Operation,
@@ -173,19 +181,22 @@ pub struct HistoryEntry {
     /// reconciliation.
     pub message: Option<String>,
     /// When it started.
+    #[schema(value_type = i64)]
     pub started_at: UnixMillis,
     /// When it ended; `None` while running.
+    #[schema(value_type = Option<i64>)]
     pub finished_at: Option<UnixMillis>,
 }
 
 /// A local persistent volume: a host path on one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VolumeRecord {
     /// The volume's name (also of its PersistentVolume).
     pub name: String,
     /// The node the host path lives on.
     pub node: String,
     /// The directory on that node.
+    #[schema(value_type = String)]
     pub host_path: PathBuf,
     /// The size as the operator gave it, e.g. `10Gi`; not parsed here.
     pub size: String,
@@ -193,6 +204,7 @@ pub struct VolumeRecord {
     pub storage_class: String,
     /// When it was created; stamped by the store on insert (the value given
     /// to an insert is ignored).
+    #[schema(value_type = i64)]
     pub created_at: UnixMillis,
     /// The namespace of its claim; the workloads that mount it run there.
     #[serde(default = "default_namespace")]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where an app is in its life. The spellings (`as_str`) are stored on disk
 /// and shown to operators; never change one, only add.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AppState {
     /// The bundle is being verified and stored.
@@ -139,7 +139,7 @@ impl FromStr for AppState {
 
 /// What an operator (or the daemon itself) asked to happen to an app; one
 /// history entry per operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Operation {
     /// Verify and store a bundle.
@@ -209,7 +209,7 @@ impl FromStr for Operation {
 }
 
 /// How an operation ended (or that it has not yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// Still in progress.
