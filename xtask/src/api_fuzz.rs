@@ -9,14 +9,15 @@
 //! After the run the daemon must still answer `/v1/health`.
 //!
 //! schemathesis comes from PyPI, pinned, into a virtualenv under the
-//! target folder that later runs reuse.
+//! target folder that later runs reuse. `tests/api-fuzz/hooks.py` teaches
+//! it to send a bundle body (`application/gzip`) as raw bytes.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{TEST_FEATURES, cargo, run, target_dir};
+use super::{TEST_FEATURES, cargo, run, target_dir, workspace_root};
 
 /// The schemathesis release the check is pinned to.
 const SCHEMATHESIS: &str = "4.32.5";
@@ -100,7 +101,10 @@ pub fn api_fuzz(args: &[String]) -> Result<(), String> {
         .args(["--generation-database", "none"])
         .arg("--no-color")
         .current_dir(&dir)
-        .env("SCHEMATHESIS_HOOKS", "")
+        .env(
+            "SCHEMATHESIS_HOOKS",
+            workspace_root().join("tests/api-fuzz/hooks.py"),
+        )
         .env("NO_COLOR", "1");
     let fuzzed = run(fuzz, "schemathesis");
     eprintln!("api-fuzz: schemathesis ran {:?}", started.elapsed());

@@ -491,6 +491,23 @@ fn schemas(components: ComponentsBuilder) -> ComponentsBuilder {
         .schema_from::<wire::OverrideSet>()
         .schema_from::<wire::VolumeRequest>()
         .schema_from::<wire::VolumeView>()
+        // The types those bodies hold (a test checks that every `$ref`
+        // resolves).
+        .schema_from::<wire::OperationId>()
+        .schema_from::<wire::VolumeRecord>()
+        .schema_from::<wire::DecisionRecord>()
+        .schema_from::<wire::LayerValues>()
+        .schema_from::<wire::OperationCharts>()
+        .schema_from::<wire::ChartProgress>()
+        .schema_from::<wire::ChartState>()
+        .schema_from::<wire::VersionSummary>()
+        .schema_from::<wire::ChartSummary>()
+        .schema_from::<crate::store::ReleaseRecord>()
+        .schema_from::<crate::store::AppState>()
+        .schema_from::<crate::store::Operation>()
+        .schema_from::<crate::store::Outcome>()
+        .schema_from::<crate::model::ObjectRef>()
+        .schema_from::<crate::model::WorkloadKind>()
 }
 
 fn schema_ref(name: &str) -> RefOr<Schema> {
@@ -672,10 +689,12 @@ fn method_name(method: &HttpMethod) -> &'static str {
     }
 }
 
-/// A DNS-1123 label of at most `max` bytes.
+/// A DNS-1123 label of at most `max` bytes, as `model::names` checks it.
 fn name_schema(max: usize) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(SchemaType::Type(Type::String))
+        .pattern(Some("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))
+        .min_length(Some(1))
         .max_length(Some(max))
         .into()
 }
@@ -750,6 +769,33 @@ mod tests {
             for status in ["401", "429", "500"] {
                 assert!(op["responses"][status].is_object(), "{} {status}", route.id);
             }
+        }
+    }
+
+    #[test]
+    fn every_reference_in_the_document_resolves() {
+        fn refs<'a>(value: &'a serde_json::Value, found: &mut Vec<&'a str>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if let Some(serde_json::Value::String(target)) = map.get("$ref") {
+                        found.push(target);
+                    }
+                    map.values().for_each(|v| refs(v, found));
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+                _ => {}
+            }
+        }
+        let json: serde_json::Value = serde_json::from_str(&document_json()).unwrap();
+        let mut found = Vec::new();
+        refs(&json, &mut found);
+        assert!(!found.is_empty());
+        for target in found {
+            let name = target.strip_prefix("#/components/schemas/").unwrap();
+            assert!(
+                json["components"]["schemas"][name].is_object(),
+                "{target} does not resolve"
+            );
         }
     }
 
