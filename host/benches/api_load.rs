@@ -180,7 +180,7 @@ fn measure(addr: SocketAddr, length: Duration, applying: Option<usize>) -> Phase
                     if due > now {
                         std::thread::sleep(due - now);
                     }
-                    let path = if (k + c as u32) % 2 == 0 {
+                    let path = if (k + c as u32).is_multiple_of(2) {
                         "/v1/apps".to_owned()
                     } else {
                         format!("/v1/apps/app{}", k as usize % APPS)
@@ -285,14 +285,29 @@ fn abuse(
             }
         }));
     }
-    // A token guesser.
+    // A token guesser, from another loopback address (the daemon slows
+    // down failed authentications per address: one on the measured
+    // client's own address would slow that client, by design).
     {
         let stop = Arc::clone(stop);
         threads.push(std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 n += 1;
-                let _ = request(addr, "GET", "/v1/apps", None, &format!("guess-{n}"));
+                let connected = runtime.block_on(async {
+                    let socket = tokio::net::TcpSocket::new_v4().ok()?;
+                    socket.bind(SocketAddr::from(([127, 0, 0, 2], 0))).ok()?;
+                    socket.connect(addr).await.ok()
+                });
+                let Some(stream) = connected.and_then(|s| s.into_std().ok()) else {
+                    continue;
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = exchange(stream, "GET", "/v1/apps", None, &format!("guess-{n}"));
             }
         }));
     }
@@ -307,9 +322,20 @@ fn request(
     bundle: Option<&[u8]>,
     token: &str,
 ) -> (u16, String) {
-    let Ok(mut stream) = TcpStream::connect(addr) else {
+    let Ok(stream) = TcpStream::connect(addr) else {
         return (0, String::new());
     };
+    exchange(stream, method, path, bundle, token)
+}
+
+/// One request and its answer on `stream`: (status, body).
+fn exchange(
+    mut stream: TcpStream,
+    method: &str,
+    path: &str,
+    bundle: Option<&[u8]>,
+    token: &str,
+) -> (u16, String) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
     let (kind, body): (&str, &[u8]) = match bundle {
         Some(bytes) => ("application/gzip", bytes),
