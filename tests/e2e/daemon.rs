@@ -172,7 +172,11 @@ impl Daemon {
             body.len()
         );
         stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(body).unwrap();
+        // The daemon may answer from the head alone (a bundle's content
+        // type or size refused before its body is read, issue 29) and
+        // close: the body then meets a closed socket, and the answer is
+        // still there to read.
+        let _ = stream.write_all(body);
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         let status = answer
@@ -201,7 +205,11 @@ impl Daemon {
             body.len()
         );
         stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(body).unwrap();
+        // The daemon may answer from the head alone (a bundle's content
+        // type or size refused before its body is read, issue 29) and
+        // close: the body then meets a closed socket, and the answer is
+        // still there to read.
+        let _ = stream.write_all(body);
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         let status = answer

@@ -5,7 +5,7 @@
 //! in `docs/src/reference/openapi.json` (`cargo xtask openapi` writes it; a test fails
 //! when the two differ).
 //!
-//! The routes are listed once, in [`ROUTES`]; a test drives each through
+//! The routes are listed once, in `ROUTES`; a test drives each through
 //! the router, so a route missing from the table or the router fails.
 //!
 //! Must not change what the server does: it describes it.
