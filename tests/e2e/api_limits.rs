@@ -531,6 +531,9 @@ fn the_connection_cap_refuses_past_it_logs_once_and_recovers() {
         false,
         &["--max-connections", "8", "--header-timeout", "30"],
     );
+    // The start-up probe's connection must have ended and freed its slot
+    // before the eight are opened.
+    std::thread::sleep(Duration::from_millis(500));
     let held: Vec<UnixStream> = (0..8)
         .map(|_| UnixStream::connect(served.socket()).unwrap())
         .collect();
