@@ -295,7 +295,7 @@ const CYCLE_READERS: &[&str] = &[
 /// What a generated expression gives, so that most calls type-check (a
 /// batch that fails in both is narrowed to its templates one by one).
 ///
-/// Two documented differences are kept out (docs/template-functions.md):
+/// Two documented differences are kept out (docs/src/reference/template-functions.md):
 /// integer constants are Go `int`s where function results are `int64`s,
 /// which `reflect.DeepEqual` tells apart (so no integer constants, and
 /// `has`, `uniq`, `without`, `deepEqual` compare strings); and `rest` or

@@ -15,7 +15,7 @@
 //!
 //! A map may come to contain itself, directly or through others, as a Go
 //! map can (helm-toolkit's per-node overrides build one): see "Maps that
-//! contain themselves" in docs/template-functions.md. Every walk that
+//! contain themselves" in docs/src/reference/template-functions.md. Every walk that
 //! follows nested maps keeps the maps on its path, so that a walk Go
 //! would never finish ends here with [`Cycle`] instead of recursing
 //! forever:

@@ -367,7 +367,7 @@ fn go_results() {
     // exhausted, still running), capstan's error naming the cycle.
     let doc: serde_json::Value =
         serde_json::from_str(include_str!("testdata/go-results.json")).unwrap();
-    // Documented in docs/template-functions.md ("Built-in objects").
+    // Documented in docs/src/reference/template-functions.md ("Built-in objects").
     let known = [(
         "values_AsMap_type",
         "AsMap returns the values map itself, which capstan still sees as a common.Values",

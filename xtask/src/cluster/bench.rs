@@ -16,7 +16,7 @@
 //! medians of N runs; the API requests and writes each tool sent are
 //! counted from the API server's audit log (the peers run as the
 //! ServiceAccount `capstan-peer`, audited like the daemon). Prints a table
-//! for docs/performance.md.
+//! for docs/src/developing/performance.md.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
