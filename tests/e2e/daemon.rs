@@ -173,12 +173,24 @@ impl Daemon {
         );
         stream.write_all(head.as_bytes()).unwrap();
         // The daemon may answer from the head alone (a bundle's content
-        // type or size refused before its body is read, issue 29) and
-        // close: the body then meets a closed socket, and the answer is
-        // still there to read.
+        // type, size or source refused before its body is read, issue 29)
+        // and close with the body unread, which resets the socket: the
+        // answer is read while the body is still being written, and what
+        // was read before a reset is the answer.
+        let mut reader = stream.try_clone().unwrap();
+        let answer = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 8192];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => bytes.extend_from_slice(&buf[..n]),
+                }
+            }
+            bytes
+        });
         let _ = stream.write_all(body);
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
+        let answer = String::from_utf8_lossy(&answer.join().unwrap()).into_owned();
         let status = answer
             .split_whitespace()
             .nth(1)

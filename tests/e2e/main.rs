@@ -78,6 +78,10 @@ mod control_plane;
 /// immutable fields as the real server decides them.
 mod real_cluster;
 
+/// Connected rendering on the real control plane: `lookup` of live
+/// objects under the lookup policy, `.Capabilities` from the server.
+mod connected;
+
 /// Issue 13: private state, token rules, damaged stored bundles as state
 /// errors, concurrent operations.
 mod hardening;

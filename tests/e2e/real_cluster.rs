@@ -39,7 +39,7 @@ fn shop(cp: &ControlPlane, name: &str, tweak: impl FnOnce(&Path)) -> Daemon {
 /// The requests the daemon sent that touched `namespace` (or the namespace
 /// itself), from the API server's audit log: `VERB URI` for each write
 /// that was not a dry run.
-fn writes(cp: &ControlPlane, namespace: &str, since_line: usize) -> Vec<String> {
+pub(crate) fn writes(cp: &ControlPlane, namespace: &str, since_line: usize) -> Vec<String> {
     audit_events(cp)
         .into_iter()
         .skip(since_line)
@@ -65,7 +65,7 @@ fn writes(cp: &ControlPlane, namespace: &str, since_line: usize) -> Vec<String> 
 
 /// Every audit event so far (the control plane audits the daemon's
 /// ServiceAccount and the bench's peers).
-fn audit_events(cp: &ControlPlane) -> Vec<Value> {
+pub(crate) fn audit_events(cp: &ControlPlane) -> Vec<Value> {
     let path = cp.admin_kubeconfig().with_file_name("logs/audit.log");
     std::fs::read_to_string(&path)
         .unwrap_or_default()

@@ -62,6 +62,16 @@ pub struct ServeArgs {
     /// all-in-one node.
     #[arg(long, value_name = "FILE")]
     pub facts: Option<PathBuf>,
+    /// A namespace every app's charts may read with `lookup` when
+    /// rendering for the target, besides the app's own (repeat it; `*`
+    /// for every namespace).
+    #[arg(long = "lookup-namespace", value_name = "NS", value_parser = lookup_namespace)]
+    pub lookup_namespaces: Vec<String>,
+    /// Whether `lookup` may read cluster-scoped kinds (Nodes, Namespaces,
+    /// StorageClasses, CRDs).
+    #[arg(long = "lookup-cluster-scoped", value_name = "BOOL", default_value_t = true,
+          action = clap::ArgAction::Set)]
+    pub lookup_cluster_scoped: bool,
     /// Deadline of one chart render in seconds (render limits; default 10).
     #[arg(long = "render-timeout", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub render_timeout: Option<u64>,
@@ -110,6 +120,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = api::limits::DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
           value_parser = seconds)]
     pub idle_timeout: f64,
+}
+
+/// A namespace name (a DNS-1123 label) or `*`.
+fn lookup_namespace(text: &str) -> Result<String, String> {
+    if text == "*" {
+        return Ok(text.to_string());
+    }
+    crate::model::Namespace::new(text)
+        .map(|n| n.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// A timeout in seconds (fractions allowed): above zero, at most a day.
@@ -174,6 +194,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .policy
             .deadline(std::time::Duration::from_millis(ms));
     }
+    options.lookup_policy = crate::model::LookupPolicy {
+        namespaces: args.lookup_namespaces.iter().cloned().collect(),
+        cluster_scoped: args.lookup_cluster_scoped,
+    };
     if let Some(path) = &args.facts {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading facts {}", path.display()))?;

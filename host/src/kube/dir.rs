@@ -9,7 +9,7 @@ use super::Error;
 use super::manifest::{Resource, parse_manifests};
 use super::plan::{ApplyPlan, plan_remove};
 use super::target::{Applied, ApplyTarget, Release};
-use crate::model::ObjectRef;
+use crate::model::{LookupQuery, ObjectRef};
 
 /// Longest app or chart name: a DNS-1123 label.
 const MAX_NAME_LEN: usize = 63;
@@ -120,6 +120,48 @@ impl ApplyTarget for DirTarget {
         Ok(removed)
     }
 
+    /// Built-in kinds by their known scope; a kind defined by a
+    /// CustomResourceDefinition the directory holds by its `spec.scope`.
+    fn kind_scope(&self, api_version: &str, kind: &str) -> Result<Option<bool>, Error> {
+        let group = api_version.split_once('/').map_or("", |(group, _)| group);
+        for crd in self
+            .held()?
+            .iter()
+            .filter(|r| r.id().kind == "CustomResourceDefinition")
+        {
+            let spec = crd.object().get("spec");
+            let field = |key: &str| {
+                spec.and_then(|s| s.get(key))
+                    .and_then(serde_json::Value::as_str)
+            };
+            let crd_kind = spec
+                .and_then(|s| s.pointer("/names/kind"))
+                .and_then(serde_json::Value::as_str);
+            if field("group") == Some(group) && crd_kind == Some(kind) {
+                return Ok(Some(field("scope") != Some("Cluster")));
+            }
+        }
+        Ok(Some(super::scope::builtin_namespaced(kind)))
+    }
+
+    /// Answers from what the directory holds: the object of any release
+    /// that matches (an empty object when none does), or the list of them.
+    fn read_live(&self, query: &LookupQuery) -> Result<serde_json::Value, Error> {
+        let mut found = self.held()?.into_iter().filter(|r| matches(r, query));
+        if !query.name.is_empty() {
+            return Ok(found
+                .next()
+                .map_or_else(|| serde_json::json!({}), Resource::into_object));
+        }
+        let items: Vec<serde_json::Value> = found.map(Resource::into_object).collect();
+        Ok(serde_json::json!({
+            "apiVersion": query.api_version,
+            "kind": format!("{}List", query.kind),
+            "metadata": {},
+            "items": items,
+        }))
+    }
+
     /// Reads the release's file back; empty when there is none.
     ///
     /// # Errors
@@ -142,6 +184,67 @@ impl ApplyTarget for DirTarget {
             source: Box::new(source),
         })
     }
+}
+
+impl DirTarget {
+    /// Every object every release file under the root holds, in file
+    /// order; a folder or file that is not a release is passed over.
+    ///
+    /// # Errors
+    /// [`Error::Read`] or [`Error::Corrupt`] for a release file that
+    /// cannot be read or parsed.
+    fn held(&self) -> Result<Vec<Resource>, Error> {
+        let mut out = Vec::new();
+        let Ok(apps) = fs::read_dir(&self.root) else {
+            return Ok(out);
+        };
+        let mut apps: Vec<_> = apps.filter_map(Result::ok).map(|e| e.path()).collect();
+        apps.sort();
+        for app in apps {
+            let Ok(meta) = fs::symlink_metadata(&app) else {
+                continue;
+            };
+            if !meta.is_dir() {
+                continue;
+            }
+            let Ok(files) = fs::read_dir(&app) else {
+                continue;
+            };
+            let mut files: Vec<_> = files.filter_map(Result::ok).map(|e| e.path()).collect();
+            files.sort();
+            for file in files {
+                let (Some(app_name), Some(chart)) = (
+                    app.file_name().and_then(|n| n.to_str()),
+                    file.file_name()
+                        .and_then(|n| n.to_str())
+                        .and_then(|n| n.strip_suffix(".yaml")),
+                ) else {
+                    continue;
+                };
+                let release = Release {
+                    app: app_name.to_string(),
+                    chart: chart.to_string(),
+                    namespace: String::new(),
+                    release_name: String::new(),
+                };
+                if check_label("app", app_name).is_err() || check_label("chart", chart).is_err() {
+                    continue;
+                }
+                out.extend(self.applied(&release)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Whether `resource` is what `query` names (any name for a list; any
+/// namespace for an empty one).
+fn matches(resource: &Resource, query: &LookupQuery) -> bool {
+    let id = resource.id();
+    id.api_version == query.api_version
+        && id.kind == query.kind
+        && (query.namespace.is_empty() || id.namespace.as_deref() == Some(&*query.namespace))
+        && (query.name.is_empty() || id.name == query.name)
 }
 
 /// The file's bytes: a comment naming the release, then each object as a

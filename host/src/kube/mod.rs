@@ -46,6 +46,7 @@ pub mod hooks;
 pub mod live_diff;
 mod manifest;
 mod plan;
+pub mod scope;
 mod target;
 
 pub use crate::model::{ObjectKey, ObjectRef};
@@ -166,6 +167,16 @@ pub enum Error {
         /// The release (`app/chart`).
         release: String,
         /// The failing step.
+        #[source]
+        source: Box<cluster::Error>,
+    },
+    /// A read for a connected render failed on the cluster (`lookup`,
+    /// discovery for `.Capabilities`).
+    #[error("reading {what} from the cluster")]
+    Live {
+        /// What was read: the lookup's object, `discovery`.
+        what: String,
+        /// The failing request.
         #[source]
         source: Box<cluster::Error>,
     },

@@ -8,7 +8,7 @@ use super::hooks::HookEvent;
 use super::live_diff::LiveDiff;
 use super::manifest::Resource;
 use super::plan::ApplyPlan;
-use crate::model::ObjectRef;
+use crate::model::{LookupQuery, ObjectRef, Served};
 
 /// One chart of one app, as applied: the unit a target records.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -108,6 +108,48 @@ pub trait ApplyTarget: Send + Sync {
     /// When the record cannot be read or parsed.
     fn revision(&self, release: &Release) -> Result<Option<u64>, Error> {
         let _ = release;
+        Ok(None)
+    }
+
+    /// Whether `kind` of `api_version` lives in a namespace on this
+    /// target: `Some(true)`, `Some(false)` for a cluster-scoped kind, or
+    /// `None` when the target serves no such kind. The default knows the
+    /// built-in kinds ([`super::scope::builtin_namespaced`]) and takes
+    /// any other kind for a namespaced one.
+    ///
+    /// # Errors
+    /// When the target cannot be asked (a cluster's discovery fails).
+    fn kind_scope(&self, api_version: &str, kind: &str) -> Result<Option<bool>, Error> {
+        let _ = api_version;
+        Ok(Some(super::scope::builtin_namespaced(kind)))
+    }
+
+    /// A read for a connected render's `lookup`, after the policy allowed
+    /// it: the object as the target holds it (an empty object when it
+    /// holds none), or for an empty name the list object with `items`.
+    /// The default holds nothing.
+    ///
+    /// # Errors
+    /// When the read fails.
+    fn read_live(&self, query: &LookupQuery) -> Result<serde_json::Value, Error> {
+        Ok(match query.name.is_empty() {
+            true => serde_json::json!({
+                "apiVersion": query.api_version,
+                "kind": format!("{}List", query.kind),
+                "metadata": {},
+                "items": [],
+            }),
+            false => serde_json::json!({}),
+        })
+    }
+
+    /// What the target serves, for a connected render's `.Capabilities`
+    /// (the server's version and API versions); `None`, the default, for
+    /// a target that is not an API server.
+    ///
+    /// # Errors
+    /// When the server cannot be asked.
+    fn served(&self) -> Result<Option<Served>, Error> {
         Ok(None)
     }
 

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::bundle::Limits;
 use crate::kube::ApplyTarget;
-use crate::model::AppName;
+use crate::model::{AppName, LookupPolicy};
 use crate::sandbox::{Facts, Sandbox};
 use crate::store::{OperationId, Store};
 use crate::trust::TrustStore;
@@ -27,6 +27,8 @@ pub(crate) struct Inner {
     pub target: Arc<dyn ApplyTarget>,
     pub sandbox: Sandbox,
     pub facts: Facts,
+    /// What a connected render's `lookup` may read.
+    pub lookup_policy: LookupPolicy,
     pub metrics: Metrics,
     pub checkpoints: Checkpoints,
     pub paths: StatePaths,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bundle::{self, Limits, VerifiedBundle};
 use crate::kube::ApplyTarget;
-use crate::model::{AppName, Hook};
+use crate::model::{AppName, Hook, LookupPolicy};
 use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
 use crate::store::{
     AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId, Outcome,
@@ -48,6 +48,8 @@ pub struct Options {
     pub facts: Option<Facts>,
     /// Limits of every plugin call.
     pub policy: Policy,
+    /// What a chart's `lookup` may read when rendering for the target.
+    pub lookup_policy: LookupPolicy,
     /// Limits of every bundle.
     pub limits: Limits,
     /// Read test pause points from the environment.
@@ -71,6 +73,7 @@ impl Options {
             target,
             facts: None,
             policy: Policy::new(),
+            lookup_policy: LookupPolicy::default(),
             limits: Limits::default(),
             checkpoints_from_env: false,
             keep_versions: DEFAULT_KEEP_VERSIONS,
@@ -278,6 +281,7 @@ impl Lifecycle {
             target: options.target,
             sandbox,
             facts: options.facts.unwrap_or_else(default_facts),
+            lookup_policy: options.lookup_policy,
             metrics: Metrics::default(),
             checkpoints,
             paths,

@@ -26,6 +26,7 @@
 //! (the steps), `plan` (pure), `context` (what operations share),
 //! `stored` (a stored version), `state_dir` (the state folder),
 //! `progress` (where each chart of an operation stands),
+//! `lookup` (what a connected render reads from the target),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
@@ -37,6 +38,7 @@ mod context;
 mod engine;
 mod error;
 mod facts;
+mod lookup;
 mod metrics;
 mod overrides;
 mod plan;

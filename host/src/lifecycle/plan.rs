@@ -50,6 +50,9 @@ pub(crate) struct ChartInput<'a> {
     pub rekind: &'a BTreeSet<String>,
     /// The local volumes the components mount, by name.
     pub local_volumes: &'a BTreeMap<String, LocalVolume>,
+    /// What answers the chart's `lookup` calls: the target, under the
+    /// lookup policy (reads only; the plan still writes nothing).
+    pub lookup: std::sync::Arc<dyn render::Lookup>,
 }
 
 /// A decision made by this plan, to be stored when the apply commits.
@@ -103,12 +106,14 @@ pub(crate) fn plan_chart(input: &ChartInput<'_>) -> Result<ChartPlan, Error> {
         chart: input.name.to_owned(),
         source: Box::new(source),
     };
-    let rendered = render::render(
-        input.chart,
-        input.overrides,
-        input.release,
-        input.capabilities,
-    )
+    let rendered = render::lookup::connected(input.lookup.clone(), || {
+        render::render(
+            input.chart,
+            input.overrides,
+            input.release,
+            input.capabilities,
+        )
+    })
     .map_err(render_err)?;
     // The charts' `crds/` files first (Helm installs them before the
     // templates); the cluster target stages CRDs first anyway and never
@@ -233,7 +238,7 @@ fn with_namespace(mut object: serde_json::Value, namespace: &str) -> serde_json:
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    if is_cluster_scoped(&kind) {
+    if !crate::kube::scope::builtin_namespaced(&kind) {
         return object;
     }
     if let Some(meta) = object
@@ -246,27 +251,20 @@ fn with_namespace(mut object: serde_json::Value, namespace: &str) -> serde_json:
     object
 }
 
-fn is_cluster_scoped(kind: &str) -> bool {
-    matches!(
-        kind,
-        "Namespace"
-            | "ClusterRole"
-            | "ClusterRoleBinding"
-            | "CustomResourceDefinition"
-            | "PersistentVolume"
-            | "StorageClass"
-            | "PriorityClass"
-            | "MutatingWebhookConfiguration"
-            | "ValidatingWebhookConfiguration"
-            | "APIService"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{ComponentSpec, Traits};
     use crate::workload::{Warning, traits_digest};
+
+    /// A render that holds no live object.
+    struct Offline;
+
+    impl render::Lookup for Offline {
+        fn lookup(&self, _: &crate::model::LookupQuery) -> Result<serde_json::Value, String> {
+            Ok(serde_json::json!({}))
+        }
+    }
 
     const BROKER: &str = include_str!("../../../tests/fixtures/workload/rolling.yaml");
     const DROPPED: &str = "component broker: fields with no StatefulSet counterpart dropped: \
@@ -339,6 +337,7 @@ mod tests {
             plugin_choices: choices,
             rekind: &rekind,
             local_volumes: &BTreeMap::new(),
+            lookup: std::sync::Arc::new(Offline),
         })
         .unwrap()
     }
@@ -500,6 +499,7 @@ mod tests {
             plugin_choices: &BTreeMap::new(),
             rekind: &BTreeSet::new(),
             local_volumes: &BTreeMap::new(),
+            lookup: std::sync::Arc::new(Offline),
         })
         .unwrap();
         assert_eq!(kinds(&plan), ["CustomResourceDefinition", "Widget"]);

@@ -21,8 +21,8 @@ use crate::kube::{
     self, ApplyEvent, ApplyOptions, ApplyTarget, HookEvent, LiveChange, LiveDiff, ProgressSink,
     Release, RemoveOptions, Resource,
 };
-use crate::model::{AppName, ComponentSpec, Hook, HookOutcome, Layer};
-use crate::render::{self, Capabilities, ReleaseInfo};
+use crate::model::{AppName, ComponentSpec, Hook, HookOutcome, Layer, Served};
+use crate::render::{self, ReleaseInfo};
 use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Plugin};
 use crate::store::{DecisionRecord, OperationId, OverrideLayer, ReleaseRecord, Store};
 use crate::values::{self, Map};
@@ -133,6 +133,20 @@ struct Prepared<'a> {
     plugins: Vec<AppPlugin>,
     facts: Facts,
     system: BTreeMap<String, serde_json::Value>,
+    /// What the target serves (`None` for a target that is no server),
+    /// asked once per operation.
+    served: Option<Served>,
+    /// The API versions the CRDs of the charts planned so far add, which
+    /// the charts of later groups see in `.Capabilities.APIVersions`.
+    planned_api_versions: Mutex<BTreeSet<String>>,
+}
+
+impl Prepared<'_> {
+    fn planned(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.planned_api_versions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Job<'_> {
@@ -256,6 +270,11 @@ impl Job<'_> {
                     recreate: prepared.request.recreate.to_vec(),
                 });
             }
+            let added: BTreeSet<String> = charts
+                .iter()
+                .flat_map(|c| super::lookup::crd_api_versions(&c.desired))
+                .collect();
+            prepared.planned().extend(added);
             groups.push(RenderedGroup {
                 name: group.name.clone(),
                 mode: group.mode,
@@ -467,6 +486,11 @@ impl Job<'_> {
             plugins: self.load_plugins(request.version)?,
             facts: current_facts(&self.inner.facts, self.store(), &request.version.metadata)?,
             system: BTreeMap::new(),
+            served: self.target().served().map_err(|source| Error::Kube {
+                chart: "(discovery)".into(),
+                source: Box::new(source),
+            })?,
+            planned_api_versions: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -663,8 +687,13 @@ impl Job<'_> {
             let live = self.target().applied(&release).map_err(kube_err)?;
             let desired = if chart.enabled {
                 let revision = self.next_revision(&release, &live)?;
-                self.plan_chart(&prepared, chart, !live.is_empty(), revision)?
-                    .desired
+                let desired = self
+                    .plan_chart(&prepared, chart, !live.is_empty(), revision)?
+                    .desired;
+                prepared
+                    .planned()
+                    .extend(super::lookup::crd_api_versions(&desired));
+                desired
             } else {
                 Vec::new()
             };
@@ -735,7 +764,23 @@ impl Job<'_> {
             is_upgrade,
         };
         let kube_version = format!("v{}", prepared.facts.kubernetes_version);
-        let capabilities = Capabilities::new(Some(&kube_version), &[]).map_err(render_err)?;
+        let capabilities = super::lookup::capabilities(
+            prepared.served.as_ref(),
+            &prepared.planned(),
+            &kube_version,
+        )
+        .map_err(render_err)?;
+        let own_namespaces = version
+            .metadata
+            .charts
+            .iter()
+            .map(|c| c.namespace.to_string())
+            .collect();
+        let lookup = Arc::new(super::lookup::TargetLookup::new(
+            self.inner.target.clone(),
+            self.inner.lookup_policy.clone(),
+            own_namespaces,
+        ));
         let components: Vec<ComponentSpec> = version
             .metadata
             .components
@@ -765,6 +810,7 @@ impl Job<'_> {
             plugin_choices: &plugin_choices,
             rekind: &rekind,
             local_volumes: &local_volumes,
+            lookup,
         })
     }
 

@@ -6,7 +6,8 @@
 //! component runs as, the component spec with its volume traits as
 //! `capstan.yaml` declares them ([`ComponentSpec`]), storage [`Size`]s,
 //! the override [`Layer`]s, and the identity of a Kubernetes object
-//! ([`ObjectRef`], [`ObjectKey`]).
+//! ([`ObjectRef`], [`ObjectKey`]), and what a connected render reads
+//! ([`LookupQuery`], [`LookupPolicy`], [`Served`]).
 //!
 //! Why it exists: each layer used to declare its own copy of these and the
 //! lifecycle converted between them by hand; the copies drifted (the bundle
@@ -19,6 +20,7 @@
 
 mod hook;
 mod layer;
+mod live;
 mod names;
 mod object;
 mod size;
@@ -26,6 +28,7 @@ mod workload;
 
 pub use hook::{Hook, HookOutcome, UnknownHook};
 pub use layer::Layer;
+pub use live::{LookupPolicy, LookupQuery, Served};
 pub use names::{
     AppName, ChartName, ComponentName, InvalidName, MAX_APP_NAME_LEN, Name, NameKind, Namespace,
     PluginName, RESERVED_APP_NAMES, ReleaseName, VolumeName, kinds,

@@ -14,6 +14,7 @@ pub mod deps;
 pub mod funcs;
 mod head;
 pub mod limits;
+pub mod lookup;
 pub mod names;
 pub mod output;
 mod parsed;
@@ -26,6 +27,7 @@ use std::path::PathBuf;
 
 pub use chart::Chart;
 pub use limits::{LimitKind, RenderLimits};
+pub use lookup::{Lookup, LookupQuery};
 pub use output::{Manifest, RenderedObject, read_objects};
 
 use crate::values::{self, Map, Value};

@@ -590,8 +590,8 @@ fn cluster_objects(nodes: usize) -> String {
              kwok.x-k8s.io/node: fake\n    node.alpha.kubernetes.io/ttl: \"0\"\n  labels:\n    \
              kubernetes.io/hostname: {name}\n    kubernetes.io/os: linux\n    \
              kubernetes.io/arch: amd64\n    node-role.kubernetes.io/{role}: \"\"\n\
-             status:\n  allocatable: {{cpu: \"32\", memory: 128Gi, pods: \"110\"}}\n  \
-             capacity: {{cpu: \"32\", memory: 128Gi, pods: \"110\"}}\n---\n"
+             status:\n  allocatable: {{cpu: \"32\", memory: 128Gi, ephemeral-storage: 500Gi, pods: \"110\"}}\n  \
+             capacity: {{cpu: \"32\", memory: 128Gi, ephemeral-storage: 500Gi, pods: \"110\"}}\n---\n"
         );
     }
     text.push_str(

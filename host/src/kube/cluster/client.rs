@@ -150,14 +150,28 @@ impl Cluster {
     /// # Errors
     /// The request's error after the retry budget, or at once for a status that is not transient.
     pub async fn get_path(&self, path: &str) -> Result<Option<Value>, Error> {
+        self.get_raw(Verb::Discover, path, "application/json").await
+    }
+
+    /// `GET` of a raw path (with its query string) asking for `accept`,
+    /// named `verb` in errors; `None` on 404.
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
+    pub async fn get_raw(
+        &self,
+        verb: Verb,
+        path: &str,
+        accept: &str,
+    ) -> Result<Option<Value>, Error> {
         let op = Op {
-            verb: Verb::Discover,
+            verb,
             target: path.to_string(),
             object: None,
         };
         let answer = send(&self.client, &self.policy, &op, || {
             http::Request::get(path)
-                .header(http::header::ACCEPT, "application/json")
+                .header(http::header::ACCEPT, accept)
                 .body(Vec::new())
                 .map_err(kube::core::request::Error::BuildRequest)
         })
@@ -258,10 +272,18 @@ impl Cluster {
                 target: id.to_string(),
                 code: 404,
                 reason: "NotFound".into(),
-                message: format!(
-                    "the server has no {} in this scope (is the namespace there?)",
-                    kind.plural
-                ),
+                message: match kind.plural.as_str() {
+                    "rolebindings" | "clusterrolebindings" => format!(
+                        "the role {} refers to is missing, and the binder may not `bind` roles it \
+                         cannot read (the API server resolves the role to check for escalation)",
+                        id.name
+                    ),
+                    plural => {
+                        format!(
+                            "the server has no {plural} in this scope (is the namespace there?)"
+                        )
+                    }
+                },
             }),
         }
     }

@@ -271,6 +271,14 @@ pub enum Error {
         /// The `kind`.
         kind: String,
     },
+    /// A `lookup` of a list found more objects than a render may hold.
+    #[error("listing {target} found more than {limit} objects")]
+    LookupTooLarge {
+        /// The collection's path.
+        target: String,
+        /// [`super::live::MAX_LIST_ITEMS`].
+        limit: usize,
+    },
     /// A live object that this release does not own is in the way.
     #[error("{object} already exists and is {owner}; pass --adopt to take it over")]
     Ownership {

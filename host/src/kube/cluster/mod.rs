@@ -6,7 +6,8 @@
 //! - [`client`]: kubeconfig (and context) or in-cluster config; the
 //!   requests (get, list, server-side apply, delete);
 //! - [`discovery`]: kinds to plurals and scopes, cached per group-version;
-//! - [`stages`]: CRDs and Namespaces, then classes and RBAC, then the
+//! - [`stages`]: CRDs and Namespaces, then classes and roles, then role
+//!   bindings, then the
 //!   rest in Helm's order, webhooks last;
 //! - [`apply`]: server-side apply, written only when a dry run differs;
 //!   ownership; namespaces created when missing;
@@ -20,6 +21,7 @@
 //! - [`recreate`]: opt-in delete-and-create for immutable changes, the
 //!   Deployment/StatefulSet kind change, Released volumes made bindable;
 //! - [`diff`]: what an apply would change, by server-side dry run;
+//! - [`live`]: reads for a connected render (`lookup`, `.Capabilities`);
 //! - [`retry`]: transient failures retried within a budget;
 //! - [`error`]: one variant per failing step.
 //!
@@ -40,6 +42,7 @@ pub mod discovery;
 pub mod error;
 pub mod hooks;
 pub mod inventory;
+pub mod live;
 pub mod prune;
 pub mod readiness;
 pub mod recreate;
@@ -63,6 +66,7 @@ use crate::kube::target::{ApplyOptions, NoProgress, ProgressSink, RemoveOptions}
 use crate::kube::{
     Applied, ApplyPlan, ApplyTarget, HookEvent, LiveDiff, ObjectRef, Release, Resource,
 };
+use crate::model::{LookupQuery, Served};
 
 /// Settings of a [`ClusterTarget`], fixed when it connects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,7 +178,66 @@ impl Drop for ClusterTarget {
     }
 }
 
+impl ClusterTarget {
+    /// [`ClusterTarget::block_on`] for reads that belong to no release.
+    fn block_on_read<T>(
+        &self,
+        what: impl std::fmt::Display,
+        work: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, crate::kube::Error> {
+        let result = match &self.runtime {
+            Some(runtime) => runtime.block_on(work),
+            None => Err(Error::Runtime(std::io::Error::other("runtime shut down"))),
+        };
+        result.map_err(|source| crate::kube::Error::Live {
+            what: what.to_string(),
+            source: Box::new(source),
+        })
+    }
+}
+
 impl ApplyTarget for ClusterTarget {
+    /// From discovery (cached per group-version, refetched for a kind it
+    /// lacks, so a CRD applied a moment ago is found).
+    fn kind_scope(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<bool>, crate::kube::Error> {
+        let what = format!("the scope of {api_version}/{kind}");
+        self.block_on_read(what, async {
+            match self
+                .cluster
+                .discovery
+                .resolve(&self.cluster, api_version, kind)
+                .await
+            {
+                Ok(found) => Ok(Some(found.namespaced)),
+                Err(Error::UnknownKind { .. }) => Ok(None),
+                Err(other) => Err(other),
+            }
+        })
+    }
+
+    /// `GET` of the object, or the list in pages ([`live::read`]).
+    fn read_live(&self, query: &LookupQuery) -> Result<serde_json::Value, crate::kube::Error> {
+        self.block_on_read(query, async {
+            let kind = self
+                .cluster
+                .discovery
+                .resolve(&self.cluster, &query.api_version, &query.kind)
+                .await?;
+            live::read(&self.cluster, &kind, &query.namespace, &query.name).await
+        })
+    }
+
+    /// `GET /version` and discovery ([`live::served`]), asked anew each
+    /// time: a render sees the CRDs installed just before it.
+    fn served(&self) -> Result<Option<Served>, crate::kube::Error> {
+        self.block_on_read("discovery", live::served(&self.cluster))
+            .map(Some)
+    }
+
     /// [`ApplyTarget::apply_with`] with default options: no adoption,
     /// the default timeout, waiting for readiness.
     fn apply(&self, release: &Release, plan: &ApplyPlan) -> Result<Applied, crate::kube::Error> {

@@ -6,10 +6,14 @@
 //!    custom resources resolve and namespaced objects have a home;
 //! 2. [`Stage::ClassesAndRbac`]: `*Class` kinds (StorageClass,
 //!    IngressClass, PriorityClass, RuntimeClass, and custom ones such as
-//!    GatewayClass) and RBAC (ClusterRole, ClusterRoleBinding, Role,
-//!    RoleBinding), which workloads refer to;
-//! 3. [`Stage::Resources`]: everything else, in Helm's install order;
-//! 4. [`Stage::Webhooks`]: Mutating/ValidatingWebhookConfigurations, last,
+//!    GatewayClass) and the roles (ClusterRole, Role), which workloads and
+//!    bindings refer to;
+//! 3. [`Stage::Bindings`]: ClusterRoleBinding and RoleBinding, after their
+//!    roles: the API server resolves a binding's role to check that the
+//!    binder does not escalate, and answers 404 (even to a dry run) while
+//!    the role is missing;
+//! 4. [`Stage::Resources`]: everything else, in Helm's install order;
+//! 5. [`Stage::Webhooks`]: Mutating/ValidatingWebhookConfigurations, last,
 //!    so a webhook never intercepts the apply of the service behind it.
 //!
 //! Within a stage objects keep the order they are given in, which the
@@ -27,8 +31,10 @@ use crate::kube::Resource;
 pub enum Stage {
     /// CRDs and Namespaces.
     Definitions,
-    /// `*Class` kinds and RBAC.
+    /// `*Class` kinds and RBAC roles.
     ClassesAndRbac,
+    /// Role bindings.
+    Bindings,
     /// Everything else.
     Resources,
     /// Webhook configurations.
@@ -37,9 +43,10 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in order.
-    pub const ALL: [Stage; 4] = [
+    pub const ALL: [Stage; 5] = [
         Stage::Definitions,
         Stage::ClassesAndRbac,
+        Stage::Bindings,
         Stage::Resources,
         Stage::Webhooks,
     ];
@@ -54,10 +61,8 @@ impl Stage {
                 "admissionregistration.k8s.io",
                 "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
             ) => Stage::Webhooks,
-            (
-                "rbac.authorization.k8s.io",
-                "ClusterRole" | "ClusterRoleBinding" | "Role" | "RoleBinding",
-            ) => Stage::ClassesAndRbac,
+            ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => Stage::ClassesAndRbac,
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => Stage::Bindings,
             (_, kind) if kind.ends_with("Class") && kind.len() > "Class".len() => {
                 Stage::ClassesAndRbac
             }
@@ -70,7 +75,8 @@ impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Stage::Definitions => "definitions (CRDs, namespaces)",
-            Stage::ClassesAndRbac => "classes and RBAC",
+            Stage::ClassesAndRbac => "classes and roles",
+            Stage::Bindings => "role bindings",
             Stage::Resources => "resources",
             Stage::Webhooks => "webhook configurations",
         })
@@ -179,13 +185,9 @@ metadata: {name: not-a-class-kind}
                 ),
                 expect(
                     Stage::ClassesAndRbac,
-                    &[
-                        "StorageClass/fast",
-                        "ClusterRole/web",
-                        "ClusterRoleBinding/web",
-                        "GatewayClass/edge"
-                    ]
+                    &["StorageClass/fast", "ClusterRole/web", "GatewayClass/edge"]
                 ),
+                expect(Stage::Bindings, &["ClusterRoleBinding/web"]),
                 expect(
                     Stage::Resources,
                     &[

@@ -12,7 +12,7 @@ use super::args::{
     type_name,
 };
 use super::{FuncError, Function};
-use crate::values::{Map, Value};
+use crate::values::Value;
 
 /// Marks the start of a `required` message, as Helm's engine looks for it.
 pub const WARN_START: &str = "HELM_ERR_START";
@@ -295,19 +295,24 @@ fn fail(args: &[Value]) -> Result<Value, FuncError> {
     )))
 }
 
-/// `lookup API KIND NAMESPACE NAME`: an empty map, as `helm template` is not
-/// connected to a cluster.
+/// `lookup API KIND NAMESPACE NAME`: an empty map in an offline render, as
+/// `helm template` gives; the live object (or list) in a connected one
+/// ([`crate::render::lookup`]), where a refused or failed read is an error.
 fn lookup(args: &[Value]) -> Result<Value, FuncError> {
     let [api, kind, namespace, name] = exactly::<4>("lookup", args)?;
-    for arg in [api, kind, namespace, name] {
-        text(arg)?;
-    }
-    Ok(Value::Map(Map::new()))
+    let query = crate::render::lookup::LookupQuery {
+        api_version: text(api)?.to_string(),
+        kind: text(kind)?.to_string(),
+        namespace: text(namespace)?.to_string(),
+        name: text(name)?.to_string(),
+    };
+    crate::render::lookup::answer(&query).map_err(FuncError::call)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::values::Map;
 
     #[test]
     fn casts_like_spf13_cast() {

@@ -1,0 +1,360 @@
+//! Connected rendering against the real control plane: `lookup` reads the
+//! live objects (so generated secrets survive re-applies and updates, as
+//! with `helm upgrade`), `.Capabilities` says what the server serves, and
+//! the lookup policy refuses reads outside the app's namespaces naming
+//! the object. Real Bitnami charts come from `../shared/helm-conformance`
+//! (kept outside the project).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::control_plane::{ControlPlane, control_plane, own_shop};
+use crate::daemon::{Daemon, text};
+
+/// A Secret generated once, as Bitnami's `common.secrets.passwords.manage`
+/// does: the live value when the Secret exists, a random one otherwise.
+const GENERATED: &str = r#"{{- $live := lookup "v1" "Secret" .Release.Namespace "shop-generated" }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: shop-generated
+data:
+  {{- if $live }}
+  password: {{ index $live.data "password" }}
+  {{- else }}
+  password: {{ randAlphaNum 24 | b64enc }}
+  {{- end }}
+  upgrade: {{ .Release.IsUpgrade | toString | b64enc }}
+"#;
+
+/// A ServiceMonitor only where the server serves the kind, as
+/// prometheus-community's and Bitnami's charts gate theirs.
+const MONITOR: &str = r#"{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: shop-config
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: config
+  endpoints:
+    - port: http
+{{- end }}
+"#;
+
+const MONITOR_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+"#;
+
+fn add_template(app: &Path, name: &str, body: &str) {
+    std::fs::write(app.join("charts/config/templates").join(name), body).unwrap();
+}
+
+fn secret_value(cp: &ControlPlane, namespace: &str, name: &str, key: &str) -> String {
+    cp.object("secret", Some(namespace), name)
+        .and_then(|s| s["data"][key].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The daemon's writes to `namespace` since audit line `since` (dry runs
+/// left out).
+fn writes_since(cp: &ControlPlane, namespace: &str, since: usize) -> Vec<String> {
+    crate::real_cluster::writes(cp, namespace, since)
+}
+
+fn audit_len(cp: &ControlPlane) -> usize {
+    crate::real_cluster::audit_events(cp).len()
+}
+
+/// A generated password is kept by every later render that reads it back:
+/// a re-apply writes nothing and `app diff --detailed-exitcode` exits 0;
+/// an update to a new app version keeps it; `.Release.IsUpgrade` is true
+/// after the install.
+#[test]
+fn generated_secrets_survive_reapply_and_update() {
+    let Some(cp) = control_plane() else { return };
+    let app = "cp-lookup";
+    cp.delete_namespace(app);
+    let d = cp.daemon(app);
+    let bundle = d.shop_bundle("1.0.0", |a| {
+        own_shop(a, app);
+        add_template(a, "generated.yaml", GENERATED);
+    });
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    let password = secret_value(&cp, app, "shop-generated", "password");
+    assert_eq!(
+        password.len(),
+        32,
+        "24 random characters, base64: {password}"
+    );
+    assert_eq!(
+        secret_value(&cp, app, "shop-generated", "upgrade"),
+        "ZmFsc2U=",
+        "false at install"
+    );
+
+    let diff = d.cli(&["app", "diff", app, "--detailed-exitcode"]);
+    assert_eq!(
+        diff.status.code(),
+        Some(2),
+        "IsUpgrade turns true on the next render: {}",
+        text(&diff.stdout)
+    );
+    d.ok(&["app", "apply", app]);
+    assert_eq!(
+        secret_value(&cp, app, "shop-generated", "password"),
+        password
+    );
+    let since = audit_len(&cp);
+    let diff = d.cli(&["app", "diff", app, "--detailed-exitcode"]);
+    assert_eq!(
+        diff.status.code(),
+        Some(0),
+        "right after an apply, nothing to change: {}{}",
+        text(&diff.stdout),
+        text(&diff.stderr)
+    );
+    d.ok(&["app", "apply", app]);
+    assert_eq!(
+        writes_since(&cp, app, since),
+        Vec::<String>::new(),
+        "a re-apply writes nothing"
+    );
+
+    let v2 = d.shop_bundle("1.1.0", |a| {
+        own_shop(a, app);
+        add_template(a, "generated.yaml", GENERATED);
+    });
+    d.ok(&["app", "update", v2.to_str().unwrap_or_default()]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    assert_eq!(
+        secret_value(&cp, app, "shop-generated", "password"),
+        password,
+        "the update kept the generated password"
+    );
+    d.ok(&["app", "remove", app]);
+    cp.delete_namespace(app);
+}
+
+/// A template that reads a Secret of another namespace fails the apply,
+/// naming the object and the rule; nothing of the app is written.
+#[test]
+fn a_lookup_outside_the_policy_fails_naming_the_object() {
+    let Some(cp) = control_plane() else { return };
+    let app = "cp-lookup-denied";
+    cp.delete_namespace(app);
+    let d = cp.daemon(app);
+    let bundle = d.shop_bundle("1.0.0", |a| {
+        own_shop(a, app);
+        add_template(
+            a,
+            "peek.yaml",
+            "{{- $t := lookup \"v1\" \"Secret\" \"kube-system\" \"bootstrap\" }}\n",
+        );
+    });
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    let out = d.cli(&["app", "apply", app]);
+    assert!(!out.status.success());
+    let message = d.show(app)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains(
+            "lookup of v1/Secret kube-system/bootstrap is outside the lookup policy: this app may read its own namespaces (cp-lookup-denied)"
+        ),
+        "{message}"
+    );
+    assert!(
+        cp.object("namespace", None, app).is_none(),
+        "nothing was written"
+    );
+}
+
+/// `.Capabilities.APIVersions` is what the server serves: no
+/// ServiceMonitor while its CRD is missing, one after the CRD is there.
+/// Within one app, a CRD of an earlier chart group counts as served for
+/// the charts after it.
+#[test]
+fn a_service_monitor_appears_once_its_crd_is_served() {
+    let Some(cp) = control_plane() else { return };
+    let app = "cp-caps";
+    cp.delete_namespace(app);
+    let _ = cp.kubectl(&[
+        "delete",
+        "crd",
+        "servicemonitors.monitoring.coreos.com",
+        "--ignore-not-found",
+        "--wait=true",
+    ]);
+    let d = cp.daemon(app);
+    let bundle = d.shop_bundle("1.0.0", |a| {
+        own_shop(a, app);
+        add_template(a, "monitor.yaml", MONITOR);
+    });
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    assert!(
+        !d.show(app)["releases"]
+            .to_string()
+            .contains("ServiceMonitor"),
+        "not rendered while the kind is not served (its apply would have failed)"
+    );
+
+    let out = cp.kubectl_stdin(&["apply", "-f", "-"], MONITOR_CRD);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    cp.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/servicemonitors.monitoring.coreos.com",
+        "--timeout=30s",
+    ]);
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    assert!(
+        cp.object(
+            "servicemonitor.monitoring.coreos.com",
+            Some(app),
+            "shop-config"
+        )
+        .is_some(),
+        "{}",
+        d.log()
+    );
+    d.ok(&["app", "remove", app]);
+    let _ = cp.kubectl(&[
+        "delete",
+        "crd",
+        "servicemonitors.monitoring.coreos.com",
+        "--ignore-not-found",
+    ]);
+    cp.delete_namespace(app);
+}
+
+/// `../shared/helm-conformance`, or `CAPSTAN_HELM_CONFORMANCE`.
+fn conformance_charts() -> Option<PathBuf> {
+    let dir = std::env::var_os("CAPSTAN_HELM_CONFORMANCE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/helm-conformance")
+        })
+        .join("charts");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "the helm conformance charts are not at {}",
+        dir.display()
+    );
+    eprintln!("skipped: no helm conformance charts at {}", dir.display());
+    None
+}
+
+/// An app of one real chart, released as `app` into namespace `app`.
+fn chart_app(d: &Daemon, app: &str, chart: &Path, version: &str) -> PathBuf {
+    let dir = d.state().with_file_name(format!("{app}-{version}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("charts")).unwrap();
+    let copy = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(chart)
+        .arg(dir.join("charts/main"))
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    std::fs::write(
+        dir.join("capstan.yaml"),
+        format!(
+            "name: {app}\nversion: {version}\ncharts:\n  - {{name: main, path: charts/main, namespace: {app}, release: {app}, timeout: 120s, overrides: [overrides/main.yaml]}}\n\
+             chart_groups:\n  - {{name: all, mode: sequential, charts: [main]}}\n"
+        ),
+    )
+    .unwrap();
+    // No load balancer runs on the control plane: a LoadBalancer Service
+    // would never be ready.
+    std::fs::create_dir_all(dir.join("overrides")).unwrap();
+    std::fs::write(
+        dir.join("overrides/main.yaml"),
+        "service:\n  type: ClusterIP\n",
+    )
+    .unwrap();
+    let out_file = dir.with_extension("tgz");
+    let out = d.build(&dir, &out_file);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    out_file
+}
+
+/// A real Bitnami chart whose passwords `common.secrets.passwords.manage`
+/// generates: the second apply renders (no "PASSWORDS ERROR"), keeps the
+/// password, writes nothing, and the diff after it is empty; an update
+/// keeps the password too.
+#[test]
+fn a_bitnami_chart_with_generated_passwords_reapplies_without_writes() {
+    let Some(cp) = control_plane() else { return };
+    let Some(charts) = conformance_charts() else {
+        return;
+    };
+    let app = "cp-jenkins";
+    cp.delete_namespace(app);
+    let d = cp.daemon(app);
+    let bundle = chart_app(&d, app, &charts.join("jenkins"), "1.0.0");
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    // The release name holds the chart's name, so the full name is the release name.
+    let secret = app.to_string();
+    let password = secret_value(&cp, app, &secret, "jenkins-password");
+    assert!(
+        !password.is_empty(),
+        "{:?}",
+        cp.object("secret", Some(app), &secret)
+    );
+
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    assert_eq!(
+        secret_value(&cp, app, &secret, "jenkins-password"),
+        password
+    );
+    let since = audit_len(&cp);
+    let diff = d.cli(&["app", "diff", app, "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff.stdout));
+    d.ok(&["app", "apply", app]);
+    assert_eq!(writes_since(&cp, app, since), Vec::<String>::new());
+
+    let v2 = chart_app(&d, app, &charts.join("jenkins"), "1.1.0");
+    d.ok(&["app", "update", v2.to_str().unwrap_or_default()]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    assert_eq!(
+        secret_value(&cp, app, &secret, "jenkins-password"),
+        password
+    );
+    let pods: Vec<Value> = cp.list("pods", app);
+    assert!(!pods.is_empty());
+    d.ok(&["app", "remove", app]);
+    cp.eventually("the app's pods are gone", Duration::from_secs(60), || {
+        cp.list("pods", app).is_empty()
+    });
+    cp.delete_namespace(app);
+}
