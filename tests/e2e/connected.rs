@@ -358,3 +358,46 @@ fn a_bitnami_chart_with_generated_passwords_reapplies_without_writes() {
     });
     cp.delete_namespace(app);
 }
+
+/// The directory target answers `lookup` from the releases it holds: the
+/// generated password is read back and kept, the file is rewritten with
+/// the same bytes, and the diff after a re-apply is empty. The same
+/// policy holds: another namespace is refused.
+#[test]
+fn the_directory_target_answers_lookup_from_what_it_holds() {
+    let d = Daemon::start("dir-lookup");
+    let bundle = d.shop_bundle("1.0.0", |a| add_template(a, "generated.yaml", GENERATED));
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    d.ok(&["app", "apply", "shop"]);
+    let file = d.applied().join("shop/config.yaml");
+    let first = std::fs::read_to_string(&file).unwrap();
+    let password = |text: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("password: "))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    assert_eq!(password(&first).len(), 32, "{first}");
+    d.ok(&["app", "apply", "shop"]);
+    let second = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(password(&second), password(&first));
+    let diff = d.cli(&["app", "diff", "shop", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff.stdout));
+    d.ok(&["app", "apply", "shop"]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), second);
+
+    let peek = d.shop_bundle("1.1.0", |a| {
+        add_template(
+            a,
+            "peek.yaml",
+            "{{- $t := lookup \"v1\" \"Secret\" \"other\" \"x\" }}\n",
+        );
+    });
+    let out = d.cli(&["app", "update", peek.to_str().unwrap_or_default()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("lookup of v1/Secret other/x is outside the lookup policy"),
+        "{}",
+        text(&out.stderr)
+    );
+}
