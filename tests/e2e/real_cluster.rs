@@ -1034,3 +1034,90 @@ fn a_verb_missing_from_the_cluster_role_fails_the_flow_that_needs_it() {
     );
     cp.delete_namespace(app);
 }
+
+/// A Service's `clusterIP` is immutable once the server assigned one:
+/// asking for another is refused by the real validation, naming the
+/// Service and `--recreate`; with `--recreate Service/NAME` it is deleted
+/// and created with the new address.
+#[test]
+fn a_services_cluster_ip_is_immutable_until_recreated() {
+    let Some(cp) = control_plane() else { return };
+    let app = "cp-cluster-ip";
+    let d = shop(&cp, app, |a| {
+        crate::daemon::edit(
+            &a.join("charts/web/templates/service.yaml"),
+            "  type: {{ .Values.service.type }}\n",
+            "  type: {{ .Values.service.type }}\n  {{- with .Values.service.clusterIP }}\n  clusterIP: {{ . }}\n  {{- end }}\n",
+        );
+    });
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    let assigned =
+        cp.object("service", Some(app), "web").expect("the Service")["spec"]["clusterIP"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+    assert!(assigned.starts_with("10.0.0."), "{assigned}");
+    let wanted = if assigned == "10.0.0.200" {
+        "10.0.0.201"
+    } else {
+        "10.0.0.200"
+    };
+
+    d.ok(&[
+        "override",
+        "set",
+        app,
+        "web",
+        "--set",
+        &format!("service.clusterIP={wanted}"),
+    ]);
+    let out = d.cli(&["app", "apply", app]);
+    assert!(!out.status.success(), "{}", d.log());
+    let message = d.show(app)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("Service") && message.contains("web") && message.contains("--recreate"),
+        "{message}"
+    );
+    let uid =
+        cp.object("service", Some(app), "web").expect("still there")["metadata"]["uid"].clone();
+
+    d.ok(&["app", "apply", app, "--recreate", "Service/web"]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    let service = cp.object("service", Some(app), "web").expect("recreated");
+    assert_ne!(service["metadata"]["uid"], uid, "a new Service");
+    assert_eq!(service["spec"]["clusterIP"], wanted);
+    d.ok(&["app", "remove", app]);
+    cp.delete_namespace(app);
+}
+
+/// A chart that holds its own Namespace: the remove deletes what is in it
+/// first and the Namespace last, and the namespace controller finishes it;
+/// the remove does not fail on objects the namespace's deletion already
+/// took.
+#[test]
+fn removing_an_app_whose_chart_holds_its_namespace() {
+    let Some(cp) = control_plane() else { return };
+    let app = "cp-own-ns";
+    let d = shop(&cp, app, |a| {
+        std::fs::write(
+            a.join("charts/config/templates/namespace.yaml"),
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ .Release.Namespace }}\n",
+        )
+        .unwrap();
+    });
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    let namespace = cp.object("namespace", None, app).expect("the Namespace");
+    assert_eq!(namespace["metadata"]["labels"][APP_LABEL], app);
+
+    d.ok(&["app", "remove", app]);
+    assert_eq!(d.state_of(app), "uploaded", "{}", d.log());
+    cp.eventually("the namespace is gone", Duration::from_secs(60), || {
+        cp.object("namespace", None, app).is_none()
+    });
+    assert!(release_secrets(&cp, app).is_empty());
+}
