@@ -17,13 +17,13 @@
 //! map can (helm-toolkit's per-node overrides build one): see "Maps that
 //! contain themselves" in docs/src/reference/template-functions.md. Every walk that
 //! follows nested maps keeps the maps on its path, so that a walk Go
-//! would never finish ends here with [`Cycle`] instead of recursing
+//! would never finish ends here with `Cycle` instead of recursing
 //! forever:
 //!
 //! - reading through the cycle (fields, `index`, `dig`, `get`, `keys`,
 //!   `pick`, `omit`, `include` arguments) never walks it and works;
 //! - converting to a plain value ([`RValue::try_to_value`]) for output or
-//!   for a library function fails with [`Cycle`]; [`RValue::to_value`]
+//!   for a library function fails with `Cycle`; [`RValue::to_value`]
 //!   cuts the cycle to nil and records it, and the executor fails the
 //!   template at its end ([`take_cycle_seen`]), so a cut value never
 //!   passes for a result;
@@ -104,7 +104,7 @@ impl RValue {
     /// render's deadline has passed, what is left to copy becomes nil, and
     /// the executor reports the deadline at its next check. A map that
     /// contains itself becomes nil where it comes back, and the cycle is
-    /// recorded for the executor to report ([`take_cycle_seen`]).
+    /// recorded for the executor to report (`take_cycle_seen`).
     pub fn to_value(&self) -> Value {
         let mut path = Vec::new();
         match self.convert(&mut path, Cut::Record) {
@@ -113,11 +113,11 @@ impl RValue {
         }
     }
 
-    /// The plain value, or [`Cycle`] when a map on the way contains itself
+    /// The plain value, or `Cycle` when a map on the way contains itself
     /// (a value Go would never finish printing or marshalling).
     ///
     /// # Errors
-    /// [`Cycle`], as said.
+    /// `Cycle`, as said.
     pub fn try_to_value(&self) -> Result<Value, Cycle> {
         self.convert(&mut Vec::new(), Cut::Fail)
     }
@@ -186,7 +186,7 @@ impl RValue {
     /// path holds.
     ///
     /// # Errors
-    /// [`Cycle`] when a map in it contains itself.
+    /// `Cycle` when a map in it contains itself.
     pub fn try_into_value(self) -> Result<Value, Cycle> {
         let mut cut = false;
         let v = self.move_out(&mut cut);
@@ -228,7 +228,7 @@ impl RValue {
     /// A copy that shares no map with this one (Sprig's `deepCopy`).
     ///
     /// # Errors
-    /// [`Cycle`] when a map in it contains itself: Go's copystructure
+    /// `Cycle` when a map in it contains itself: Go's copystructure
     /// recurses until the stack overflows.
     pub fn deep_copy(&self) -> Result<Self, Cycle> {
         fn walk(v: &RValue, path: &mut Vec<*const RefCell<RMap>>) -> Result<RValue, Cycle> {
@@ -375,7 +375,7 @@ pub fn is_object_map(m: &RMap) -> bool {
 /// How a conversion treats a way back into a map on its path.
 #[derive(Debug, Clone, Copy)]
 enum Cut {
-    /// Fail with [`Cycle`].
+    /// Fail with `Cycle`.
     Fail,
     /// Nil, and record the cycle ([`take_cycle_seen`]).
     Record,
@@ -476,7 +476,7 @@ pub fn store(map: &MapRef, key: String, value: RValue) {
 /// [`print_value`](crate::render::template::print_value)).
 ///
 /// # Errors
-/// [`Cycle`] for a map that contains itself, which Go's `fmt` would
+/// `Cycle` for a map that contains itself, which Go's `fmt` would
 /// print without end.
 pub fn print(out: &mut String, v: &RValue) -> Result<(), Cycle> {
     use std::fmt::Write;
