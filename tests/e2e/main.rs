@@ -82,6 +82,9 @@ mod real_cluster;
 /// objects under the lookup policy, `.Capabilities` from the server.
 mod connected;
 
+/// Facts from the cluster and re-evaluation on the real control plane.
+mod live_facts;
+
 /// Issue 13: private state, token rules, damaged stored bundles as state
 /// errors, concurrent operations.
 mod hardening;

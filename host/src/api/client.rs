@@ -467,6 +467,14 @@ impl Client {
         self.call_json(Method::POST, "/v1/volumes", request)
     }
 
+    /// `GET /v1/facts`.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn facts(&self) -> Result<wire::FactsView, ClientError> {
+        self.call(Method::GET, "/v1/facts", None)
+    }
+
     /// `GET /v1/volumes`.
     ///
     /// # Errors

@@ -16,6 +16,7 @@
 //! ```text
 //! GET    /v1/health                           Health
 //! GET    /v1/openapi.json                     this API's OpenAPI 3.1 document
+//! GET    /v1/facts                            the facts in effect and where they came from
 //! GET    /metrics                             Prometheus text
 //! GET    /v1/apps                             [AppRecord]
 //! POST   /v1/apps                   bundle    AppRecord (201)

@@ -106,6 +106,16 @@ const ROUTES: &[Route] = &[
     },
     Route {
         method: HttpMethod::Get,
+        path: "/v1/facts",
+        id: "facts",
+        summary: "The facts in effect, where each field came from, and what changed last",
+        query: None,
+        input: Input::None,
+        output: Output::Json(200, "FactsView"),
+        errors: &[],
+    },
+    Route {
+        method: HttpMethod::Get,
         path: "/v1/openapi.json",
         id: "openapi",
         summary: "This document",
@@ -491,6 +501,7 @@ fn schemas(components: ComponentsBuilder) -> ComponentsBuilder {
         .schema_from::<wire::OverrideSet>()
         .schema_from::<wire::VolumeRequest>()
         .schema_from::<wire::VolumeView>()
+        .schema_from::<wire::FactsView>()
         // The types those bodies hold (a test checks that every `$ref`
         // resolves).
         .schema_from::<wire::OperationId>()

@@ -130,6 +130,7 @@ pub fn router_limited(
     let rest = Router::new()
         .route("/v1/health", get(health))
         .route("/v1/openapi.json", get(super::openapi::serve))
+        .route("/v1/facts", get(facts))
         .route("/metrics", get(metrics))
         .route("/v1/apps/{app}", get(show).delete(delete))
         .route("/v1/apps/{app}/apply", post(apply))
@@ -749,6 +750,10 @@ type AppAndPath = Result<Path<(String, String)>, PathRejection>;
 
 async fn health() -> ApiResult {
     json(StatusCode::OK, &wire::Health::ok())
+}
+
+async fn facts(State(api): State<Api>) -> ApiResult {
+    json(StatusCode::OK, &api.lifecycle.facts())
 }
 
 async fn metrics(State(api): State<Api>) -> Response {

@@ -881,6 +881,7 @@ mod tests {
             message: message.map(str::to_owned),
             created_at: 0,
             updated_at: 0,
+            reapply_needed: None,
         }
     }
 

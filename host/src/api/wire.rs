@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 pub use crate::lifecycle::{
-    ChartDiff, ChartOverrides, ChartProgress, ChartState, LayerValues, OperationCharts,
+    ChartDiff, ChartOverrides, ChartProgress, ChartState, FactsView, LayerValues, OperationCharts,
     OverrideSet, OverrideSummary, VolumeRequest, VolumeView,
 };
 pub use crate::store::{AppRecord, DecisionRecord, HistoryEntry, OperationId, VolumeRecord};

@@ -374,6 +374,115 @@ impl LayerArg {
     }
 }
 
+/// `capstan facts`.
+#[derive(Debug, Args)]
+pub struct FactsArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: FactsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum FactsCommand {
+    /// Print the facts in effect (as plugins get them) and where each
+    /// field came from: the cluster, `--facts FILE`, a ConfigMap, or the
+    /// default.
+    #[command(after_help = "Example: capstan facts show -o yaml")]
+    Show,
+}
+
+/// Runs `capstan facts`.
+///
+/// # Errors
+/// The daemon's, or an unreachable daemon.
+pub fn run_facts(args: FactsArgs) -> anyhow::Result<ExitCode> {
+    let client = args.connection.client()?;
+    let format = args.connection.output;
+    match args.command {
+        FactsCommand::Show => {
+            let view = client.facts()?;
+            print_value(format, &view, facts_table)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The facts for a person: each field with its source, then the nodes.
+fn facts_table(view: &crate::api::wire::FactsView) -> String {
+    let facts = &view.facts;
+    let source = |field: &str| {
+        view.sources
+            .get(field)
+            .cloned()
+            .unwrap_or_else(|| "default".into())
+    };
+    let mut out = String::new();
+    for (key, field, value) in [
+        (
+            "system mode",
+            "systemMode",
+            format!("{:?}", facts.system_mode).to_lowercase(),
+        ),
+        (
+            "controllers",
+            "controllerCount",
+            facts.controller_count.to_string(),
+        ),
+        ("workers", "workerCount", facts.worker_count.to_string()),
+        (
+            "kubernetes",
+            "kubernetesVersion",
+            facts.kubernetes_version.clone(),
+        ),
+        (
+            "storage backends",
+            "storageBackends",
+            facts.storage_backends.len().to_string(),
+        ),
+        ("generation", "", view.generation.to_string()),
+    ] {
+        let from = match field {
+            "" => String::new(),
+            field => format!("  ({})", source(field)),
+        };
+        out.push_str(&format!("{:<18}{value}{from}\n", format!("{key}:")));
+    }
+    if !view.changes.is_empty() {
+        out.push_str(&format!(
+            "{:<18}{}\n",
+            "last change:",
+            view.changes.join("; ")
+        ));
+    }
+    if let Some(error) = &view.error {
+        out.push_str(&format!("{:<18}{error}\n", "error:"));
+    }
+    out.push_str(&format!("nodes ({}):\n", source("nodes")));
+    let rows: Vec<Vec<String>> = facts
+        .nodes
+        .iter()
+        .map(|n| {
+            vec![
+                n.name.clone(),
+                n.roles
+                    .iter()
+                    .map(|r| format!("{r:?}").to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                if n.schedulable {
+                    "yes".into()
+                } else {
+                    "no".into()
+                },
+                n.labels.len().to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["NAME", "ROLES", "SCHEDULABLE", "LABELS"], &rows));
+    out
+}
+
 /// `capstan volume`.
 #[derive(Debug, Args)]
 pub struct VolumeArgs {
@@ -1080,13 +1189,18 @@ fn print_apps(format: Format, apps: &[AppRecord]) -> anyhow::Result<()> {
             let rows: Vec<Vec<String>> = apps
                 .iter()
                 .map(|a| {
+                    let state = match &a.reapply_needed {
+                        Some(_) => format!("{} (reapply-needed)", a.state),
+                        None => a.state.to_string(),
+                    };
                     vec![
                         a.name.to_string(),
                         a.active_version.clone(),
-                        a.state.to_string(),
+                        state,
                         a.target_version.clone().unwrap_or_default(),
                         a.progress
                             .clone()
+                            .or_else(|| a.reapply_needed.clone())
                             .or_else(|| a.message.clone())
                             .unwrap_or_default(),
                     ]
@@ -1109,6 +1223,7 @@ fn show_table(details: &AppDetails) -> String {
         ("target_version", or_dash(&app.target_version)),
         ("progress", or_dash(&app.progress)),
         ("message", or_dash(&app.message)),
+        ("reapply_needed", or_dash(&app.reapply_needed)),
     ] {
         out.push_str(&format!("{:<16}{value}\n", format!("{key}:")));
     }

@@ -70,6 +70,8 @@ enum Command {
     Override(app::OverrideArgs),
     /// Create, list and remove local volumes (talks to the daemon).
     Volume(app::VolumeArgs),
+    /// Show the facts plugins get and where they came from (talks to the daemon).
+    Facts(app::FactsArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
     #[command(after_help = "Example: capstan completions bash > /etc/bash_completion.d/capstan")]
     Completions {
@@ -139,6 +141,7 @@ pub fn main() -> ExitCode {
         Command::App(args) => app::run(args),
         Command::Override(args) => app::run_override(args),
         Command::Volume(args) => app::run_volume(args),
+        Command::Facts(args) => app::run_facts(args),
         Command::Completions { shell } => {
             let mut command = examples::with_examples(Cli::command());
             clap_complete::generate(shell, &mut command, "capstan", &mut std::io::stdout());
@@ -168,7 +171,7 @@ fn exit_status_of(error: &anyhow::Error) -> u8 {
 fn init_logging(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
-        (false, 0) => "warn,capstan::sandbox=info,capstan::audit=info",
+        (false, 0) => "warn,capstan::sandbox=info,capstan::audit=info,capstan::facts=info",
         (false, 1) => "info",
         (false, _) => "debug",
     };

@@ -62,6 +62,16 @@ pub struct ServeArgs {
     /// all-in-one node.
     #[arg(long, value_name = "FILE")]
     pub facts: Option<PathBuf>,
+    /// With a cluster target: a ConfigMap (`NAMESPACE/NAME`) whose
+    /// `facts.yaml` is laid over the facts derived from the cluster, read
+    /// at every poll (after `--facts FILE`).
+    #[arg(long = "facts-configmap", value_name = "NS/NAME", value_parser = configmap_ref)]
+    pub facts_configmap: Option<(String, String)>,
+    /// With a cluster target: a node label whose value names the node's
+    /// roles (`controller`, `worker`, `storage`, comma-separated), besides
+    /// the `node-role.kubernetes.io/*` labels.
+    #[arg(long = "facts-role-label", value_name = "KEY")]
+    pub facts_role_label: Option<String>,
     /// A namespace every app's charts may read with `lookup` when
     /// rendering for the target, besides the app's own (repeat it; `*`
     /// for every namespace).
@@ -120,6 +130,23 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = api::limits::DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
           value_parser = seconds)]
     pub idle_timeout: f64,
+}
+
+/// `NAMESPACE/NAME` of a ConfigMap.
+fn configmap_ref(text: &str) -> Result<(String, String), String> {
+    let (namespace, name) = text
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not NAMESPACE/NAME"))?;
+    let namespace = crate::model::Namespace::new(namespace).map_err(|e| e.to_string())?;
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    if !valid {
+        return Err(format!("{name:?} is not a ConfigMap name"));
+    }
+    Ok((namespace.to_string(), name.to_string()))
 }
 
 /// A namespace name (a DNS-1123 label) or `*`.
@@ -198,7 +225,32 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         namespaces: args.lookup_namespaces.iter().cloned().collect(),
         cluster_scoped: args.lookup_cluster_scoped,
     };
-    if let Some(path) = &args.facts {
+    let cluster = args.kubeconfig.is_some() || args.in_cluster;
+    anyhow::ensure!(
+        cluster || (args.facts_configmap.is_none() && args.facts_role_label.is_none()),
+        "--facts-configmap and --facts-role-label need a cluster target (--kubeconfig or --in-cluster)"
+    );
+    if cluster {
+        let mut overlays = Vec::new();
+        if let Some(path) = &args.facts {
+            overlays.push(crate::lifecycle::Overlay::File(path.clone()));
+        }
+        if let Some((namespace, name)) = &args.facts_configmap {
+            overlays.push(crate::lifecycle::Overlay::ConfigMap {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            });
+        }
+        let source = crate::lifecycle::ClusterFacts::start(
+            options.target.clone(),
+            crate::lifecycle::ClusterFactsOptions {
+                overlays,
+                role_label: args.facts_role_label.clone(),
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("facts from the cluster: {e}"))?;
+        options.facts_source = Some(source);
+    } else if let Some(path) = &args.facts {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading facts {}", path.display()))?;
         let facts =

@@ -3,7 +3,7 @@
 //! operations ([`super::engine`]) and the steps they run ([`super::run`])
 //! use it; neither imports the other's internals through it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -13,11 +13,12 @@ use sha2::{Digest, Sha256};
 use crate::bundle::Limits;
 use crate::kube::ApplyTarget;
 use crate::model::{AppName, LookupPolicy};
-use crate::sandbox::{Facts, Sandbox};
+use crate::sandbox::Sandbox;
 use crate::store::{OperationId, Store};
 use crate::trust::TrustStore;
 
 use super::checkpoint::Checkpoints;
+use super::facts_source::FactsSource;
 use super::metrics::Metrics;
 use super::state_dir::StatePaths;
 
@@ -26,7 +27,10 @@ pub(crate) struct Inner {
     pub store: Arc<dyn Store>,
     pub target: Arc<dyn ApplyTarget>,
     pub sandbox: Sandbox,
-    pub facts: Facts,
+    pub facts: Arc<dyn FactsSource>,
+    /// Applied apps whose plan would change, with the reason, as the last
+    /// re-evaluation found them (cleared by the app's next operation).
+    pub reapply: Mutex<BTreeMap<String, String>>,
     /// What a connected render's `lookup` may read.
     pub lookup_policy: LookupPolicy,
     pub metrics: Metrics,

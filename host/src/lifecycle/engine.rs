@@ -4,7 +4,7 @@
 //! that a busy app or an illegal transition is refused at once, and then
 //! run on a thread of their own ([`Started`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +26,7 @@ use crate::trust::TrustStore;
 use super::checkpoint::Checkpoints;
 use super::context::Inner;
 use super::facts::default_facts;
+use super::facts_source::{FactsSource, FactsView, StaticFacts};
 use super::metrics::Metrics;
 use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
 use super::run::{ApplyRequest, ChartDiff, Job, UserLayer};
@@ -46,6 +47,9 @@ pub struct Options {
     pub target: Arc<dyn ApplyTarget>,
     /// Facts about the platform; one all-in-one node when `None`.
     pub facts: Option<Facts>,
+    /// Where facts come from, in place of [`Options::facts`]: the
+    /// cluster ([`super::ClusterFacts`]), which re-evaluation watches.
+    pub facts_source: Option<Arc<dyn FactsSource>>,
     /// Limits of every plugin call.
     pub policy: Policy,
     /// What a chart's `lookup` may read when rendering for the target.
@@ -72,6 +76,7 @@ impl Options {
             trust,
             target,
             facts: None,
+            facts_source: None,
             policy: Policy::new(),
             lookup_policy: LookupPolicy::default(),
             limits: Limits::default(),
@@ -280,7 +285,12 @@ impl Lifecycle {
             store,
             target: options.target,
             sandbox,
-            facts: options.facts.unwrap_or_else(default_facts),
+            facts: match (options.facts_source, options.facts) {
+                (Some(source), _) => source,
+                (None, Some(facts)) => Arc::new(StaticFacts::new(facts, "file")),
+                (None, None) => Arc::new(StaticFacts::new(default_facts(), "default")),
+            },
+            reapply: Mutex::new(BTreeMap::new()),
             lookup_policy: options.lookup_policy,
             metrics: Metrics::default(),
             checkpoints,
@@ -297,6 +307,7 @@ impl Lifecycle {
             inner: Arc::new(inner),
         };
         lifecycle.reconcile()?;
+        super::reevaluate::spawn(&lifecycle);
         Ok(lifecycle)
     }
 
@@ -478,7 +489,21 @@ impl Lifecycle {
     /// # Errors
     /// The store's.
     pub fn list(&self) -> Result<Vec<AppRecord>, Error> {
-        Ok(self.store().list_apps()?)
+        let mut apps = self.store().list_apps()?;
+        let marks = self.reapply_marks();
+        for app in &mut apps {
+            app.reapply_needed = marks.get(app.name.as_str()).cloned();
+        }
+        Ok(apps)
+    }
+
+    /// The facts in effect, where each came from, and what changed last.
+    pub fn facts(&self) -> FactsView {
+        self.inner.facts.current()
+    }
+
+    pub(super) fn reapply_marks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
+        self.inner.reapply.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// One app with its versions, charts and decisions.
@@ -486,7 +511,8 @@ impl Lifecycle {
     /// # Errors
     /// [`crate::store::Error::UnknownApp`].
     pub fn show(&self, app: &AppName) -> Result<AppDetails, Error> {
-        let record = self.store().app(app)?;
+        let mut record = self.store().app(app)?;
+        record.reapply_needed = self.reapply_marks().get(app.as_str()).cloned();
         let kept = self.kept_versions(&record)?;
         let left = self.store().user_snapshots(app)?;
         let versions = self
@@ -1246,6 +1272,9 @@ impl Lifecycle {
             warnings: Mutex::new(Vec::new()),
         };
         let ending = work(&job);
+        // The operation rendered with the facts in effect: whatever the
+        // last re-evaluation found is out of date.
+        self.reapply_marks().remove(app.as_str());
         // The charts' clock stops with the work.
         self.inner.charts.end(app.as_str(), op);
         self.inner
@@ -1696,6 +1725,7 @@ fn placeholder(app: &AppName) -> AppRecord {
         message: None,
         created_at: 0,
         updated_at: 0,
+        reapply_needed: None,
     }
 }
 

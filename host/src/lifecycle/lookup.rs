@@ -121,7 +121,7 @@ impl TargetLookup {
 }
 
 /// An error and its causes on one line.
-fn one_line(error: &dyn std::error::Error) -> String {
+pub(super) fn one_line(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

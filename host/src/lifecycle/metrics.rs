@@ -51,6 +51,7 @@ struct Counters {
     operation_durations: BTreeMap<String, OperationHistogram>,
     plugin_calls: BTreeMap<String, Histogram>,
     plugin_faults: BTreeMap<String, u64>,
+    reapply_needed: u64,
 }
 
 /// The daemon's metrics; cheap to update from any thread.
@@ -122,6 +123,11 @@ impl Metrics {
             .plugin_faults
             .entry(kind.to_owned())
             .or_default() += 1;
+    }
+
+    /// Counts one app that re-evaluation marked `reapply-needed`.
+    pub fn reapply_needed(&self) {
+        self.lock().reapply_needed += 1;
     }
 
     /// The metrics in the Prometheus text exposition format.
@@ -199,6 +205,11 @@ impl Metrics {
         for (kind, n) in &c.plugin_faults {
             let _ = writeln!(out, "capstan_plugin_faults_total{{kind=\"{kind}\"}} {n}");
         }
+        out.push_str(
+            "# HELP capstan_reapply_needed_total Applied apps that a re-evaluation found would change.\n",
+        );
+        out.push_str("# TYPE capstan_reapply_needed_total counter\n");
+        let _ = writeln!(out, "capstan_reapply_needed_total {}", c.reapply_needed);
         out
     }
 

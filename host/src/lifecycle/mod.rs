@@ -27,6 +27,8 @@
 //! `stored` (a stored version), `state_dir` (the state folder),
 //! `progress` (where each chart of an operation stands),
 //! `lookup` (what a connected render reads from the target),
+//! `facts_source` and `cluster_facts` (where facts come from),
+//! `reevaluate` (apps planned again when the facts change),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
@@ -34,15 +36,18 @@
 
 mod admit;
 mod checkpoint;
+mod cluster_facts;
 mod context;
 mod engine;
 mod error;
 mod facts;
+mod facts_source;
 mod lookup;
 mod metrics;
 mod overrides;
 mod plan;
 mod progress;
+mod reevaluate;
 pub mod rules;
 mod run;
 mod state_dir;
@@ -53,15 +58,18 @@ mod volumes;
 
 pub use admit::validate_plugin;
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
+pub use cluster_facts::{ClusterFacts, ClusterFactsOptions, Overlay, POLL_INTERVAL};
 pub use engine::{
     AppDetails, ApplyFlags, ChartSummary, DEFAULT_KEEP_VERSIONS, Lifecycle, Options, Started,
     VersionSummary,
 };
 pub use error::{Error, ErrorClass};
 pub use facts::default_facts;
+pub use facts_source::{FactsSource, FactsView, StaticFacts};
 pub use metrics::{DurationHistogram, Metrics, OPERATION_BUCKETS};
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use progress::{ChartProgress, ChartState, OperationCharts};
+pub use reevaluate::DEBOUNCE;
 pub use run::ChartDiff;
 pub use state_dir::StatePaths;
 pub use volumes::{VOLUMES_APP, VolumeRequest, VolumeView};

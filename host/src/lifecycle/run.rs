@@ -484,7 +484,11 @@ impl Job<'_> {
         Ok(Prepared {
             request,
             plugins: self.load_plugins(request.version)?,
-            facts: current_facts(&self.inner.facts, self.store(), &request.version.metadata)?,
+            facts: current_facts(
+                &self.inner.facts.current().facts,
+                self.store(),
+                &request.version.metadata,
+            )?,
             system: BTreeMap::new(),
             served: self.target().served().map_err(|source| Error::Kube {
                 chart: "(discovery)".into(),

@@ -51,6 +51,11 @@ pub struct AppRecord {
     /// When any field above last changed.
     #[schema(value_type = i64)]
     pub updated_at: UnixMillis,
+    /// Set by the daemon's re-evaluation, not stored: why an applied app
+    /// would change if applied again now (the facts that changed), until
+    /// its next operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reapply_needed: Option<String>,
 }
 
 /// One stored version of an app.

@@ -67,6 +67,7 @@ pub(super) fn app_from_row(row: &Row<'_>) -> rusqlite::Result<AppRecord> {
         message: row.get(5)?,
         created_at: row.get(6)?,
         updated_at: row.get(7)?,
+        reapply_needed: None,
     })
 }
 

@@ -1,0 +1,531 @@
+//! Owns the facts derived from the cluster the daemon applies to: it reads
+//! the Nodes and the server's version through the target every
+//! [`POLL_INTERVAL`], derives the typed facts (nodes with their roles,
+//! labels and schedulability, controller and worker counts, the system
+//! mode, the Kubernetes version), and lays over them what the cluster
+//! cannot know (storage backends, `extra`, or any field the operator
+//! sets) from `serve --facts FILE` or a ConfigMap (`--facts-configmap
+//! NS/NAME`, key `facts.yaml`). A change bumps the generation and says
+//! what changed; re-evaluation waits on it.
+//!
+//! Reads only, through [`ApplyTarget::read_live`] and
+//! [`ApplyTarget::served`]; a failed read keeps the facts before it and is
+//! shown in [`FactsView::error`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::facts_source::{FactsSource, FactsView, field_names};
+use crate::kube::ApplyTarget;
+use crate::model::LookupQuery;
+use crate::sandbox::{Facts, Node, NodeRole, SystemMode};
+
+/// How often the cluster is read.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What the cluster cannot know, and where it is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    /// `serve --facts FILE`: read once at start.
+    File(PathBuf),
+    /// `serve --facts-configmap NS/NAME`: its `facts.yaml`, read at every
+    /// poll.
+    ConfigMap {
+        /// The ConfigMap's namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// How the cluster's facts are derived.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterFactsOptions {
+    /// Facts laid over the derived ones, field by field.
+    pub overlays: Vec<Overlay>,
+    /// A node label whose value names the node's roles
+    /// (`controller`, `worker`, `storage`, comma-separated), besides
+    /// `node-role.kubernetes.io/*`.
+    pub role_label: Option<String>,
+}
+
+/// Facts read from the cluster, kept fresh by a poller thread.
+pub struct ClusterFacts {
+    state: Mutex<FactsView>,
+    changed: Condvar,
+    target: Arc<dyn ApplyTarget>,
+    options: ClusterFactsOptions,
+    /// The file overlay's fields, read once.
+    file: Option<(String, serde_json::Map<String, Value>)>,
+}
+
+impl ClusterFacts {
+    /// Reads the facts once (failing when the cluster cannot be read),
+    /// then keeps reading them on a thread of its own, which ends when
+    /// the returned source is dropped.
+    ///
+    /// # Errors
+    /// The first read's error, or an overlay file that cannot be read or
+    /// is not a facts mapping.
+    pub fn start(
+        target: Arc<dyn ApplyTarget>,
+        options: ClusterFactsOptions,
+    ) -> Result<Arc<ClusterFacts>, String> {
+        let mut file = None;
+        for overlay in &options.overlays {
+            if let Overlay::File(path) = overlay {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("reading facts {}: {e}", path.display()))?;
+                let fields =
+                    overlay_fields(&text).map_err(|e| format!("facts {}: {e}", path.display()))?;
+                file = Some((format!("file {}", path.display()), fields));
+            }
+        }
+        let source = ClusterFacts {
+            state: Mutex::new(FactsView {
+                facts: super::default_facts(),
+                sources: BTreeMap::new(),
+                generation: 0,
+                changes: Vec::new(),
+                error: None,
+            }),
+            changed: Condvar::new(),
+            target,
+            options,
+            file,
+        };
+        let (facts, sources) = source.read()?;
+        {
+            let mut state = source.lock();
+            state.facts = facts;
+            state.sources = sources;
+        }
+        let source = Arc::new(source);
+        let weak = Arc::downgrade(&source);
+        std::thread::Builder::new()
+            .name("capstan-facts".into())
+            .spawn(move || poll(weak))
+            .map_err(|e| format!("starting the facts poller: {e}"))?;
+        Ok(source)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FactsView> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The facts as the cluster and the overlays say now.
+    fn read(&self) -> Result<(Facts, BTreeMap<String, String>), String> {
+        let nodes = self
+            .target
+            .read_live(&LookupQuery {
+                api_version: "v1".into(),
+                kind: "Node".into(),
+                namespace: String::new(),
+                name: String::new(),
+            })
+            .map_err(|e| format!("listing nodes: {}", super::lookup::one_line(&e)))?;
+        let version = self
+            .target
+            .served()
+            .map_err(|e| {
+                format!(
+                    "reading the server's version: {}",
+                    super::lookup::one_line(&e)
+                )
+            })?
+            .map(|s| s.version)
+            .unwrap_or_default();
+        let items = nodes
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let derived = derive(&items, &version, self.options.role_label.as_deref());
+        let mut sources: BTreeMap<String, String> = field_names(&derived)
+            .into_iter()
+            .map(|f| (f, "cluster".to_string()))
+            .collect();
+        for field in ["storageBackends", "localVolumes", "extra"] {
+            sources.insert(field.into(), "default".into());
+        }
+        let mut layers = Vec::new();
+        if let Some((source, fields)) = &self.file {
+            layers.push((source.clone(), fields.clone()));
+        }
+        for overlay in &self.options.overlays {
+            if let Overlay::ConfigMap { namespace, name } = overlay {
+                let map = self
+                    .target
+                    .read_live(&LookupQuery {
+                        api_version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                    })
+                    .map_err(|e| {
+                        format!(
+                            "reading ConfigMap {namespace}/{name}: {}",
+                            super::lookup::one_line(&e)
+                        )
+                    })?;
+                let text = map.pointer("/data/facts.yaml").and_then(Value::as_str);
+                if let Some(text) = text {
+                    let fields = overlay_fields(text)
+                        .map_err(|e| format!("ConfigMap {namespace}/{name} facts.yaml: {e}"))?;
+                    layers.push((format!("configmap {namespace}/{name}"), fields));
+                }
+            }
+        }
+        let mut facts = derived;
+        for (source, fields) in layers {
+            facts = lay_over(&facts, &fields).map_err(|e| format!("{source}: {e}"))?;
+            for field in fields.keys() {
+                sources.insert(field.clone(), source.clone());
+            }
+        }
+        Ok((facts, sources))
+    }
+
+    /// One poll: reads, and if the facts changed, bumps the generation.
+    fn refresh(&self) {
+        let read = self.read();
+        let mut state = self.lock();
+        match read {
+            Ok((facts, sources)) => {
+                state.error = None;
+                if facts != state.facts {
+                    state.changes = changes(&state.facts, &facts);
+                    state.facts = facts;
+                    state.generation = state.generation.saturating_add(1);
+                    tracing::info!(target: "capstan::facts",
+                        generation = state.generation,
+                        changes = %state.changes.join("; "),
+                        "facts changed"
+                    );
+                    self.changed.notify_all();
+                }
+                state.sources = sources;
+            }
+            Err(e) => {
+                if state.error.as_deref() != Some(e.as_str()) {
+                    tracing::warn!(target: "capstan::facts", error = %e, "reading the facts failed; the last facts stay in effect");
+                }
+                state.error = Some(e);
+            }
+        }
+    }
+}
+
+impl FactsSource for ClusterFacts {
+    fn current(&self) -> FactsView {
+        self.lock().clone()
+    }
+
+    fn changes(&self) -> bool {
+        true
+    }
+
+    fn wait_change(&self, seen: u64, timeout: Duration) -> u64 {
+        let state = self.lock();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, timeout, |s| s.generation == seen)
+            .unwrap_or_else(|p| p.into_inner());
+        state.generation
+    }
+}
+
+/// Polls until the source is dropped.
+fn poll(source: Weak<ClusterFacts>) {
+    loop {
+        std::thread::sleep(POLL_INTERVAL);
+        let Some(source) = source.upgrade() else {
+            return;
+        };
+        source.refresh();
+    }
+}
+
+/// The top-level fields of a facts overlay (YAML or JSON), checked by
+/// reading them over the default facts.
+fn overlay_fields(text: &str) -> Result<serde_json::Map<String, Value>, String> {
+    let value: Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+    let Value::Object(fields) = value else {
+        return Err("not a mapping of facts".into());
+    };
+    lay_over(&super::default_facts(), &fields)?;
+    Ok(fields)
+}
+
+/// `base` with each field of `fields` in place of its own.
+fn lay_over(base: &Facts, fields: &serde_json::Map<String, Value>) -> Result<Facts, String> {
+    let mut value = serde_json::to_value(base).map_err(|e| e.to_string())?;
+    if let Value::Object(map) = &mut value {
+        for (key, field) in fields {
+            map.insert(key.clone(), field.clone());
+        }
+    }
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// The facts the Nodes and the server's version say.
+pub fn derive(nodes: &[Value], version: &str, role_label: Option<&str>) -> Facts {
+    let mut out: Vec<Node> = nodes
+        .iter()
+        .filter_map(|node| {
+            let name = node.pointer("/metadata/name")?.as_str()?.to_string();
+            let labels: BTreeMap<String, String> = node
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect();
+            let roles = roles_of(&labels, role_label);
+            let cordoned = node
+                .pointer("/spec/unschedulable")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let tainted = node
+                .pointer("/spec/taints")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|t| {
+                    matches!(
+                        t.get("effect").and_then(Value::as_str),
+                        Some("NoSchedule" | "NoExecute")
+                    )
+                });
+            Some(Node {
+                name,
+                roles,
+                labels,
+                schedulable: !cordoned && !tainted,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    let count = |role| {
+        u32::try_from(out.iter().filter(|n| n.roles.contains(&role)).count()).unwrap_or(u32::MAX)
+    };
+    let controllers = count(NodeRole::Controller);
+    let workers = count(NodeRole::Worker);
+    let worker_only = out
+        .iter()
+        .any(|n| n.roles.contains(&NodeRole::Worker) && !n.roles.contains(&NodeRole::Controller));
+    let system_mode = match (worker_only, controllers) {
+        (true, _) => SystemMode::Standard,
+        (false, 0 | 1) => SystemMode::Simplex,
+        (false, _) => SystemMode::Duplex,
+    };
+    let trimmed = version.trim_start_matches('v');
+    let bare = trimmed
+        .split(['-', '+'])
+        .next()
+        .unwrap_or(trimmed)
+        .to_string();
+    let mut facts = super::default_facts();
+    facts.system_mode = system_mode;
+    facts.controller_count = controllers;
+    facts.worker_count = workers;
+    facts.nodes = out;
+    if !bare.is_empty() {
+        facts.kubernetes_version = bare;
+    }
+    facts
+}
+
+/// A node's roles: `node-role.kubernetes.io/ROLE` labels
+/// (`control-plane`, `master` and `controller` make a controller), and
+/// the operator's role label; a node with none is a worker.
+fn roles_of(labels: &BTreeMap<String, String>, role_label: Option<&str>) -> Vec<NodeRole> {
+    let mut roles = BTreeSet::new();
+    let mut add = |name: &str| match name.trim() {
+        "control-plane" | "master" | "controller" => {
+            roles.insert(0u8);
+        }
+        "worker" => {
+            roles.insert(1);
+        }
+        "storage" => {
+            roles.insert(2);
+        }
+        _ => {}
+    };
+    for key in labels.keys() {
+        if let Some(role) = key.strip_prefix("node-role.kubernetes.io/") {
+            add(role);
+        }
+    }
+    if let Some(value) = role_label.and_then(|key| labels.get(key)) {
+        value.split(',').for_each(&mut add);
+    }
+    if roles.is_empty() {
+        roles.insert(1);
+    }
+    roles
+        .into_iter()
+        .map(|r| match r {
+            0 => NodeRole::Controller,
+            1 => NodeRole::Worker,
+            _ => NodeRole::Storage,
+        })
+        .collect()
+}
+
+/// What changed from `old` to `new`, one line each.
+pub fn changes(old: &Facts, new: &Facts) -> Vec<String> {
+    let mut out = Vec::new();
+    let before: BTreeMap<&str, &Node> = old.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let after: BTreeMap<&str, &Node> = new.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    for (name, node) in &after {
+        let Some(was) = before.get(name) else {
+            out.push(format!("node {name} added"));
+            continue;
+        };
+        for (key, value) in &node.labels {
+            match was.labels.get(key) {
+                None => out.push(format!("node {name}: label {key}={value} added")),
+                Some(old) if old != value => out.push(format!(
+                    "node {name}: label {key} changed from {old} to {value}"
+                )),
+                Some(_) => {}
+            }
+        }
+        for key in was.labels.keys().filter(|k| !node.labels.contains_key(*k)) {
+            out.push(format!("node {name}: label {key} removed"));
+        }
+        if was.schedulable != node.schedulable {
+            out.push(format!(
+                "node {name}: {}",
+                if node.schedulable {
+                    "schedulable again"
+                } else {
+                    "unschedulable"
+                }
+            ));
+        }
+        if was.roles != node.roles {
+            out.push(format!("node {name}: roles changed to {:?}", node.roles));
+        }
+    }
+    for name in before.keys().filter(|n| !after.contains_key(*n)) {
+        out.push(format!("node {name} removed"));
+    }
+    if old.system_mode != new.system_mode {
+        out.push(format!("system mode changed to {:?}", new.system_mode));
+    }
+    if old.kubernetes_version != new.kubernetes_version {
+        out.push(format!(
+            "Kubernetes version changed from {} to {}",
+            old.kubernetes_version, new.kubernetes_version
+        ));
+    }
+    if old.storage_backends != new.storage_backends {
+        out.push("storage backends changed".into());
+    }
+    if old.extra != new.extra {
+        out.push("extra facts changed".into());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(name: &str, labels: Value, spec: Value) -> Value {
+        json!({"metadata": {"name": name, "labels": labels}, "spec": spec})
+    }
+
+    #[test]
+    fn nodes_give_roles_counts_mode_and_schedulability() {
+        let nodes = [
+            node(
+                "controller-0",
+                json!({"node-role.kubernetes.io/control-plane": ""}),
+                json!({}),
+            ),
+            node(
+                "controller-1",
+                json!({"node-role.kubernetes.io/control-plane": ""}),
+                json!({}),
+            ),
+            node(
+                "worker-0",
+                json!({"zone": "a"}),
+                json!({"unschedulable": true}),
+            ),
+            node(
+                "worker-1",
+                json!({}),
+                json!({"taints": [{"key": "k", "effect": "NoSchedule"}]}),
+            ),
+            node(
+                "worker-2",
+                json!({"personality": "worker,storage"}),
+                json!({"taints": [{"key": "k", "effect": "PreferNoSchedule"}]}),
+            ),
+        ];
+        let facts = derive(&nodes, "v1.37.2-gke.1", Some("personality"));
+        assert_eq!(facts.controller_count, 2);
+        assert_eq!(facts.worker_count, 3);
+        assert_eq!(facts.system_mode, SystemMode::Standard);
+        assert_eq!(facts.kubernetes_version, "1.37.2");
+        let schedulable: Vec<bool> = facts.nodes.iter().map(|n| n.schedulable).collect();
+        assert_eq!(schedulable, [true, true, false, false, true]);
+        assert_eq!(facts.nodes[4].roles, [NodeRole::Worker, NodeRole::Storage]);
+        let duplex = derive(&nodes[..2], "v1.37.2", None);
+        assert_eq!(duplex.system_mode, SystemMode::Duplex);
+        let simplex = derive(&nodes[..1], "v1.37.2", None);
+        assert_eq!(simplex.system_mode, SystemMode::Simplex);
+    }
+
+    #[test]
+    fn changes_name_the_node_and_the_label() {
+        let before = derive(
+            &[node("worker-0", json!({"zone": "a"}), json!({}))],
+            "v1.37.2",
+            None,
+        );
+        let after = derive(
+            &[node(
+                "worker-0",
+                json!({"zone": "b", "gpu": "yes"}),
+                json!({"unschedulable": true}),
+            )],
+            "v1.37.2",
+            None,
+        );
+        assert_eq!(
+            changes(&before, &after),
+            [
+                "node worker-0: label gpu=yes added",
+                "node worker-0: label zone changed from a to b",
+                "node worker-0: unschedulable"
+            ]
+        );
+    }
+
+    #[test]
+    fn overlays_replace_fields_and_are_checked() {
+        let fields = overlay_fields("systemMode: duplex\nextra: {site: lab}\n");
+        let Ok(fields) = fields else {
+            panic!("{fields:?}")
+        };
+        let facts = lay_over(&derive(&[], "v1.37.2", None), &fields);
+        let Ok(facts) = facts else {
+            panic!("{facts:?}")
+        };
+        assert_eq!(facts.system_mode, SystemMode::Duplex);
+        assert_eq!(facts.extra, json!({"site": "lab"}));
+        assert!(overlay_fields("nodez: []\n").is_err());
+        assert!(overlay_fields("- a\n").is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! Facts from the cluster and re-evaluation, on the real control plane:
+//! the daemon derives the facts from the Nodes and the server's version,
+//! lays the operator's file over them field by field, and when a node is
+//! added, relabelled, cordoned or uncordoned plans every applied app
+//! again, marking `reapply-needed` only the apps whose plan changes.
+//!
+//! The test adds a node of its own (`worker-facts`, cordoned while it is
+//! not needed) rather than cordoning one that other tests schedule on.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::control_plane::{ControlPlane, control_plane};
+use crate::daemon::{Daemon, edit, text};
+
+const NODE: &str = "worker-facts";
+
+fn add_node(cp: &ControlPlane) {
+    let _ = cp.kubectl(&["delete", "node", NODE, "--ignore-not-found"]);
+    let node = format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {NODE}\n  annotations:\n    kwok.x-k8s.io/node: fake\n  \
+         labels:\n    kubernetes.io/hostname: {NODE}\n    node-role.kubernetes.io/worker: \"\"\n\
+         spec:\n  unschedulable: true\n\
+         status:\n  allocatable: {{cpu: \"32\", memory: 128Gi, ephemeral-storage: 500Gi, pods: \"110\"}}\n  \
+         capacity: {{cpu: \"32\", memory: 128Gi, ephemeral-storage: 500Gi, pods: \"110\"}}\n"
+    );
+    let out = cp.kubectl_stdin(&["apply", "-f", "-"], &node);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+fn facts(d: &Daemon) -> Value {
+    serde_json::from_str(&d.ok(&["facts", "show", "-o", "json"])).expect("facts JSON")
+}
+
+fn node_of<'a>(facts: &'a Value, name: &str) -> Option<&'a Value> {
+    facts["facts"]["nodes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["name"] == name)
+}
+
+fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not within 30 s: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// How many re-evaluations the daemon has logged.
+fn reevaluations(d: &Daemon) -> usize {
+    d.log().matches("re-evaluated").count()
+}
+
+#[test]
+fn node_changes_reach_the_facts_and_mark_only_the_apps_they_change() {
+    let Some(cp) = control_plane() else { return };
+    let app = "cp-facts";
+    cp.delete_namespace(app);
+    add_node(&cp);
+    let mut d = cp.daemon(app);
+    d.kill();
+    let overlay = d.state().with_file_name("site-facts.yaml");
+    std::fs::write(&overlay, "extra:\n  site: lab-3\n").unwrap();
+    d.spawn_with_facts(&overlay);
+
+    let shown = facts(&d);
+    assert_eq!(shown["sources"]["nodes"], "cluster", "{shown}");
+    assert_eq!(shown["sources"]["controllerCount"], "cluster");
+    assert_eq!(
+        shown["sources"]["extra"],
+        format!("file {}", overlay.display())
+    );
+    assert_eq!(shown["facts"]["extra"]["site"], "lab-3");
+    assert_eq!(shown["facts"]["controllerCount"], 2);
+    assert_eq!(shown["facts"]["systemMode"], "standard");
+    assert!(
+        shown["facts"]["kubernetesVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("1.37")),
+        "{shown}"
+    );
+    assert_eq!(
+        node_of(&shown, NODE).map(|n| n["schedulable"].clone()),
+        Some(Value::Bool(false)),
+        "a cordoned node is unschedulable"
+    );
+    let table = d.ok(&["facts", "show"]);
+    assert!(
+        table.contains("(cluster)") && table.contains(NODE),
+        "{table}"
+    );
+
+    // The kafka app sizes its brokers from the schedulable workers.
+    let bundle = d.app_bundle("kafka", "1.0.0", |a: &Path| {
+        let meta = a.join("capstan.yaml");
+        edit(&meta, "name: kafka\n", &format!("name: {app}\n"));
+        let text = std::fs::read_to_string(&meta).unwrap();
+        std::fs::write(
+            &meta,
+            text.replace("namespace: kafka,", &format!("namespace: {app},")),
+        )
+        .unwrap();
+    });
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+
+    // A label nobody reads: the facts change, the app is planned again
+    // and not marked.
+    let before = reevaluations(&d);
+    cp.kubectl_ok(&["label", "node", NODE, "capstan-test/zone=a", "--overwrite"]);
+    wait_for("the label in the facts", || {
+        node_of(&facts(&d), NODE).is_some_and(|n| n["labels"]["capstan-test/zone"] == "a")
+    });
+    let shown = facts(&d);
+    assert!(
+        shown["changes"]
+            .to_string()
+            .contains(&format!("node {NODE}: label capstan-test/zone=a added")),
+        "{shown}"
+    );
+    wait_for("a re-evaluation", || reevaluations(&d) > before);
+    assert!(d.show(app)["reapply_needed"].is_null(), "{}", d.show(app));
+
+    // Uncordoned: one more schedulable worker, one more broker.
+    cp.kubectl_ok(&["uncordon", NODE]);
+    wait_for("the app marked reapply-needed", || {
+        d.show(app)["reapply_needed"].is_string()
+    });
+    let reason = d.show(app)["reapply_needed"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        reason.contains(&format!("node {NODE}: schedulable again")) && reason.contains("broker"),
+        "{reason}"
+    );
+    let list = d.ok(&["app", "list"]);
+    assert!(list.contains("applied (reapply-needed)"), "{list}");
+    let diff = d.cli(&["app", "diff", app, "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(2), "{}", text(&diff.stdout));
+    let metrics = d.http("GET", "/metrics", "text/plain", b"").1;
+    let counted = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("capstan_reapply_needed_total "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(counted.is_some_and(|n| n >= 1), "{metrics}");
+    d.ok(&["app", "apply", app]);
+    assert_eq!(d.state_of(app), "applied", "{}", d.log());
+    assert!(
+        d.show(app)["reapply_needed"].is_null(),
+        "an apply clears the mark"
+    );
+
+    d.ok(&["app", "remove", app]);
+    cp.kubectl_ok(&["cordon", NODE]);
+    let _ = cp.kubectl(&["delete", "node", NODE, "--ignore-not-found"]);
+    cp.delete_namespace(app);
+}
