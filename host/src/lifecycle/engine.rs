@@ -56,6 +56,10 @@ pub struct Options {
     /// ([`DEFAULT_KEEP_VERSIONS`]; at least 1): the others are what
     /// `app rollback` can go back to.
     pub keep_versions: usize,
+    /// Operations that may run at once across all apps
+    /// ([`super::DEFAULT_MAX_OPERATIONS`]; at least 1); the others wait
+    /// their turn, queued in the order they were started.
+    pub max_operations: usize,
 }
 
 /// The default of [`Options::keep_versions`]: the active version and the
@@ -74,6 +78,7 @@ impl Options {
             limits: Limits::default(),
             checkpoints_from_env: false,
             keep_versions: DEFAULT_KEEP_VERSIONS,
+            max_operations: super::DEFAULT_MAX_OPERATIONS,
         }
     }
 }
@@ -287,6 +292,7 @@ impl Lifecycle {
             secret,
             running: Mutex::new(HashMap::new()),
             charts: Default::default(),
+            slots: super::slots::Slots::new(options.max_operations),
             _lock: lock,
         };
         let lifecycle = Lifecycle {
@@ -303,6 +309,12 @@ impl Lifecycle {
     /// The daemon's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
+    }
+
+    /// Operations running and queued now, and the bound
+    /// ([`Options::max_operations`]).
+    pub fn operation_slots(&self) -> super::SlotCounts {
+        self.inner.slots.counts()
     }
 
     /// The state folder layout.
@@ -1241,6 +1253,23 @@ impl Lifecycle {
             abort,
             warnings: Mutex::new(Vec::new()),
         };
+        // At most `max_operations` run at once; the rest wait here, in
+        // order, with their progress saying so.
+        let slot = self.inner.slots.acquire(op, abort, |counts| {
+            tracing::info!(
+                running = counts.running,
+                queued = counts.queued,
+                max = counts.max,
+                "operation queued: the daemon runs at most --max-operations at once"
+            );
+            let _ = self.store().set_progress(
+                op,
+                Some(&format!(
+                    "queued: {} operations running (at most {} at once), {} waiting with this one",
+                    counts.running, counts.max, counts.queued
+                )),
+            );
+        });
         let ending = work(&job);
         // The charts' clock stops with the work.
         self.inner.charts.end(app.as_str(), op);
@@ -1271,6 +1300,8 @@ impl Lifecycle {
                 }
             }
         }
+        // Its end is recorded: the next in line may start.
+        drop(slot);
         self.inner
             .metrics
             .operation(operation.as_str(), outcome.as_str());

@@ -43,6 +43,7 @@ mod plan;
 mod progress;
 pub mod rules;
 mod run;
+mod slots;
 mod state_dir;
 mod stored;
 #[cfg(test)]
@@ -61,5 +62,6 @@ pub use metrics::{DurationHistogram, Metrics, OPERATION_BUCKETS};
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use progress::{ChartProgress, ChartState, OperationCharts};
 pub use run::ChartDiff;
+pub use slots::{DEFAULT_MAX_OPERATIONS, SlotCounts};
 pub use state_dir::StatePaths;
 pub use volumes::{VOLUMES_APP, VolumeRequest, VolumeView};
