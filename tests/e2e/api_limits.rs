@@ -776,3 +776,59 @@ fn operations_past_max_operations_wait_their_turn_and_all_finish() {
     assert_eq!(gauge(&socket, "capstan_operations_running"), 0);
     assert_eq!(gauge(&socket, "capstan_operations_queued"), 0);
 }
+
+// ---- what the API fuzzer found (`cargo xtask api-fuzz`) ----
+
+/// Issue 29, found by schemathesis on the kube-double target: a forced
+/// update to the version the app is already on (a "reinstall") failed to
+/// stage and, cleaning up, removed the active version's stored bundle;
+/// every later read of the app answered `409 stored bundle ... is
+/// damaged`. It is now refused before anything is touched.
+#[test]
+fn a_forced_update_to_the_active_version_is_refused_and_keeps_its_bundle() {
+    // (A shorter folder name: the socket's path has a length limit.)
+    let served = Served::start("forced_update_to_the_active_version", false, &[]);
+    let socket = served.socket();
+    let bundle = tiny_bundle(&served.key, "again");
+    let send = |path: &str| {
+        let mut stream = UnixStream::connect(&socket).unwrap();
+        let head =
+            upload_head(bundle.len(), None).replacen("POST /v1/apps ", &format!("POST {path} "), 1);
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(&bundle).unwrap();
+        answer(&mut stream)
+    };
+    let wait_applied = || {
+        let started = Instant::now();
+        loop {
+            let (_, body) = request(&socket, "GET", "/v1/apps/again", "");
+            if body.contains("\"state\":\"applied\"") {
+                break;
+            }
+            assert!(!body.contains("failed"), "{body}");
+            assert!(started.elapsed() < Duration::from_secs(30), "{body}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (status, text) = send("/v1/apps");
+    assert_eq!(status, 201, "{text}");
+    let (status, body) = request(&socket, "POST", "/v1/apps/again/apply", "{}");
+    assert_eq!(status, 202, "{body}");
+    wait_applied();
+    for path in ["/v1/updates?force=true", "/v1/updates"] {
+        let (status, text) = send(path);
+        assert!(status == 409 || status == 422, "{path}: {text}");
+        // Nothing was touched: the app reads, its bundle is whole.
+        let (status, body) = request(&socket, "GET", "/v1/apps/again/overrides", "");
+        assert_eq!(status, 200, "after {path}: {body}");
+        let (status, body) = request(&socket, "GET", "/v1/apps/again", "");
+        assert_eq!(status, 200, "after {path}: {body}");
+        assert!(body.contains("\"state\":\"applied\""), "{body}");
+    }
+    let (status, text) = send("/v1/updates?force=true");
+    assert!(text.contains("already-exists"), "{status} {text}");
+    // And it applies again.
+    let (status, body) = request(&socket, "POST", "/v1/apps/again/apply", "{}");
+    assert_eq!(status, 202, "{body}");
+    wait_applied();
+}

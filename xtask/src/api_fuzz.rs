@@ -251,7 +251,10 @@ impl Run<'_> {
             .args(["--checks", "all", "--exclude-checks", EXCLUDED_CHECKS])
             .args(["--phases", "examples,coverage,fuzzing,stateful"])
             .args(["--max-time", &self.seconds.to_string()])
-            .args(["--workers", "2", "--request-timeout", "20"])
+            // One worker: Python 3.11's `ast` is not thread-safe
+            // (hypothesis describing lambdas from two workers failed a
+            // run with "AST constructor recursion depth mismatch").
+            .args(["--workers", "1", "--request-timeout", "20"])
             .args(["--generation-database", "none"])
             .arg("--no-color")
             .current_dir(&dir)
@@ -284,7 +287,10 @@ impl Run<'_> {
                 "api-fuzz: {}: schemathesis ran {took:.0?}: {summary}",
                 self.target.name()
             ),
-            Err(e) => eprintln!("api-fuzz: {}: schemathesis ran {took:.0?}: {e}", self.target.name()),
+            Err(e) => eprintln!(
+                "api-fuzz: {}: schemathesis ran {took:.0?}: {e}",
+                self.target.name()
+            ),
         }
         fuzzed?;
         chained.map(|_| ())
@@ -304,11 +310,7 @@ fn start_double(binary: &Path, kubeconfig: &Path, dir: &Path) -> Result<Killed, 
         .spawn()
         .map_err(|e| format!("starting kube-double: {e}"))?;
     let mut double = Killed(child);
-    let stdout = double
-        .0
-        .stdout
-        .take()
-        .ok_or("kube-double has no stdout")?;
+    let stdout = double.0.stdout.take().ok_or("kube-double has no stdout")?;
     let mut url = String::new();
     std::io::BufReader::new(stdout)
         .read_line(&mut url)
@@ -346,7 +348,10 @@ fn chained(counts: &Path, port: u16) -> Result<String, String> {
     let applies = count("POST /v1/apps/{app}/apply", Some("202"));
     let shows = count("GET /v1/apps/{app}", Some("200"));
     let operations = count("GET /v1/apps/{app}/operations/{id}", Some("200"));
-    let applied = metric(port, "capstan_operations_total{operation=\"apply\",outcome=\"succeeded\"}")?;
+    let applied = metric(
+        port,
+        "capstan_operations_total{operation=\"apply\",outcome=\"succeeded\"}",
+    )?;
     let summary = format!(
         "{requests} requests; uploads 201: {uploads}, applies 202: {applies} ({applied} succeeded), \
          shows 200: {shows}, operations 200: {operations}"

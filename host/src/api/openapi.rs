@@ -407,7 +407,11 @@ const ROUTES: &[Route] = &[
 /// the name, the target's operation id, and each of its path parameters
 /// with the runtime expression that fills it. They let a client, and
 /// schemathesis's stateful phase, chain upload -> apply -> show.
-type Link = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+type Link = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
 
 /// From an answer holding an `AppRecord` (its `name`).
 const APP_NAME: &[(&str, &str)] = &[("app", "$response.body#/name")];
@@ -446,7 +450,11 @@ fn links(id: &str) -> &'static [Link] {
             ("GetApp", "showApp", STARTED_APP),
             ("DeleteApp", "deleteApp", STARTED_APP),
         ],
-        "createVolume" => &[("RemoveVolume", "removeVolume", &[("name", "$response.body#/name")])],
+        "createVolume" => &[(
+            "RemoveVolume",
+            "removeVolume",
+            &[("name", "$response.body#/name")],
+        )],
         _ => &[],
     }
 }

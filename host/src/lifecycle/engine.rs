@@ -950,9 +950,10 @@ impl Lifecycle {
         self.update_with(archive, reuse_user_overrides, false, None)
     }
 
-    /// [`Lifecycle::update`]; with `force`, also to a version that is not
-    /// newer (a downgrade or a reinstall) or whose `upgrades.from_versions`
-    /// does not list the active version. What was forced is returned in
+    /// [`Lifecycle::update`]; with `force`, also to an older version (a
+    /// downgrade) or one whose `upgrades.from_versions` does not list the
+    /// active version. The active version itself is refused, forced or not
+    /// (the store's version-exists error; nothing is touched). What was forced is returned in
     /// [`Started::warnings`], logged, and kept in the operation's message.
     /// `source` is where the bundle was fetched from (as
     /// [`Lifecycle::upload_from`]); the finished update's note names it.
@@ -985,6 +986,17 @@ impl Lifecycle {
                 source: Box::new(source),
             }
         })?;
+        if record.version == current.active_version {
+            // A forced reinstall of the active version cannot be staged
+            // beside it (one stored record per version); refused before
+            // anything is touched. The staging failure it used to meet
+            // removed the active version's stored bundle (issue 29,
+            // found by the API fuzzer); `app apply` applies it again.
+            return Err(Error::Store(crate::store::Error::VersionExists {
+                app,
+                version: record.version,
+            }));
+        }
         let forced = if force {
             forced_notes(&active, bundle.metadata())
         } else {
@@ -1012,8 +1024,11 @@ impl Lifecycle {
             Ok(versions) => versions,
             Err(e) => {
                 let _ = self.store().set_target_version(&app, None);
-                let _ = self.store().delete_version(&app, &record.version);
-                let _ = std::fs::remove_dir_all(&record.bundle_dir);
+                // Only what this update staged: never the active version.
+                if record.version != current.active_version {
+                    let _ = self.store().delete_version(&app, &record.version);
+                    let _ = std::fs::remove_dir_all(&record.bundle_dir);
+                }
                 let finish = Finish::failed(
                     AppState::Applied,
                     format!("update to {} failed: {}", record.version, e.one_line()),
