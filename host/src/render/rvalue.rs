@@ -104,7 +104,7 @@ impl RValue {
     /// render's deadline has passed, what is left to copy becomes nil, and
     /// the executor reports the deadline at its next check. A map that
     /// contains itself becomes nil where it comes back, and the cycle is
-    /// recorded for the executor to report ([`take_cycle_seen`]).
+    /// recorded for the executor to report (`take_cycle_seen`).
     pub fn to_value(&self) -> Value {
         let mut path = Vec::new();
         match self.convert(&mut path, Cut::Record) {
@@ -113,11 +113,11 @@ impl RValue {
         }
     }
 
-    /// The plain value, or [`Cycle`] when a map on the way contains itself
+    /// The plain value, or `Cycle` when a map on the way contains itself
     /// (a value Go would never finish printing or marshalling).
     ///
     /// # Errors
-    /// [`Cycle`], as said.
+    /// `Cycle`, as said.
     pub fn try_to_value(&self) -> Result<Value, Cycle> {
         self.convert(&mut Vec::new(), Cut::Fail)
     }
@@ -186,7 +186,7 @@ impl RValue {
     /// path holds.
     ///
     /// # Errors
-    /// [`Cycle`] when a map in it contains itself.
+    /// `Cycle` when a map in it contains itself.
     pub fn try_into_value(self) -> Result<Value, Cycle> {
         let mut cut = false;
         let v = self.move_out(&mut cut);
@@ -228,7 +228,7 @@ impl RValue {
     /// A copy that shares no map with this one (Sprig's `deepCopy`).
     ///
     /// # Errors
-    /// [`Cycle`] when a map in it contains itself: Go's copystructure
+    /// `Cycle` when a map in it contains itself: Go's copystructure
     /// recurses until the stack overflows.
     pub fn deep_copy(&self) -> Result<Self, Cycle> {
         fn walk(v: &RValue, path: &mut Vec<*const RefCell<RMap>>) -> Result<RValue, Cycle> {

@@ -82,7 +82,7 @@ pub const STACK_SIZE: usize = 1 << 28;
 /// template error rather than overflowing the caller's stack. The stack is
 /// unmapped when `f` returns, and the compiled glob patterns `f` left on
 /// the thread are dropped, as are the maps that contain themselves which
-/// `f` made ([`rvalue::CycleScope`]). A panic in `f` is caught and ends here.
+/// `f` made (`rvalue::CycleScope`). A panic in `f` is caught and ends here.
 ///
 /// # Errors
 /// Returns `None` when `f` panics.
