@@ -3,7 +3,8 @@
 //! streams with bounded memory (peak RSS from /proc), a stalled body is
 //! cut off, uploads past the bound get 429, half-open connections are
 //! closed after the header timeout, the connection cap refuses and logs,
-//! and a peer guessing tokens is slowed down without slowing another.
+//! a peer guessing tokens is slowed down without slowing another, and
+//! operations past `--max-operations` wait their turn.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -32,6 +33,11 @@ impl Served {
     /// A daemon on its unix socket (or on TCP loopback with [`TOKEN`] when
     /// `tcp`), with `flags` added to `serve`.
     fn start(name: &str, tcp: bool, flags: &[&str]) -> Served {
+        Served::start_env(name, tcp, flags, &[])
+    }
+
+    /// [`Served::start`] with variables added to the daemon's environment.
+    fn start_env(name: &str, tcp: bool, flags: &[&str], env: &[(&str, &str)]) -> Served {
         let dir = fresh_dir(name);
         std::fs::create_dir_all(dir.join("keys")).unwrap();
         let key = SigningKey::generate("test").unwrap();
@@ -46,6 +52,7 @@ impl Served {
             .arg("--target")
             .arg(format!("dir:{}", dir.join("applied").display()))
             .args(flags)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("daemon.log")).unwrap());
@@ -642,4 +649,186 @@ fn a_peer_guessing_tokens_is_slowed_down_and_another_is_not() {
         log.contains("request with a wrong bearer token refused") && log.contains("127.0.0.2"),
         "{log}"
     );
+}
+
+// ---- operations ----
+
+/// A request over the unix socket: (status, body).
+fn request(socket: &Path, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = UnixStream::connect(socket).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: capstan\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let (status, text) = answer(&mut stream);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or_else(String::new, |(_, body)| body.to_owned());
+    (status, body)
+}
+
+/// A signed bundle of the tiny app, named `name`.
+fn tiny_bundle(key: &SigningKey, name: &str) -> Vec<u8> {
+    let metadata = METADATA.replacen("name: big", &format!("name: {name}"), 1);
+    let mut files = app_files(&[], 0);
+    files[0].1 = metadata.as_bytes();
+    let mut out = Vec::new();
+    write_bundle(&mut out, key, &files);
+    out
+}
+
+/// The value of an unlabelled metric in `/metrics`.
+fn gauge(socket: &Path, name: &str) -> u64 {
+    let (status, text) = request(socket, "GET", "/metrics", "");
+    assert_eq!(status, 200, "{text}");
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+/// Issue 29, concurrent operations' memory: past `--max-operations`, an
+/// apply is accepted at once (202) and waits its turn, its progress
+/// saying so; at most the bound run at once, and all finish.
+#[test]
+fn operations_past_max_operations_wait_their_turn_and_all_finish() {
+    let served = Served::start_env(
+        "operations_past_max_operations_wait_their_turn_and_all_finish",
+        false,
+        &["--max-operations", "1"],
+        // Each step takes a moment, so the operations overlap.
+        &[("CAPSTAN_TEST_STEP_DELAY_MS", "100")],
+    );
+    let socket = served.socket();
+    let apps = ["queue-a", "queue-b", "queue-c"];
+    for app in apps {
+        let bundle = tiny_bundle(&served.key, app);
+        let mut stream = UnixStream::connect(&socket).unwrap();
+        stream
+            .write_all(upload_head(bundle.len(), None).as_bytes())
+            .unwrap();
+        stream.write_all(&bundle).unwrap();
+        let (status, text) = answer(&mut stream);
+        assert_eq!(status, 201, "{text}");
+    }
+    assert_eq!(gauge(&socket, "capstan_operations_max"), 1);
+    let started = Instant::now();
+    for app in apps {
+        let (status, body) = request(&socket, "POST", &format!("/v1/apps/{app}/apply"), "{}");
+        assert_eq!(status, 202, "{body}");
+    }
+    // Every app accepted at once, whatever runs.
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let mut saw_queued = false;
+    let mut peak_running = 0;
+    let mut peak_queued = 0;
+    loop {
+        let (status, body) = request(&socket, "GET", "/v1/apps", "");
+        assert_eq!(status, 200, "{body}");
+        let list: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+        let busy: Vec<&serde_json::Value> = list
+            .iter()
+            .filter(|app| app["state"] == "applying")
+            .collect();
+        // Those past their first step and not queued run: never more
+        // than one (an operation just begun has no progress yet).
+        let queued = busy
+            .iter()
+            .filter(|app| {
+                app["progress"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("queued"))
+            })
+            .count();
+        let running = busy
+            .iter()
+            .filter(|app| {
+                app["progress"]
+                    .as_str()
+                    .is_some_and(|p| !p.starts_with("queued"))
+            })
+            .count();
+        saw_queued |= queued > 0;
+        assert!(running <= 1, "{body}");
+        peak_running = peak_running.max(gauge(&socket, "capstan_operations_running"));
+        peak_queued = peak_queued.max(gauge(&socket, "capstan_operations_queued"));
+        if list.iter().all(|app| app["state"] == "applied") {
+            break;
+        }
+        assert!(
+            list.iter().all(|app| matches!(
+                app["state"].as_str(),
+                Some("applying" | "applied" | "uploaded")
+            )),
+            "{body}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "not all applied: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(saw_queued, "no apply was ever queued");
+    assert_eq!(peak_running, 1);
+    assert!(peak_queued >= 1, "{peak_queued}");
+    assert_eq!(gauge(&socket, "capstan_operations_running"), 0);
+    assert_eq!(gauge(&socket, "capstan_operations_queued"), 0);
+}
+
+// ---- what the API fuzzer found (`cargo xtask api-fuzz`) ----
+
+/// Issue 29, found by schemathesis on the kube-double target: a forced
+/// update to the version the app is already on (a "reinstall") failed to
+/// stage and, cleaning up, removed the active version's stored bundle;
+/// every later read of the app answered `409 stored bundle ... is
+/// damaged`. It is now refused before anything is touched.
+#[test]
+fn a_forced_update_to_the_active_version_is_refused_and_keeps_its_bundle() {
+    // (A shorter folder name: the socket's path has a length limit.)
+    let served = Served::start("forced_update_to_the_active_version", false, &[]);
+    let socket = served.socket();
+    let bundle = tiny_bundle(&served.key, "again");
+    let send = |path: &str| {
+        let mut stream = UnixStream::connect(&socket).unwrap();
+        let head =
+            upload_head(bundle.len(), None).replacen("POST /v1/apps ", &format!("POST {path} "), 1);
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(&bundle).unwrap();
+        answer(&mut stream)
+    };
+    let wait_applied = || {
+        let started = Instant::now();
+        loop {
+            let (_, body) = request(&socket, "GET", "/v1/apps/again", "");
+            if body.contains("\"state\":\"applied\"") {
+                break;
+            }
+            assert!(!body.contains("failed"), "{body}");
+            assert!(started.elapsed() < Duration::from_secs(30), "{body}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (status, text) = send("/v1/apps");
+    assert_eq!(status, 201, "{text}");
+    let (status, body) = request(&socket, "POST", "/v1/apps/again/apply", "{}");
+    assert_eq!(status, 202, "{body}");
+    wait_applied();
+    for path in ["/v1/updates?force=true", "/v1/updates"] {
+        let (status, text) = send(path);
+        assert!(status == 409 || status == 422, "{path}: {text}");
+        // Nothing was touched: the app reads, its bundle is whole.
+        let (status, body) = request(&socket, "GET", "/v1/apps/again/overrides", "");
+        assert_eq!(status, 200, "after {path}: {body}");
+        let (status, body) = request(&socket, "GET", "/v1/apps/again", "");
+        assert_eq!(status, 200, "after {path}: {body}");
+        assert!(body.contains("\"state\":\"applied\""), "{body}");
+    }
+    let (status, text) = send("/v1/updates?force=true");
+    assert!(text.contains("already-exists"), "{status} {text}");
+    // And it applies again.
+    let (status, body) = request(&socket, "POST", "/v1/apps/again/apply", "{}");
+    assert_eq!(status, 202, "{body}");
+    wait_applied();
 }

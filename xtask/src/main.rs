@@ -73,8 +73,10 @@ fn main() -> ExitCode {
                  every internal link and anchor; installs that mdbook once (docs/src/developing/book.md)\n  \
                  docs-cli                  write docs/src/reference/cli.md from the clap definitions\n  \
                  openapi                   write docs/src/reference/openapi.json, the API document the daemon serves at /v1/openapi.json\n  \
-                 api-fuzz [SECONDS]        schemathesis (PyPI, pinned) against a live daemon for SECONDS (default 120):\n                            \
-                 fails on a 5xx, an answer the OpenAPI document does not allow, or a daemon that stops answering",
+                 api-fuzz [SECONDS] [--target dir|double]\n                            \
+                 schemathesis (PyPI, pinned, stateful from the document's links) against a live daemon on the\n                            \
+                 directory target and on kube-double, SECONDS (default 120) split between them: fails on a 5xx,\n                            \
+                 an answer the OpenAPI document does not allow, a daemon that stops answering, or no upload -> apply",
                 MDBOOK = book::MDBOOK_VERSION
             );
             return ExitCode::from(2);

@@ -12,6 +12,7 @@
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::schema::{ComponentsBuilder, ObjectBuilder, Schema, SchemaType, Type};
@@ -412,6 +413,74 @@ const ROUTES: &[Route] = &[
     },
 ];
 
+/// A link from a success answer to another operation (OpenAPI `links`):
+/// the name, the target's operation id, and each of its path parameters
+/// with the runtime expression that fills it. They let a client, and
+/// schemathesis's stateful phase, chain upload -> apply -> show.
+type Link = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+/// From an answer holding an `AppRecord` (its `name`).
+const APP_NAME: &[(&str, &str)] = &[("app", "$response.body#/name")];
+/// From a `Started` answer (its `app.name` and `operation`).
+const STARTED_APP: &[(&str, &str)] = &[("app", "$response.body#/app/name")];
+const STARTED_OPERATION: &[(&str, &str)] = &[
+    ("app", "$response.body#/app/name"),
+    ("id", "$response.body#/operation"),
+];
+
+/// The links of the success answer of the operation `id`.
+fn links(id: &str) -> &'static [Link] {
+    const STARTED: &[Link] = &[
+        ("GetOperation", "appOperation", STARTED_OPERATION),
+        ("GetApp", "showApp", STARTED_APP),
+        ("GetHistory", "appHistory", STARTED_APP),
+        ("AbortApp", "abortApp", STARTED_APP),
+    ];
+    match id {
+        "uploadApp" => &[
+            ("GetApp", "showApp", APP_NAME),
+            ("ApplyApp", "applyApp", APP_NAME),
+            ("DiffApp", "diffApp", APP_NAME),
+            ("ListOverrides", "listOverrides", APP_NAME),
+            ("GetHistory", "appHistory", APP_NAME),
+            ("DeleteApp", "deleteApp", APP_NAME),
+        ],
+        "showApp" => &[
+            ("ApplyApp", "applyApp", APP_NAME),
+            ("RemoveApp", "removeApp", APP_NAME),
+            ("DeleteApp", "deleteApp", APP_NAME),
+        ],
+        "applyApp" | "updateApp" | "recoverApp" | "rollbackApp" => STARTED,
+        "removeApp" => &[
+            ("GetOperation", "appOperation", STARTED_OPERATION),
+            ("GetApp", "showApp", STARTED_APP),
+            ("DeleteApp", "deleteApp", STARTED_APP),
+        ],
+        "createVolume" => &[(
+            "RemoveVolume",
+            "removeVolume",
+            &[("name", "$response.body#/name")],
+        )],
+        _ => &[],
+    }
+}
+
+/// A success answer with its links.
+fn linked(id: &str, mut response: ResponseBuilder) -> ResponseBuilder {
+    for (name, target, parameters) in links(id) {
+        let mut link = LinkBuilder::new().operation_id(*target);
+        for (parameter, expression) in *parameters {
+            link = link.parameter(*parameter, *expression);
+        }
+        response = response.link(*name, link.build());
+    }
+    response
+}
+
 /// The document, as the daemon serves it.
 pub fn document() -> OpenApi {
     let mut paths = PathsBuilder::new();
@@ -610,11 +679,14 @@ fn operation(route: &Route) -> utoipa::openapi::path::Operation {
     builder = match route.output {
         Output::Json(status, schema) => builder.response(
             status.to_string(),
-            ResponseBuilder::new().description("Success").content(
-                wire::JSON_CONTENT_TYPE,
-                ContentBuilder::new()
-                    .schema(Some(schema_ref(schema)))
-                    .build(),
+            linked(
+                route.id,
+                ResponseBuilder::new().description("Success").content(
+                    wire::JSON_CONTENT_TYPE,
+                    ContentBuilder::new()
+                        .schema(Some(schema_ref(schema)))
+                        .build(),
+                ),
             ),
         ),
         Output::List(status, schema) => builder.response(
@@ -782,6 +854,39 @@ mod tests {
                 assert!(op["responses"][status].is_object(), "{} {status}", route.id);
             }
         }
+    }
+
+    #[test]
+    fn every_link_names_an_operation_and_fills_its_path_parameters() {
+        let mut linked = 0;
+        for route in ROUTES {
+            for (name, target, parameters) in links(route.id) {
+                linked += 1;
+                assert!(
+                    matches!(route.output, Output::Json(..)),
+                    "{}: links from a JSON answer",
+                    route.id
+                );
+                let target = ROUTES
+                    .iter()
+                    .find(|r| r.id == *target)
+                    .unwrap_or_else(|| panic!("{}: {name}: no operation {target}", route.id));
+                let mut wanted: Vec<&str> = target
+                    .path
+                    .split('/')
+                    .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+                    .collect();
+                let mut given: Vec<&str> = parameters.iter().map(|(p, _)| *p).collect();
+                wanted.sort_unstable();
+                given.sort_unstable();
+                assert_eq!(wanted, given, "{}: {name}", route.id);
+            }
+        }
+        assert!(linked > 0);
+        let json: serde_json::Value = serde_json::from_str(&document_json()).unwrap();
+        let link = &json["paths"]["/v1/apps"]["post"]["responses"]["201"]["links"]["ApplyApp"];
+        assert_eq!(link["operationId"], "applyApp");
+        assert_eq!(link["parameters"]["app"], "$response.body#/name");
     }
 
     #[test]

@@ -757,11 +757,30 @@ async fn facts(State(api): State<Api>) -> ApiResult {
 }
 
 async fn metrics(State(api): State<Api>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        api.lifecycle.metrics().render(),
-    )
-        .into_response()
+    let mut text = api.lifecycle.metrics().render();
+    let slots = api.lifecycle.operation_slots();
+    for (name, help, value) in [
+        (
+            "capstan_operations_running",
+            "Operations running now, across apps",
+            slots.running,
+        ),
+        (
+            "capstan_operations_queued",
+            "Operations waiting for one of the --max-operations slots",
+            slots.queued,
+        ),
+        (
+            "capstan_operations_max",
+            "Operations that may run at once (--max-operations)",
+            slots.max,
+        ),
+    ] {
+        text.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
+        ));
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 async fn list(State(api): State<Api>) -> ApiResult {

@@ -191,8 +191,9 @@ enum AppCommand {
         bundle: PathBuf,
         #[command(flatten)]
         registry: super::bundle::RegistryArgs,
-        /// Also a version that is not newer (a downgrade or reinstall) or
-        /// whose upgrades.from_versions does not list the active version.
+        /// Also an older version (a downgrade) or one whose
+        /// upgrades.from_versions does not list the active version (the
+        /// active version itself is refused: `app apply` applies it again).
         #[arg(long)]
         force: bool,
         /// Keep user overrides (default: the bundle's maintain_user_overrides).

@@ -112,6 +112,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = api::limits::DEFAULT_MAX_UPLOADS as u64,
           value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub max_uploads: u64,
+    /// Operations (apply, remove, update, rollback, recover) that may run
+    /// at once across all apps; the others are accepted (202) and wait
+    /// their turn, in the order they were started.
+    #[arg(long, value_name = "N", default_value_t = crate::lifecycle::DEFAULT_MAX_OPERATIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub max_operations: u64,
     /// Connections the listener holds open at once; past it, new ones are
     /// closed and a warning is logged.
     #[arg(long, value_name = "N", default_value_t = api::limits::DEFAULT_MAX_CONNECTIONS as u64,
@@ -213,6 +219,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "--keep-versions must be at least 1"
     );
     options.keep_versions = args.keep_versions;
+    options.max_operations = usize::try_from(args.max_operations).unwrap_or(usize::MAX);
     options.policy = options
         .policy
         .pool_size(usize::try_from(args.plugin_pool_size).unwrap_or(crate::sandbox::MAX_POOL_SIZE));

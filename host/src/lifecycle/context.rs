@@ -44,6 +44,8 @@ pub(crate) struct Inner {
     pub running: Mutex<HashMap<String, (OperationId, Arc<AtomicBool>)>>,
     /// Where each chart of each app's latest operation stands.
     pub charts: super::progress::ChartBoard,
+    /// The bound on operations running at once, across apps.
+    pub slots: super::slots::Slots,
     pub _lock: File,
 }
 

@@ -62,6 +62,10 @@ pub struct Options {
     /// ([`DEFAULT_KEEP_VERSIONS`]; at least 1): the others are what
     /// `app rollback` can go back to.
     pub keep_versions: usize,
+    /// Operations that may run at once across all apps
+    /// ([`super::DEFAULT_MAX_OPERATIONS`]; at least 1); the others wait
+    /// their turn, queued in the order they were started.
+    pub max_operations: usize,
 }
 
 /// The default of [`Options::keep_versions`]: the active version and the
@@ -82,6 +86,7 @@ impl Options {
             limits: Limits::default(),
             checkpoints_from_env: false,
             keep_versions: DEFAULT_KEEP_VERSIONS,
+            max_operations: super::DEFAULT_MAX_OPERATIONS,
         }
     }
 }
@@ -301,6 +306,7 @@ impl Lifecycle {
             secret,
             running: Mutex::new(HashMap::new()),
             charts: Default::default(),
+            slots: super::slots::Slots::new(options.max_operations),
             _lock: lock,
         };
         let lifecycle = Lifecycle {
@@ -318,6 +324,12 @@ impl Lifecycle {
     /// The daemon's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
+    }
+
+    /// Operations running and queued now, and the bound
+    /// ([`Options::max_operations`]).
+    pub fn operation_slots(&self) -> super::SlotCounts {
+        self.inner.slots.counts()
     }
 
     /// The state folder layout.
@@ -968,9 +980,10 @@ impl Lifecycle {
         self.update_with(archive, reuse_user_overrides, false, None)
     }
 
-    /// [`Lifecycle::update`]; with `force`, also to a version that is not
-    /// newer (a downgrade or a reinstall) or whose `upgrades.from_versions`
-    /// does not list the active version. What was forced is returned in
+    /// [`Lifecycle::update`]; with `force`, also to an older version (a
+    /// downgrade) or one whose `upgrades.from_versions` does not list the
+    /// active version. The active version itself is refused, forced or not
+    /// (the store's version-exists error; nothing is touched). What was forced is returned in
     /// [`Started::warnings`], logged, and kept in the operation's message.
     /// `source` is where the bundle was fetched from (as
     /// [`Lifecycle::upload_from`]); the finished update's note names it.
@@ -1003,6 +1016,17 @@ impl Lifecycle {
                 source: Box::new(source),
             }
         })?;
+        if record.version == current.active_version {
+            // A forced reinstall of the active version cannot be staged
+            // beside it (one stored record per version); refused before
+            // anything is touched. The staging failure it used to meet
+            // removed the active version's stored bundle (issue 29,
+            // found by the API fuzzer); `app apply` applies it again.
+            return Err(Error::Store(crate::store::Error::VersionExists {
+                app,
+                version: record.version,
+            }));
+        }
         let forced = if force {
             forced_notes(&active, bundle.metadata())
         } else {
@@ -1030,8 +1054,11 @@ impl Lifecycle {
             Ok(versions) => versions,
             Err(e) => {
                 let _ = self.store().set_target_version(&app, None);
-                let _ = self.store().delete_version(&app, &record.version);
-                let _ = std::fs::remove_dir_all(&record.bundle_dir);
+                // Only what this update staged: never the active version.
+                if record.version != current.active_version {
+                    let _ = self.store().delete_version(&app, &record.version);
+                    let _ = std::fs::remove_dir_all(&record.bundle_dir);
+                }
                 let finish = Finish::failed(
                     AppState::Applied,
                     format!("update to {} failed: {}", record.version, e.one_line()),
@@ -1271,6 +1298,23 @@ impl Lifecycle {
             abort,
             warnings: Mutex::new(Vec::new()),
         };
+        // At most `max_operations` run at once; the rest wait here, in
+        // order, with their progress saying so.
+        let slot = self.inner.slots.acquire(op, abort, |counts| {
+            tracing::info!(
+                running = counts.running,
+                queued = counts.queued,
+                max = counts.max,
+                "operation queued: the daemon runs at most --max-operations at once"
+            );
+            let _ = self.store().set_progress(
+                op,
+                Some(&format!(
+                    "queued: {} operations running (at most {} at once), {} waiting with this one",
+                    counts.running, counts.max, counts.queued
+                )),
+            );
+        });
         let ending = work(&job);
         // The operation rendered with the facts in effect: whatever the
         // last re-evaluation found is out of date.
@@ -1304,6 +1348,8 @@ impl Lifecycle {
                 }
             }
         }
+        // Its end is recorded: the next in line may start.
+        drop(slot);
         self.inner
             .metrics
             .operation(operation.as_str(), outcome.as_str());

@@ -50,6 +50,7 @@ mod progress;
 mod reevaluate;
 pub mod rules;
 mod run;
+mod slots;
 mod state_dir;
 mod stored;
 #[cfg(test)]
@@ -71,5 +72,6 @@ pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use progress::{ChartProgress, ChartState, OperationCharts};
 pub use reevaluate::DEBOUNCE;
 pub use run::ChartDiff;
+pub use slots::{DEFAULT_MAX_OPERATIONS, SlotCounts};
 pub use state_dir::StatePaths;
 pub use volumes::{VOLUMES_APP, VolumeRequest, VolumeView};
