@@ -6,7 +6,11 @@
 //!   operation (target: median under 100 ms);
 //! - printed once before criterion runs: 50 apps applied concurrently
 //!   (total time), and the process's peak resident memory with 100 apps
-//!   uploaded and 50 applied (target: under 150 MiB).
+//!   uploaded and 50 applied (target: under 150 MiB);
+//! - criterion: a re-evaluation of the 100 apps, all applied (what the
+//!   daemon runs when the facts change: every app planned again, plugin
+//!   calls and renders, nothing written; target: under 2 s), with the
+//!   plugin calls one takes printed once.
 //!
 //! Needs the plugin built: `cargo xtask plugins` first.
 
@@ -36,6 +40,7 @@ struct Bench {
     root: PathBuf,
     key: SigningKey,
     client: Client,
+    lifecycle: Lifecycle,
 }
 
 fn workspace() -> PathBuf {
@@ -83,6 +88,7 @@ impl Bench {
         );
         options.facts = Some(Facts::from_yaml(&facts_text).unwrap());
         let lifecycle = Lifecycle::open(options).unwrap();
+        let kept = lifecycle.clone();
         let socket = root.join("state/capstan.sock");
         let address = Address::Unix(socket.clone());
         let serve_address = address.clone();
@@ -109,6 +115,7 @@ impl Bench {
             root,
             key,
             client: Client::new(address, None).unwrap(),
+            lifecycle: kept,
         };
         let _ = wasm;
         bench
@@ -207,5 +214,37 @@ fn main() {
             bench.wait("shop-0", &started);
         })
     });
+    let rest: Vec<(String, StartedBody)> = (CONCURRENT_APPS..UPLOADED_APPS)
+        .map(|i| {
+            let name = format!("shop-{i}");
+            let started = bench.start_apply(&name);
+            (name, started)
+        })
+        .collect();
+    for (name, started) in &rest {
+        bench.wait(name, started);
+    }
+    let calls = || plugin_calls(&bench.lifecycle.metrics().render());
+    let before = calls();
+    let began = Instant::now();
+    let (planned, marked) = bench.lifecycle.reevaluate("bench");
+    eprintln!(
+        "daemon: re-evaluation of {planned} applied apps of 5 charts in {:.2} s, {} plugin calls, {marked} marked",
+        began.elapsed().as_secs_f64(),
+        calls() - before
+    );
+    let mut criterion = criterion.sample_size(10);
+    criterion.bench_function("daemon/reevaluate_100_apps_of_5_charts", |b| {
+        b.iter(|| bench.lifecycle.reevaluate("bench"))
+    });
     criterion.final_summary();
+}
+
+/// The plugin calls the metrics count, every function together.
+fn plugin_calls(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("capstan_plugin_call_duration_seconds_count"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
 }

@@ -71,6 +71,7 @@ const EXAMPLES: &[(&str, &str)] = &[
         "capstan volume create data --node controller-0 --path /srv/data --size 10Gi -n shop",
     ),
     ("volume list", "capstan volume list -o json"),
+    ("facts", "capstan facts show -o yaml"),
     ("volume remove", "capstan volume remove data"),
 ];
 
