@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::control_plane::{ControlPlane, control_plane, own_shop};
 use crate::daemon::{Daemon, text};
+use crate::real_cluster::shop;
 
 /// A Secret generated once, as Bitnami's `common.secrets.passwords.manage`
 /// does: the live value when the Secret exists, a random one otherwise.
@@ -91,13 +92,7 @@ fn audit_len(cp: &ControlPlane) -> usize {
 fn generated_secrets_survive_reapply_and_update() {
     let Some(cp) = control_plane() else { return };
     let app = "cp-lookup";
-    cp.delete_namespace(app);
-    let d = cp.daemon(app);
-    let bundle = d.shop_bundle("1.0.0", |a| {
-        own_shop(a, app);
-        add_template(a, "generated.yaml", GENERATED);
-    });
-    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    let d = shop(&cp, app, |a| add_template(a, "generated.yaml", GENERATED));
     d.ok(&["app", "apply", app]);
     assert_eq!(d.state_of(app), "applied", "{}", d.log());
     let password = secret_value(&cp, app, "shop-generated", "password");
@@ -161,17 +156,13 @@ fn generated_secrets_survive_reapply_and_update() {
 fn a_lookup_outside_the_policy_fails_naming_the_object() {
     let Some(cp) = control_plane() else { return };
     let app = "cp-lookup-denied";
-    cp.delete_namespace(app);
-    let d = cp.daemon(app);
-    let bundle = d.shop_bundle("1.0.0", |a| {
-        own_shop(a, app);
+    let d = shop(&cp, app, |a| {
         add_template(
             a,
             "peek.yaml",
             "{{- $t := lookup \"v1\" \"Secret\" \"kube-system\" \"bootstrap\" }}\n",
         );
     });
-    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
     let out = d.cli(&["app", "apply", app]);
     assert!(!out.status.success());
     let message = d.show(app)["message"]
@@ -198,7 +189,6 @@ fn a_lookup_outside_the_policy_fails_naming_the_object() {
 fn a_service_monitor_appears_once_its_crd_is_served() {
     let Some(cp) = control_plane() else { return };
     let app = "cp-caps";
-    cp.delete_namespace(app);
     let _ = cp.kubectl(&[
         "delete",
         "crd",
@@ -206,12 +196,7 @@ fn a_service_monitor_appears_once_its_crd_is_served() {
         "--ignore-not-found",
         "--wait=true",
     ]);
-    let d = cp.daemon(app);
-    let bundle = d.shop_bundle("1.0.0", |a| {
-        own_shop(a, app);
-        add_template(a, "monitor.yaml", MONITOR);
-    });
-    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    let d = shop(&cp, app, |a| add_template(a, "monitor.yaml", MONITOR));
     d.ok(&["app", "apply", app]);
     assert_eq!(d.state_of(app), "applied", "{}", d.log());
     assert!(

@@ -25,7 +25,7 @@ const DAEMON_USER: &str = "system:serviceaccount:capstan-system:capstan";
 
 /// A daemon on the control plane with the shop app, made the test's own
 /// (`name` is the app and its namespace), uploaded.
-fn shop(cp: &ControlPlane, name: &str, tweak: impl FnOnce(&Path)) -> Daemon {
+pub(crate) fn shop(cp: &ControlPlane, name: &str, tweak: impl FnOnce(&Path)) -> Daemon {
     cp.delete_namespace(name);
     let d = cp.daemon(name);
     let bundle = d.shop_bundle("1.0.0", |app| {

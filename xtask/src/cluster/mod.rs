@@ -104,16 +104,27 @@ pub fn for_tests() -> Result<Option<Started>, String> {
 /// Whether a control plane is up and every component still runs.
 fn status_quiet() -> bool {
     read_state().is_some_and(|state| {
-        state["components"].as_array().is_some_and(|components| {
-            !components.is_empty()
-                && components.iter().all(|c| {
-                    c["pid"]
-                        .as_u64()
-                        .and_then(|p| u32::try_from(p).ok())
-                        .is_some_and(alive)
-                })
-        })
+        let components = recorded(&state);
+        !components.is_empty() && components.iter().all(|(_, pid)| alive(*pid))
     })
+}
+
+/// The components `state.json` records, in start order: `(name, pid)`
+/// (pid 0 where the record has none).
+fn recorded(state: &serde_json::Value) -> Vec<(String, u32)> {
+    state["components"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let name = c["name"].as_str().unwrap_or("?").to_owned();
+            let pid = c["pid"]
+                .as_u64()
+                .and_then(|p| u32::try_from(p).ok())
+                .unwrap_or(0);
+            (name, pid)
+        })
+        .collect()
 }
 
 /// A started component.
@@ -648,18 +659,7 @@ fn down() -> Result<(), String> {
     let Some(state) = read_state() else {
         return Ok(());
     };
-    let pids: Vec<(String, u32)> = state["components"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| {
-            Some((
-                c["name"].as_str()?.to_owned(),
-                u32::try_from(c["pid"].as_u64()?).ok()?,
-            ))
-        })
-        .collect();
-    for (name, pid) in pids.iter().rev() {
+    for (name, pid) in recorded(&state).iter().rev() {
         if !alive(*pid) || !is_ours(*pid, name) {
             continue;
         }
@@ -690,19 +690,14 @@ fn status() -> Result<(), String> {
         return Err("no control plane is up".into());
     };
     let mut down = Vec::new();
-    for c in state["components"].as_array().into_iter().flatten() {
-        let name = c["name"].as_str().unwrap_or("?");
-        let pid = c["pid"]
-            .as_u64()
-            .and_then(|p| u32::try_from(p).ok())
-            .unwrap_or(0);
+    for (name, pid) in recorded(&state) {
         let up = alive(pid);
         println!(
             "{name:<24} pid {pid:<8} {}",
             if up { "running" } else { "exited" }
         );
         if !up {
-            down.push(name.to_owned());
+            down.push(name);
         }
     }
     println!("server {}", state["server"].as_str().unwrap_or("?"));

@@ -152,19 +152,24 @@ impl ClusterTarget {
         self.cluster.discovery.fetches()
     }
 
+    /// Runs `work` on the target's runtime.
+    fn run<T>(&self, work: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        match &self.runtime {
+            Some(runtime) => runtime.block_on(work),
+            None => Err(Error::Runtime(std::io::Error::other("runtime shut down"))),
+        }
+    }
+
     fn block_on<T>(
         &self,
         release: &Release,
         work: impl Future<Output = Result<T, Error>>,
     ) -> Result<T, crate::kube::Error> {
-        let result = match &self.runtime {
-            Some(runtime) => runtime.block_on(work),
-            None => Err(Error::Runtime(std::io::Error::other("runtime shut down"))),
-        };
-        result.map_err(|source| crate::kube::Error::Cluster {
-            release: release.to_string(),
-            source: Box::new(source),
-        })
+        self.run(work)
+            .map_err(|source| crate::kube::Error::Cluster {
+                release: release.to_string(),
+                source: Box::new(source),
+            })
     }
 }
 
@@ -185,11 +190,7 @@ impl ClusterTarget {
         what: impl std::fmt::Display,
         work: impl Future<Output = Result<T, Error>>,
     ) -> Result<T, crate::kube::Error> {
-        let result = match &self.runtime {
-            Some(runtime) => runtime.block_on(work),
-            None => Err(Error::Runtime(std::io::Error::other("runtime shut down"))),
-        };
-        result.map_err(|source| crate::kube::Error::Live {
+        self.run(work).map_err(|source| crate::kube::Error::Live {
             what: what.to_string(),
             source: Box::new(source),
         })
