@@ -86,7 +86,8 @@ mod tests {
             let file = path.file_name().unwrap().to_str().unwrap();
             let (facts, chart) = file.trim_end_matches(".json").split_once('.').unwrap();
             let facts_text =
-                std::fs::read_to_string(vectors.join("facts").join(format!("{facts}.json"))).unwrap();
+                std::fs::read_to_string(vectors.join("facts").join(format!("{facts}.json")))
+                    .unwrap();
             let facts: Facts = serde_json::from_str(&facts_text).unwrap();
             let values = testing::overrides::<HaReplicas>(&facts, chart).unwrap();
             let text = serde_json::to_string_pretty(&values.into_json_value()).unwrap() + "\n";

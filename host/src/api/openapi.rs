@@ -739,7 +739,8 @@ mod tests {
 
     #[test]
     fn the_document_in_docs_is_the_one_the_server_serves() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/reference/openapi.json");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../docs/src/reference/openapi.json");
         if std::env::var_os("CAPSTAN_WRITE_OPENAPI").is_some() {
             // `cargo xtask openapi`.
             std::fs::write(&path, document_json()).unwrap();

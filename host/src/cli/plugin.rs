@@ -1,7 +1,8 @@
 //! `capstan plugin run`: runs one plugin component outside any app, the way
 //! the daemon would, and prints what it computes; `capstan plugin inspect`
 //! shows what a component is (info, world, imports, size, sha256);
-//! `capstan plugin new` writes a plugin crate.
+//! `capstan plugin new` writes a plugin (Rust or Python) and `capstan
+//! plugin build` builds one into a checked component.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -15,14 +16,21 @@ use crate::bundle;
 use crate::model::{Hook, HookOutcome};
 use crate::sandbox::{App, CallContext, ComponentCache, Facts, Policy, Sandbox};
 
+use super::scaffold::Lang;
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum PluginCommand {
     /// Print a plugin's info and the overrides it computes for each chart it
     /// serves (or the one named), as YAML.
     Run(RunArgs),
-    /// Write a new plugin crate (override, hook, facts fixture, unit test)
-    /// that builds for wasm32-wasip2 as it is.
+    /// Write a new plugin (override, hook, facts fixture, unit tests) in
+    /// Rust or Python that builds as it is, with the SDK this capstan
+    /// carries: no checkout needed.
     New(NewArgs),
+    /// Build the plugin in DIR (a Rust crate with cargo, a Python plugin
+    /// with componentize-py) into a component, load it as `plugin inspect`
+    /// does, and print its path, info, world and size.
+    Build(BuildArgs),
     /// Show what a plugin component is: its info (charts, hooks, workload
     /// decisions), the WIT world and version it was built against, its
     /// imports and exports, the tools that built it, its size and sha256.
@@ -56,9 +64,36 @@ pub(crate) struct NewArgs {
     /// The folder to create (default: ./NAME).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Depend on the SDK at this path instead of its crates.io version.
+    /// The plugin's language.
+    #[arg(long, value_enum, default_value_t = Lang::Rust)]
+    lang: Lang,
+    /// Rust only: depend on the SDK at this path (a capstan checkout's
+    /// `plugin-sdk`) instead of the copy written into the new crate.
     #[arg(long, value_name = "PATH")]
     sdk_path: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BuildArgs {
+    /// The plugin's folder: a Rust crate (`Cargo.toml`) or a Python plugin
+    /// (`app.py`).
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Write the component here (default: cargo's
+    /// `target/wasm32-wasip2/release/NAME.wasm`, or `dist/NAME.wasm` for
+    /// Python).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// `plugin run`'s output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RunFormat {
+    /// YAML documents: the info, then one per chart (or the outcome).
+    Yaml,
+    /// One JSON object: `plugin` (the info), then `overrides` (chart to
+    /// values) or `outcome`; keys sorted, two-space indents.
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -91,6 +126,9 @@ pub(crate) struct RunArgs {
     /// Keep compiled components in this folder (created 0700).
     #[arg(long, value_name = "DIR")]
     cache: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = RunFormat::Yaml)]
+    output: RunFormat,
 }
 
 pub(crate) fn run(command: PluginCommand) -> anyhow::Result<ExitCode> {
@@ -99,9 +137,14 @@ pub(crate) fn run(command: PluginCommand) -> anyhow::Result<ExitCode> {
         PluginCommand::Inspect(args) => inspect_plugin(args),
         PluginCommand::New(args) => {
             let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
-            let files = super::scaffold::new_plugin(&args.name, &dir, args.sdk_path.as_deref())?;
+            let files =
+                super::scaffold::new_plugin(&args.name, &dir, args.lang, args.sdk_path.as_deref())?;
+            let next = match args.lang {
+                Lang::Rust => "cargo test && capstan plugin build",
+                Lang::Python => "python3 -m pytest && capstan plugin build",
+            };
             super::status(&format!(
-                "{:>12} plugin {} in {} ({} files); next: cd {} && cargo build --release --target wasm32-wasip2",
+                "{:>12} plugin {} in {} ({} files); next: cd {} && {next}",
                 "Created",
                 args.name,
                 dir.display(),
@@ -110,7 +153,34 @@ pub(crate) fn run(command: PluginCommand) -> anyhow::Result<ExitCode> {
             ));
             Ok(ExitCode::SUCCESS)
         }
+        PluginCommand::Build(args) => build_plugin(&args),
     }
+}
+
+fn build_plugin(args: &BuildArgs) -> anyhow::Result<ExitCode> {
+    super::status(&format!(
+        "{:>12} plugin in {}",
+        "Building",
+        args.dir.display()
+    ));
+    let built = super::plugin_build::build(&args.dir, args.out.as_deref())?;
+    let i = &built.inspection;
+    let (name, version) = i.info.as_ref().map_or(("?", "?"), |info| {
+        (info.name.as_str(), info.version.as_str())
+    });
+    if !super::quiet() {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "file:     {}", built.path.display())?;
+        writeln!(out, "plugin:   {name} {version} ({})", built.lang)?;
+        writeln!(
+            out,
+            "world:    {}",
+            i.world.as_deref().unwrap_or("(not the capstan world)")
+        )?;
+        writeln!(out, "size:     {} bytes", i.size)?;
+        writeln!(out, "sha256:   {}", i.sha256)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -141,6 +211,9 @@ fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     let mut out = std::io::stdout().lock();
     let info = plugin.info();
+    if args.output == RunFormat::Json {
+        return run_json(&plugin, &args, &ctx, &app, &facts, &mut out);
+    }
     writeln!(
         out,
         "{}",
@@ -177,6 +250,48 @@ fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `plugin run -o json`: the same calls as the YAML form, one object.
+fn run_json(
+    plugin: &crate::sandbox::Plugin,
+    args: &RunArgs,
+    ctx: &CallContext,
+    app: &App,
+    facts: &Facts,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
+    let info = plugin.info();
+    let mut document = serde_json::Map::new();
+    document.insert("plugin".into(), serde_json::to_value(info)?);
+    let mut code = ExitCode::SUCCESS;
+    if let Some(hook) = args.hook {
+        let outcome = match plugin.lifecycle(ctx, hook, app, facts)? {
+            HookOutcome::Proceed => serde_json::json!({ "outcome": "proceed" }),
+            HookOutcome::Veto(reason) => {
+                code = ExitCode::from(super::EXIT_FAILED);
+                serde_json::json!({ "outcome": "veto", "reason": reason })
+            }
+        };
+        document.insert("outcome".into(), outcome);
+    } else {
+        let charts = match &args.chart {
+            Some(chart) => vec![chart.clone()],
+            None => info.charts.clone(),
+        };
+        let mut overrides = serde_json::Map::new();
+        for chart in charts {
+            let values = plugin.overrides(ctx, app, facts, &chart)?;
+            overrides.insert(chart, serde_json::Value::Object(values));
+        }
+        document.insert("overrides".into(), serde_json::Value::Object(overrides));
+    }
+    writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(&serde_json::Value::Object(document))?
+    )?;
+    Ok(code)
 }
 
 fn inspect_plugin(args: InspectArgs) -> anyhow::Result<ExitCode> {

@@ -31,9 +31,9 @@ use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p2::DynPollable;
 use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sockets, sync};
-use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::random::WasiRandom;
+use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiView};
 
 /// Adds the WASI interfaces the sandbox provides to `linker`.
