@@ -122,26 +122,8 @@ pub fn api_fuzz(args: &[String]) -> Result<(), String> {
 /// The pinned schemathesis in a virtualenv under the target folder.
 fn install() -> Result<PathBuf, String> {
     let venv = target_dir().join("api-fuzz/venv");
-    let bin = venv.join("bin/schemathesis");
-    let installed = Command::new(&bin)
-        .arg("--version")
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).contains(SCHEMATHESIS))
-        .unwrap_or(false);
-    if installed {
-        return Ok(bin);
-    }
-    let mut create = Command::new("python3");
-    create.args(["-m", "venv"]).arg(&venv);
-    run(create, "creating the schemathesis virtualenv")?;
-    let mut pip = Command::new(venv.join("bin/pip"));
-    pip.args([
-        "install",
-        "--quiet",
-        &format!("schemathesis=={SCHEMATHESIS}"),
-    ]);
-    run(pip, "pip install schemathesis")?;
-    Ok(bin)
+    let bin = super::python::ensure_venv(&venv, &[&format!("schemathesis=={SCHEMATHESIS}")])?;
+    Ok(bin.join("schemathesis"))
 }
 
 fn write_private(path: &Path, text: &str) -> Result<(), String> {

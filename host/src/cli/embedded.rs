@@ -65,9 +65,19 @@ pub(crate) const PYTHON_SDK: &[(&str, &str)] = &[
     ),
 ];
 
+/// The Python tools capstan is tested with, pip requirement lines
+/// (`plugin-sdk-python/tools.txt`, which `cargo xtask test` installs).
+const PYTHON_TOOLS: &str = include_str!("../../../plugin-sdk-python/tools.txt");
+
 /// The componentize-py release `plugin build` was tested with (pinned in
-/// the scaffold's `tox.ini` and in `cargo xtask`'s virtualenv).
-pub(crate) const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
+/// the scaffold's `tox.ini` and in `cargo xtask`'s virtualenv), from
+/// [`PYTHON_TOOLS`].
+pub(crate) fn componentize_py_version() -> &'static str {
+    PYTHON_TOOLS
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("componentize-py=="))
+        .unwrap_or("")
+}
 
 /// A stand-alone `Cargo.toml` for the Rust SDK, at this binary's version:
 /// the workspace's dependency versions written out, no workspace lints.
@@ -128,6 +138,15 @@ mod tests {
         assert_eq!(
             embedded(PYTHON_SDK),
             files_in(&root.join("plugin-sdk-python/capstan_plugin"), "py")
+        );
+    }
+
+    #[test]
+    fn componentize_py_is_pinned() {
+        let version = componentize_py_version();
+        assert!(
+            !version.is_empty() && version.split('.').all(|p| p.parse::<u32>().is_ok()),
+            "{version:?}"
         );
     }
 

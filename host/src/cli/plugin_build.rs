@@ -182,7 +182,7 @@ fn build_python(dir: &Path, out: Option<&Path>) -> anyhow::Result<PathBuf> {
                 "componentize-py",
                 &format!(
                     "pip install componentize-py=={}",
-                    embedded::COMPONENTIZE_PY_VERSION
+                    embedded::componentize_py_version()
                 ),
             )
         })?;

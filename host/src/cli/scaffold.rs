@@ -369,7 +369,7 @@ commands =
     capstan plugin run dist/{name}.wasm --facts facts/simplex.json
     capstan plugin run dist/{name}.wasm --facts facts/simplex.json --hook semantic-check
 "#,
-        componentize = embedded::COMPONENTIZE_PY_VERSION
+        componentize = embedded::componentize_py_version()
     )
 }
 
@@ -409,6 +409,6 @@ app's `plugins/`, route the `web` chart and the `semantic-check` hook to
 it in `capstan.yaml`, and `capstan bundle build` (see capstan's
 docs/src/getting-started/first-plugin-python.md).
 "#,
-        componentize = embedded::COMPONENTIZE_PY_VERSION
+        componentize = embedded::componentize_py_version()
     )
 }
