@@ -12,6 +12,21 @@
 //!   returned as it is.
 //! - `load/compile` against `load/cached`: compiling the component against
 //!   loading it from capstan's compiled-component cache.
+//! - `python/overrides`: the same call through capstan's sandbox on the
+//!   Python twin of the storage plugin (`example-plugins/python/storage`,
+//!   componentize-py: CPython initialised ahead of time into the
+//!   component's memory image, so each call's fresh instance starts from a
+//!   copy-on-write image of it), checked against the same fixture.
+//! - `python/load-cached`: loading that component from the
+//!   compiled-component cache (hashing its bytes, mapping the compiled
+//!   file), and `python/load-pre`: the cached load plus linking
+//!   (`instantiate_pre`) and the `info` call, what `Sandbox::load` does for a
+//!   cached component, in a new sandbox each time (`python/sandbox-new`
+//!   is that part alone).
+//!
+//! The Python rows read `<target>/python-plugins/storage.wasm`, which the
+//! e2e tests build (`cargo test -p capstan --features capstan/test-hooks
+//! --test e2e python_plugins`); without it they are skipped with a line.
 //!
 //! Before timing, both `overrides` outputs are checked equal to
 //! `benches/peers/fixtures/rbd-provisioner.simplex.json`, which the peers
@@ -56,6 +71,24 @@ fn storage_wasm() -> Vec<u8> {
             path.display()
         )
     })
+}
+
+/// The Python storage plugin's component, when the e2e tests built it.
+fn python_storage_wasm() -> Option<Vec<u8>> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let path = target.join("python-plugins/storage.wasm");
+    match std::fs::read(&path) {
+        Ok(wasm) => Some(wasm),
+        Err(e) => {
+            eprintln!(
+                "python rows skipped: reading {}: {e}; build it with `cargo test -p capstan --features capstan/test-hooks --test e2e python_plugins`",
+                path.display()
+            );
+            None
+        }
+    }
 }
 
 fn facts() -> Facts {
@@ -254,5 +287,62 @@ fn loading(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, overrides, loading);
+fn python(c: &mut Criterion) {
+    let Some(wasm) = python_storage_wasm() else {
+        return;
+    };
+    let facts = facts();
+    let expected: serde_json::Value =
+        serde_json::from_str(&peers_fixture("rbd-provisioner.simplex.json"))
+            .expect("the expected overrides");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = ComponentCache::open(dir.path()).expect("cache");
+    let sandbox = Sandbox::with_cache(Policy::new(), cache.clone()).expect("sandbox");
+    let plugin = sandbox
+        .load("storage", &wasm)
+        .expect("loading the Python storage plugin");
+    let (ctx, app) = (
+        CallContext::new([1; 32]),
+        App {
+            name: "bench".into(),
+            version: "1.0.0".into(),
+        },
+    );
+    let call = || {
+        plugin
+            .overrides(&ctx, &app, &facts, "rbd-provisioner")
+            .expect("overrides")
+    };
+    assert_eq!(
+        serde_json::Value::Object(call()),
+        expected,
+        "the Python plugin's output"
+    );
+    let mut group = c.benchmark_group("python");
+    group.sample_size(20);
+    group.bench_function("overrides", |b| b.iter(call));
+    let engine = sandbox.engine().clone();
+    group.bench_function("load-cached", |b| {
+        b.iter(|| {
+            cache
+                .load_or_compile(&engine, "storage", &wasm)
+                .expect("cached load")
+        })
+    });
+    // What `load-pre` pays besides the load: the engine and its ticker.
+    group.bench_function("sandbox-new", |b| {
+        b.iter(|| Sandbox::with_cache(Policy::new(), cache.clone()).expect("sandbox"))
+    });
+    group.bench_function("load-pre", |b| {
+        b.iter(|| {
+            // A sandbox of its own each time, so that its in-memory map of
+            // components is empty and the load goes to the disk cache.
+            let fresh = Sandbox::with_cache(Policy::new(), cache.clone()).expect("sandbox");
+            fresh.load("storage", &wasm).expect("load")
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, overrides, loading, python);
 criterion_main!(benches);

@@ -272,3 +272,101 @@ fn a_python_plugin_is_bound_by_the_output_stdout_and_log_caps() {
         );
     }
 }
+
+/// docs/src/getting-started/first-plugin-python.md, every `sh` block run
+/// as written, in one shell, in an empty folder with no checkout beside
+/// it: scaffold, the tools from PyPI into a virtualenv, pytest, `plugin
+/// build`, `plugin run`, tox, an app around the plugin, a signed bundle,
+/// the daemon applying it to the directory target. The test adds nothing
+/// between the blocks; the compiled-component cache is the tests' shared
+/// one (`support::capstan`), so a rerun does not recompile CPython.
+#[test]
+fn the_python_walkthrough_runs_as_written() {
+    use std::os::unix::process::CommandExt;
+    let root = crate::support::fresh_dir("python_walkthrough");
+    let work = root.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let blocks = crate::operator::walkthrough_blocks("getting-started/first-plugin-python.md");
+    assert!(blocks.len() >= 6, "{blocks:?}");
+    assert!(
+        blocks[0].contains("capstan plugin new my-plugin --lang python"),
+        "{}",
+        blocks[0]
+    );
+    let mut script = String::from("set -eu\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n");
+    for (i, block) in blocks.iter().enumerate() {
+        script.push_str(&format!("echo '### block {i}'\n{block}"));
+    }
+    let bin = Path::new(env!("CARGO_BIN_EXE_capstan")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let log = root.join("walkthrough.log");
+    let mut child = bash_script(&script)
+        .current_dir(&work)
+        .env("PATH", path)
+        .env(
+            "XDG_CACHE_HOME",
+            crate::support::target_dir().join("e2e-xdg-cache"),
+        )
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CAPSTAN_STATE")
+        .env_remove("CAPSTAN_SERVER")
+        .env_remove("VIRTUAL_ENV")
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(root.join("walkthrough.err")).unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        // Generous: cold pip downloads and two componentize-py builds.
+        if started.elapsed() > Duration::from_secs(1200) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
+    let _ = child.wait();
+    let stdout = std::fs::read_to_string(&log).unwrap();
+    let stderr = std::fs::read_to_string(root.join("walkthrough.err")).unwrap();
+    let status = status.unwrap_or_else(|| panic!("timed out\n{stdout}\n{stderr}"));
+    assert!(status.success(), "{stdout}\n{stderr}");
+
+    // Step 3: both native tests passed, and the component was built and
+    // loaded.
+    assert!(stdout.contains("2 passed"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "plugin:   my-plugin 0.1.0 (python)\nworld:    capstan:plugin/override-plugin@0.1.0"
+        ),
+        "{stdout}"
+    );
+    // Step 4: the override and the hook.
+    assert!(
+        stdout.contains("# overrides for chart web\nreplicaCount: 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("outcome: proceed"), "{stdout}");
+    // Step 5: tox ran its environment to the end.
+    assert!(stdout.contains("congratulations"), "{stdout}");
+    // Step 6: the daemon applied the plugin's value over the chart's 3.
+    let web = std::fs::read_to_string(work.join("applied/my-app/web.yaml")).unwrap();
+    assert!(web.contains("kind: Deployment"), "{web}");
+    assert!(web.contains("replicas: 1"), "{web}");
+    assert!(!web.contains("replicas: 3"), "{web}");
+}
+
+/// `bash -c SCRIPT`.
+fn bash_script(script: &str) -> std::process::Command {
+    let mut command = std::process::Command::new("bash");
+    command.arg("-c").arg(script);
+    command
+}

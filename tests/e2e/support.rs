@@ -93,9 +93,13 @@ pub fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The `capstan` binary under test.
+/// The `capstan` binary under test, with the user's compiled-component
+/// cache (`plugin run`, `inspect`, `build`, `bundle build`) in one folder
+/// of the target folder shared by every test and run.
 pub fn capstan() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_capstan"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capstan"));
+    command.env("XDG_CACHE_HOME", target_dir().join("e2e-xdg-cache"));
+    command
 }
 
 /// The example facts file `name` of the example plugin `plugin`.

@@ -289,7 +289,9 @@ fn peers(extra: &[String]) -> Result<(), String> {
             ));
         }
     }
-    capstan.args(["--", "overrides/"]);
+    // `overrides/...` and `python/overrides` (the Python plugin, when the
+    // e2e tests built it; see host/benches/sandbox.rs).
+    capstan.args(["--", "overrides"]);
     run(capstan, "the sandbox bench")?;
 
     ensure_target(EXTISM_TARGET)?;
@@ -349,6 +351,11 @@ fn peers(extra: &[String]) -> Result<(), String> {
             name: "bare-wasmtime",
             what: "floor: bare wasmtime, same pooling configuration, fresh store",
             median_ns: criterion(&target_dir(), "bare-wasmtime"),
+        },
+        Measured {
+            name: "capstan-python",
+            what: "capstan's sandboxed call of the Python twin (componentize-py): fresh instance, every limit on",
+            median_ns: criterion_median(&target_dir().join("criterion/python/overrides")),
         },
         Measured {
             name: "extism-fresh",

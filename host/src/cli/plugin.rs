@@ -123,7 +123,9 @@ pub(crate) struct RunArgs {
     /// Memory cap per call, in MiB.
     #[arg(long, value_name = "N", default_value_t = (crate::sandbox::DEFAULT_MEMORY_BYTES >> 20) as u64)]
     memory_mib: u64,
-    /// Keep compiled components in this folder (created 0700).
+    /// Keep compiled components in this folder (created 0700). Default:
+    /// the user's cache, `$XDG_CACHE_HOME/capstan/components` or
+    /// `~/.cache/capstan/components`.
     #[arg(long, value_name = "DIR")]
     cache: Option<PathBuf>,
     /// Output format.
@@ -197,7 +199,7 @@ fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
         .memory_bytes(memory_bytes);
     let sandbox = match &args.cache {
         Some(dir) => Sandbox::with_cache(policy, ComponentCache::open(dir)?)?,
-        None => Sandbox::new(policy)?,
+        None => cli_sandbox(policy)?,
     };
     let name = plugin_name(&args.plugin);
     let plugin = sandbox.load(&name, &wasm)?;
@@ -297,7 +299,7 @@ fn run_json(
 fn inspect_plugin(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let wasm = std::fs::read(&args.plugin)
         .with_context(|| format!("reading plugin {}", args.plugin.display()))?;
-    let sandbox = Sandbox::new(Policy::new())?;
+    let sandbox = cli_sandbox(Policy::new())?;
     let name = plugin_name(&args.plugin);
     let inspection = sandbox.inspect(&name, &wasm).map_err(|e| match e {
         crate::sandbox::Error::InvalidComponent { reason, .. } => anyhow::anyhow!(
@@ -376,6 +378,40 @@ fn inspect_text(path: &std::path::Path, i: &crate::sandbox::Inspection) -> Strin
     out
 }
 
+/// The user's compiled-component cache: `$XDG_CACHE_HOME/capstan/components`,
+/// else `$HOME/.cache/capstan/components`; `None` without either.
+///
+/// Why by default: a Python component takes seconds to compile (CPython is
+/// in it), and `plugin build`, `plugin run`, `plugin inspect` and `bundle
+/// build` each load it. Entries are keyed by the component's hash and the
+/// engine's settings (see `sandbox::ComponentCache`), in a folder made
+/// 0700, so a stale or foreign entry is never loaded.
+fn user_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|home| home.join(".cache"))
+        })?;
+    Some(base.join("capstan").join("components"))
+}
+
+/// A sandbox for the CLI's plugin commands under `policy`, with the
+/// user's compiled-component cache when there is one and it opens (a
+/// cache that cannot be made is no error: the command compiles instead).
+///
+/// # Errors
+/// As [`Sandbox::new`].
+pub(crate) fn cli_sandbox(policy: Policy) -> Result<Sandbox, crate::sandbox::Error> {
+    match user_cache_dir().map(ComponentCache::open) {
+        Some(Ok(cache)) => Sandbox::with_cache(policy, cache),
+        _ => Sandbox::new(policy),
+    }
+}
+
 fn plugin_name(path: &std::path::Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -399,7 +435,7 @@ impl ComponentValidator {
     pub(crate) fn validate(&self, declared: &bundle::Plugin, wasm: &[u8]) -> Result<(), String> {
         let sandbox = self
             .sandbox
-            .get_or_init(|| Sandbox::new(Policy::new()).map_err(|e| e.to_string()))
+            .get_or_init(|| cli_sandbox(Policy::new()).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(Clone::clone)?;
         crate::lifecycle::validate_plugin(sandbox, declared, wasm)

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use anyhow::Context as _;
 
 use super::embedded;
-use crate::sandbox::{Inspection, Policy, Sandbox, WORLD};
+use crate::sandbox::{Inspection, Policy, WORLD};
 
 /// What `build` made.
 pub(crate) struct Built {
@@ -47,7 +47,7 @@ pub(crate) fn build(dir: &Path, out: Option<&Path>) -> anyhow::Result<Built> {
         );
     };
     let wasm = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    let sandbox = Sandbox::new(Policy::new())?;
+    let sandbox = super::plugin::cli_sandbox(Policy::new())?;
     let name = path
         .file_stem()
         .map_or_else(|| "plugin".to_owned(), |s| s.to_string_lossy().into_owned());

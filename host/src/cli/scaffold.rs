@@ -257,7 +257,7 @@ fn python_files(name: &str, ident: &str, type_name: &str) -> Vec<(String, String
         ("README.md".to_owned(), python_readme(name)),
         (
             ".gitignore".to_owned(),
-            "/dist\n/.tox\n__pycache__/\n".to_owned(),
+            "/dist\n/.tox\n/.venv\n__pycache__/\n".to_owned(),
         ),
     ];
     for (path, text) in embedded::PYTHON_SDK {
