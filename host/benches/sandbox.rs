@@ -318,6 +318,7 @@ fn python(c: &mut Criterion) {
         expected,
         "the Python plugin's output"
     );
+    concurrent_memory(&plugin, &facts);
     let mut group = c.benchmark_group("python");
     group.sample_size(20);
     group.bench_function("overrides", |b| b.iter(call));
@@ -329,6 +330,20 @@ fn python(c: &mut Criterion) {
                 .expect("cached load")
         })
     });
+    // The parts of a cached load: hashing the component to find its entry,
+    // reading the entry, checking the entry's CRC; the rest of
+    // `load-cached` is wasmtime's deserialize (a copy into executable
+    // memory, and its own checks).
+    {
+        use sha2::{Digest, Sha256};
+        let entry = cache.entry_path(&engine, &wasm);
+        group.bench_function("hash-component", |b| b.iter(|| Sha256::digest(&wasm)));
+        group.bench_function("read-entry", |b| {
+            b.iter(|| std::fs::read(&entry).expect("reading the entry"))
+        });
+        let bytes = std::fs::read(&entry).expect("reading the entry");
+        group.bench_function("check-entry", |b| b.iter(|| crc32fast::hash(&bytes)));
+    }
     // What `load-pre` pays besides the load: the engine and its ticker.
     group.bench_function("sandbox-new", |b| {
         b.iter(|| Sandbox::with_cache(Policy::new(), cache.clone()).expect("sandbox"))
@@ -342,6 +357,60 @@ fn python(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// The resident memory one concurrent Python call costs: `CALLERS`
+/// threads call the plugin in a loop for a second while a sampler reads
+/// the process's RSS; printed, not a criterion row. Each call's instance
+/// maps the pre-initialised memory image copy-on-write, so what it costs
+/// is the pages it writes, not the image's size.
+fn concurrent_memory(plugin: &capstan::sandbox::Plugin, facts: &Facts) {
+    const CALLERS: usize = 8;
+    fn rss_kib() -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+    let app = App {
+        name: "bench".into(),
+        version: "1.0.0".into(),
+    };
+    let before = rss_kib();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let peak = std::thread::scope(|scope| {
+        for _ in 0..CALLERS {
+            scope.spawn(|| {
+                let ctx = CallContext::new([1; 32]);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    plugin
+                        .overrides(&ctx, &app, facts, "rbd-provisioner")
+                        .expect("overrides");
+                    calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+        let mut peak = before;
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(1) {
+            peak = peak.max(rss_kib());
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        peak
+    });
+    let grown = peak.saturating_sub(before);
+    println!(
+        "python/concurrent-memory: {CALLERS} concurrent calls ({} in 1 s) raised RSS by {:.1} MiB at peak, {:.2} MiB per concurrent call",
+        calls.load(std::sync::atomic::Ordering::Relaxed),
+        grown as f64 / 1024.0,
+        grown as f64 / 1024.0 / CALLERS as f64
+    );
 }
 
 criterion_group!(benches, overrides, loading, python);

@@ -204,7 +204,7 @@ impl Sandbox {
             return Ok(component.clone());
         }
         let component = match &self.inner.cache {
-            Some(cache) => cache.load_or_compile(&self.inner.engine, name, wasm)?,
+            Some(cache) => cache.load_or_compile_digest(&self.inner.engine, name, wasm, &digest)?,
             None => compile(&self.inner.engine, name, wasm)?,
         };
         if loaded.len() >= MAX_LOADED_COMPONENTS
