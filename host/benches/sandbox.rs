@@ -10,6 +10,10 @@
 //!   configuration ([`capstan::sandbox::pooling_config`]), a fresh store per
 //!   call, an empty WASI context, no limits, no capture, the JSON text
 //!   returned as it is.
+//! - `overrides/floor` and `overrides/floor-resident`: toward the true
+//!   floor: the same call with no WASI (its imports defined as traps, which
+//!   the call never reaches), a unit store, the pooling allocator; the
+//!   second with its keep-resident settings.
 //! - `load/compile` against `load/cached`: compiling the component against
 //!   loading it from capstan's compiled-component cache.
 //! - `python/overrides`: the same call through capstan's sandbox on the
@@ -259,7 +263,57 @@ fn overrides(c: &mut Criterion) {
         "the floor's output"
     );
     group.bench_function("bare-wasmtime", |b| b.iter(bare_call));
+
+    // Toward the true floor: no WASI at all (every WASI import a trap, which
+    // this call never reaches), a unit store, `InstancePre`, the pooling
+    // allocator with copy-on-write images; `floor-resident` adds the
+    // pool's keep-resident settings (a slot's first 2 MiB of memory and 64
+    // KiB of tables are reset in place instead of given back to the OS).
+    for (id, resident) in [("floor", false), ("floor-resident", true)] {
+        let mut pool = pooling_config(&policy);
+        if resident {
+            pool.linear_memory_keep_resident(2 << 20)
+                .table_keep_resident(64 << 10);
+        }
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).expect("the floor's engine");
+        let component = Component::new(&engine, &wasm).expect("compiling");
+        let mut linker = Linker::<FloorState>::new(&engine);
+        bare::OverridePlugin::add_to_linker::<FloorState, HasSelf<FloorState>>(&mut linker, |s| s)
+            .expect("linking host");
+        linker
+            .define_unknown_imports_as_traps(&component)
+            .expect("WASI as traps");
+        let pre = bare::OverridePluginPre::new(linker.instantiate_pre(&component).expect("pre"))
+            .expect("exports");
+        let floor_call = || {
+            let mut store = Store::new(&engine, FloorState);
+            let plugin = pre.instantiate(&mut store).expect("instantiate");
+            plugin
+                .call_overrides(&mut store, &wit_app, &wit_facts, "rbd-provisioner")
+                .expect("call")
+                .expect("plugin ok")
+        };
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&floor_call()).expect("JSON"),
+            expected,
+            "the floor's output"
+        );
+        group.bench_function(id, |b| b.iter(floor_call));
+    }
     group.finish();
+}
+
+/// The store data of the floor rows: nothing but the `log` import.
+struct FloorState;
+
+impl wit::Host for FloorState {}
+
+impl bare::capstan::plugin::host::Host for FloorState {
+    fn log(&mut self, _level: wit::LogLevel, _message: String) {}
 }
 
 fn loading(c: &mut Criterion) {
