@@ -10,8 +10,27 @@
 //!   configuration ([`capstan::sandbox::pooling_config`]), a fresh store per
 //!   call, an empty WASI context, no limits, no capture, the JSON text
 //!   returned as it is.
+//! - `overrides/floor` and `overrides/floor-resident`: toward the true
+//!   floor: the same call with no WASI (its imports defined as traps, which
+//!   the call never reaches), a unit store, the pooling allocator; the
+//!   second with its keep-resident settings.
 //! - `load/compile` against `load/cached`: compiling the component against
 //!   loading it from capstan's compiled-component cache.
+//! - `python/overrides`: the same call through capstan's sandbox on the
+//!   Python twin of the storage plugin (`example-plugins/python/storage`,
+//!   componentize-py: CPython initialised ahead of time into the
+//!   component's memory image, so each call's fresh instance starts from a
+//!   copy-on-write image of it), checked against the same fixture.
+//! - `python/load-cached`: loading that component from the
+//!   compiled-component cache (hashing its bytes, mapping the compiled
+//!   file), and `python/load-pre`: the cached load plus linking
+//!   (`instantiate_pre`) and the `info` call, what `Sandbox::load` does for a
+//!   cached component, in a new sandbox each time (`python/sandbox-new`
+//!   is that part alone).
+//!
+//! The Python rows read `<target>/python-plugins/storage.wasm`, which the
+//! e2e tests build (`cargo test -p capstan --features capstan/test-hooks
+//! --test e2e python_plugins`); without it they are skipped with a line.
 //!
 //! Before timing, both `overrides` outputs are checked equal to
 //! `benches/peers/fixtures/rbd-provisioner.simplex.json`, which the peers
@@ -56,6 +75,24 @@ fn storage_wasm() -> Vec<u8> {
             path.display()
         )
     })
+}
+
+/// The Python storage plugin's component, when the e2e tests built it.
+fn python_storage_wasm() -> Option<Vec<u8>> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let path = target.join("python-plugins/storage.wasm");
+    match std::fs::read(&path) {
+        Ok(wasm) => Some(wasm),
+        Err(e) => {
+            eprintln!(
+                "python rows skipped: reading {}: {e}; build it with `cargo test -p capstan --features capstan/test-hooks --test e2e python_plugins`",
+                path.display()
+            );
+            None
+        }
+    }
 }
 
 fn facts() -> Facts {
@@ -226,7 +263,57 @@ fn overrides(c: &mut Criterion) {
         "the floor's output"
     );
     group.bench_function("bare-wasmtime", |b| b.iter(bare_call));
+
+    // Toward the true floor: no WASI at all (every WASI import a trap, which
+    // this call never reaches), a unit store, `InstancePre`, the pooling
+    // allocator with copy-on-write images; `floor-resident` adds the
+    // pool's keep-resident settings (a slot's first 2 MiB of memory and 64
+    // KiB of tables are reset in place instead of given back to the OS).
+    for (id, resident) in [("floor", false), ("floor-resident", true)] {
+        let mut pool = pooling_config(&policy);
+        if resident {
+            pool.linear_memory_keep_resident(2 << 20)
+                .table_keep_resident(64 << 10);
+        }
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).expect("the floor's engine");
+        let component = Component::new(&engine, &wasm).expect("compiling");
+        let mut linker = Linker::<FloorState>::new(&engine);
+        bare::OverridePlugin::add_to_linker::<FloorState, HasSelf<FloorState>>(&mut linker, |s| s)
+            .expect("linking host");
+        linker
+            .define_unknown_imports_as_traps(&component)
+            .expect("WASI as traps");
+        let pre = bare::OverridePluginPre::new(linker.instantiate_pre(&component).expect("pre"))
+            .expect("exports");
+        let floor_call = || {
+            let mut store = Store::new(&engine, FloorState);
+            let plugin = pre.instantiate(&mut store).expect("instantiate");
+            plugin
+                .call_overrides(&mut store, &wit_app, &wit_facts, "rbd-provisioner")
+                .expect("call")
+                .expect("plugin ok")
+        };
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&floor_call()).expect("JSON"),
+            expected,
+            "the floor's output"
+        );
+        group.bench_function(id, |b| b.iter(floor_call));
+    }
     group.finish();
+}
+
+/// The store data of the floor rows: nothing but the `log` import.
+struct FloorState;
+
+impl wit::Host for FloorState {}
+
+impl bare::capstan::plugin::host::Host for FloorState {
+    fn log(&mut self, _level: wit::LogLevel, _message: String) {}
 }
 
 fn loading(c: &mut Criterion) {
@@ -254,5 +341,131 @@ fn loading(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, overrides, loading);
+fn python(c: &mut Criterion) {
+    let Some(wasm) = python_storage_wasm() else {
+        return;
+    };
+    let facts = facts();
+    let expected: serde_json::Value =
+        serde_json::from_str(&peers_fixture("rbd-provisioner.simplex.json"))
+            .expect("the expected overrides");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = ComponentCache::open(dir.path()).expect("cache");
+    let sandbox = Sandbox::with_cache(Policy::new(), cache.clone()).expect("sandbox");
+    let plugin = sandbox
+        .load("storage", &wasm)
+        .expect("loading the Python storage plugin");
+    let (ctx, app) = (
+        CallContext::new([1; 32]),
+        App {
+            name: "bench".into(),
+            version: "1.0.0".into(),
+        },
+    );
+    let call = || {
+        plugin
+            .overrides(&ctx, &app, &facts, "rbd-provisioner")
+            .expect("overrides")
+    };
+    assert_eq!(
+        serde_json::Value::Object(call()),
+        expected,
+        "the Python plugin's output"
+    );
+    concurrent_memory(&plugin, &facts);
+    let mut group = c.benchmark_group("python");
+    group.sample_size(20);
+    group.bench_function("overrides", |b| b.iter(call));
+    let engine = sandbox.engine().clone();
+    group.bench_function("load-cached", |b| {
+        b.iter(|| {
+            cache
+                .load_or_compile(&engine, "storage", &wasm)
+                .expect("cached load")
+        })
+    });
+    // The parts of a cached load: hashing the component to find its entry,
+    // reading the entry, checking the entry's CRC; the rest of
+    // `load-cached` is wasmtime's deserialize (a copy into executable
+    // memory, and its own checks).
+    {
+        use sha2::{Digest, Sha256};
+        let entry = cache.entry_path(&engine, &wasm);
+        group.bench_function("hash-component", |b| b.iter(|| Sha256::digest(&wasm)));
+        group.bench_function("read-entry", |b| {
+            b.iter(|| std::fs::read(&entry).expect("reading the entry"))
+        });
+        let bytes = std::fs::read(&entry).expect("reading the entry");
+        group.bench_function("check-entry", |b| b.iter(|| crc32fast::hash(&bytes)));
+    }
+    // What `load-pre` pays besides the load: the engine and its ticker.
+    group.bench_function("sandbox-new", |b| {
+        b.iter(|| Sandbox::with_cache(Policy::new(), cache.clone()).expect("sandbox"))
+    });
+    group.bench_function("load-pre", |b| {
+        b.iter(|| {
+            // A sandbox of its own each time, so that its in-memory map of
+            // components is empty and the load goes to the disk cache.
+            let fresh = Sandbox::with_cache(Policy::new(), cache.clone()).expect("sandbox");
+            fresh.load("storage", &wasm).expect("load")
+        })
+    });
+    group.finish();
+}
+
+/// The resident memory one concurrent Python call costs: `CALLERS`
+/// threads call the plugin in a loop for a second while a sampler reads
+/// the process's RSS; printed, not a criterion row. Each call's instance
+/// maps the pre-initialised memory image copy-on-write, so what it costs
+/// is the pages it writes, not the image's size.
+fn concurrent_memory(plugin: &capstan::sandbox::Plugin, facts: &Facts) {
+    const CALLERS: usize = 8;
+    fn rss_kib() -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+    let app = App {
+        name: "bench".into(),
+        version: "1.0.0".into(),
+    };
+    let before = rss_kib();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let peak = std::thread::scope(|scope| {
+        for _ in 0..CALLERS {
+            scope.spawn(|| {
+                let ctx = CallContext::new([1; 32]);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    plugin
+                        .overrides(&ctx, &app, facts, "rbd-provisioner")
+                        .expect("overrides");
+                    calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+        let mut peak = before;
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(1) {
+            peak = peak.max(rss_kib());
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        peak
+    });
+    let grown = peak.saturating_sub(before);
+    println!(
+        "python/concurrent-memory: {CALLERS} concurrent calls ({} in 1 s) raised RSS by {:.1} MiB at peak, {:.2} MiB per concurrent call",
+        calls.load(std::sync::atomic::Ordering::Relaxed),
+        grown as f64 / 1024.0,
+        grown as f64 / 1024.0 / CALLERS as f64
+    );
+}
+
+criterion_group!(benches, overrides, loading, python);
 criterion_main!(benches);

@@ -11,6 +11,10 @@ mod support;
 /// time, and leaves the host able to run the next plugin.
 mod sandbox;
 
+/// Plugins in Python (issue 28): pytest, the shared vectors through both
+/// components, a hostile Python plugin against every grant and cap.
+mod python_plugins;
+
 /// `capstan plugin run` through the real binary: output, exit codes and
 /// error lines.
 mod plugin_cli;

@@ -669,10 +669,9 @@ fn bundle_lint_renders_every_chart_and_build_refuses_a_broken_template() {
 }
 
 /// The `sh` blocks of `docs/src/getting-started/first-plugin-rust.md`, in order.
-fn walkthrough_blocks() -> Vec<String> {
-    let doc = read(
-        &crate::support::workspace_root().join("docs/src/getting-started/first-plugin-rust.md"),
-    );
+/// The `sh` blocks of the book's page `page` (under `docs/src`), in order.
+pub(crate) fn walkthrough_blocks(page: &str) -> Vec<String> {
+    let doc = read(&crate::support::workspace_root().join("docs/src").join(page));
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
     for line in doc.lines() {
@@ -711,7 +710,7 @@ fn the_plugin_author_walkthrough_runs_as_written() {
     let target = crate::support::target_dir().join("scaffold");
     std::fs::create_dir_all(&target).unwrap();
 
-    let blocks = walkthrough_blocks();
+    let blocks = walkthrough_blocks("getting-started/first-plugin-rust.md");
     assert!(blocks.len() >= 6, "{blocks:?}");
     assert!(
         blocks[0].contains("capstan plugin new my-plugin"),

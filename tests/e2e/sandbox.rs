@@ -236,14 +236,24 @@ fn the_environment_and_arguments_are_empty() {
     }
 }
 
+/// `wasi:sockets` is linked (CPython imports it) with nothing behind it:
+/// the plugin loads, and its connection is refused before any host socket
+/// exists.
 #[test]
-fn a_plugin_importing_sockets_does_not_load() {
-    let error = fixture()
+fn a_plugin_opening_a_socket_is_refused() {
+    let plugin = fixture()
         .sandbox
         .load("net-client", &plugin_bytes("capstan-test-net-client"))
+        .unwrap();
+    let error = plugin
+        .overrides(&ctx(), &app(), &simplex(), "any")
         .unwrap_err();
-    assert!(matches!(error, Error::Link { .. }), "{error}");
-    assert!(error.to_string().contains("wasi:sockets"), "{error}");
+    match error.fault() {
+        Some(Fault::PluginError(PluginError::Failed(message))) => {
+            assert!(message.starts_with("open-socket denied"), "{message}")
+        }
+        other => panic!("expected the plugin to report a denial, got {other:?}"),
+    }
     host_still_serves();
 }
 

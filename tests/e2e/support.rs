@@ -93,9 +93,13 @@ pub fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The `capstan` binary under test.
+/// The `capstan` binary under test, with the user's compiled-component
+/// cache (`plugin run`, `inspect`, `build`, `bundle build`) in one folder
+/// of the target folder shared by every test and run.
 pub fn capstan() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_capstan"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capstan"));
+    command.env("XDG_CACHE_HOME", target_dir().join("e2e-xdg-cache"));
+    command
 }
 
 /// The example facts file `name` of the example plugin `plugin`.
@@ -144,4 +148,105 @@ pub fn helm_binary(test: &str) -> Option<PathBuf> {
     assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
     eprintln!("skipped: {why}");
     None
+}
+
+/// The `bin/` of the virtualenv holding the Python plugin tools
+/// (componentize-py and pytest, pinned in `plugin-sdk-python/tools.txt`),
+/// which `cargo xtask test` installs into `<target dir>/python-venv`.
+/// When it is missing the test says why and is skipped (`None`), except
+/// under `CI=true`, where it fails.
+pub fn python_tools(test: &str) -> Option<PathBuf> {
+    let bin = target_dir().join("python-venv").join("bin");
+    if bin.join("componentize-py").is_file() && bin.join("pytest").is_file() {
+        return Some(bin);
+    }
+    let why = format!(
+        "{test}: no componentize-py and pytest in {}; `cargo xtask test` (or `cargo xtask plugins`) installs them",
+        bin.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// The component of the Python plugin in the workspace folder `dir`
+/// (with `app.py`), built with componentize-py against the checkout's
+/// SDK and WIT into `<target dir>/python-plugins/`, and rebuilt only when
+/// a source, the SDK, the WIT or the tools' pins changed (a build takes
+/// tens of seconds). `tools` is [`python_tools`]' answer.
+pub fn python_plugin_wasm(tools: &Path, dir: &str) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
+    let root = workspace_root();
+    let source = root.join(dir);
+    let sdk = root.join("plugin-sdk-python");
+    let mut inputs: Vec<PathBuf> = vec![root.join("wit/plugin.wit"), sdk.join("tools.txt")];
+    for folder in [source.clone(), sdk.join("capstan_plugin")] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "py"))
+            .collect();
+        files.sort();
+        inputs.extend(files);
+    }
+    let mut hasher = Sha256::new();
+    for input in &inputs {
+        hasher.update(
+            input
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        hasher.update(std::fs::read(input).unwrap());
+    }
+    let digest = hex::encode(hasher.finalize());
+    let name = Path::new(dir)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out_dir = target_dir().join("python-plugins");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let wasm = out_dir.join(format!("{name}.wasm"));
+    let stamp = out_dir.join(format!("{name}.inputs"));
+    if wasm.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == digest) {
+        return wasm;
+    }
+    let output = Command::new(tools.join("componentize-py"))
+        .arg("--wit-path")
+        .arg(root.join("wit"))
+        .args([
+            "--world",
+            "override-plugin",
+            "--quiet",
+            "componentize",
+            "app",
+        ])
+        .arg("--python-path")
+        .arg(&source)
+        .arg("--python-path")
+        .arg(&sdk)
+        .arg("--output")
+        .arg(&wasm)
+        .current_dir(&source)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "componentize-py on {dir}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::write(&stamp, digest).unwrap();
+    wasm
+}
+
+/// A compiled-component cache kept across runs, for tests that load
+/// Python components: compiling one takes tens of seconds in a debug
+/// build; the cache is keyed by the component's hash and the engine's
+/// settings, so a stale entry is never used.
+pub fn python_component_cache() -> PathBuf {
+    target_dir().join("e2e-python-component-cache")
 }

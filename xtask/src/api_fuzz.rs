@@ -366,28 +366,8 @@ fn chained(counts: &Path, port: u16) -> Result<String, String> {
 /// python, which runs `-m schemathesis.cli`.
 fn install() -> Result<PathBuf, String> {
     let venv = target_dir().join("api-fuzz/venv");
-    let python = venv.join("bin/python3");
-    let installed = Command::new(&python)
-        .args(["-m", "schemathesis.cli", "--version"])
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).contains(SCHEMATHESIS))
-        .unwrap_or(false);
-    if installed {
-        return Ok(python);
-    }
-    let mut create = Command::new("python3");
-    create.args(["-m", "venv", "--clear"]).arg(&venv);
-    run(create, "creating the schemathesis virtualenv")?;
-    let mut pip = Command::new(&python);
-    pip.args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        &format!("schemathesis=={SCHEMATHESIS}"),
-    ]);
-    run(pip, "pip install schemathesis")?;
-    Ok(python)
+    let bin = super::python::ensure_venv(&venv, &[&format!("schemathesis=={SCHEMATHESIS}")])?;
+    Ok(bin.join("python3"))
 }
 
 fn write_private(path: &Path, text: &str) -> Result<(), String> {

@@ -11,6 +11,7 @@ mod api_fuzz;
 mod book;
 mod cluster;
 mod fuzz;
+mod python;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -41,9 +42,11 @@ const TEST_FEATURES: &[&str] = &["--features", "capstan/test-hooks"];
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("plugins") => build_plugins(),
+        Some("plugins") => build_plugins().and_then(|()| python::plugin_tools()),
         Some("build") => build_plugins().and_then(|()| build_host()),
-        Some("test") => build_plugins().and_then(|()| run_tests(&args[1..])),
+        Some("test") => build_plugins()
+            .and_then(|()| python::plugin_tools())
+            .and_then(|()| run_tests(&args[1..])),
         Some("demo") => build_plugins().and_then(|()| demo(&args[1..])),
         Some("peers") => build_plugins().and_then(|()| peers(&args[1..])),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
@@ -57,9 +60,10 @@ fn main() -> ExitCode {
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  demo [--cluster double | --cluster local | --kubeconfig FILE]\n                            \
                  build the example plugins and app, run the main job end to end\n  \
-                 test [ARGS]               build the plugins, then run every test (`cargo test --workspace --features capstan/test-hooks ARGS`)\n  \
+                 test [ARGS]               build the plugins and install the Python plugin tools, then run every test (`cargo test --workspace --features capstan/test-hooks ARGS`)\n  \
                  build                     build everything: the host and every plugin\n  \
-                 plugins                   build the example and test plugins for {WASM_TARGET}\n  \
+                 plugins                   build the example and test plugins for {WASM_TARGET}, and install the\n                            \
+                 Python plugin tools (plugin-sdk-python/tools.txt) into <target>/python-venv\n  \
                  peers [--dev]             benchmark the storage plugin's overrides call: capstan, a bare wasmtime\n                            \
                  floor, Extism (fresh and reused plugin) and Python, in one run (docs/src/developing/performance.md);\n                            \
                  --dev: capstan's side in the dev profile CI builds, not the bench profile\n  \
@@ -287,7 +291,9 @@ fn peers(extra: &[String]) -> Result<(), String> {
             ));
         }
     }
-    capstan.args(["--", "overrides/"]);
+    // `overrides/...` and `python/overrides` (the Python plugin, when the
+    // e2e tests built it; see host/benches/sandbox.rs).
+    capstan.args(["--", "overrides"]);
     run(capstan, "the sandbox bench")?;
 
     ensure_target(EXTISM_TARGET)?;
@@ -347,6 +353,11 @@ fn peers(extra: &[String]) -> Result<(), String> {
             name: "bare-wasmtime",
             what: "floor: bare wasmtime, same pooling configuration, fresh store",
             median_ns: criterion(&target_dir(), "bare-wasmtime"),
+        },
+        Measured {
+            name: "capstan-python",
+            what: "capstan's sandboxed call of the Python twin (componentize-py): fresh instance, every limit on",
+            median_ns: criterion_median(&target_dir().join("criterion/python/overrides")),
         },
         Measured {
             name: "extism-fresh",

@@ -126,6 +126,30 @@ mod tests {
     use super::*;
     use capstan_plugin_sdk::testing;
 
+    /// Every vector of `example-plugins/vectors/storage/` (`FACTS.CHART.json`,
+    /// the values as serde_json's pretty text): the Python twin
+    /// (`example-plugins/python/storage`) and both components under
+    /// `capstan plugin run` must give the same bytes.
+    #[test]
+    fn matches_the_shared_vectors() {
+        let vectors = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(vectors.join("storage")).unwrap() {
+            let path = entry.unwrap().path();
+            let file = path.file_name().unwrap().to_str().unwrap();
+            let (facts, chart) = file.trim_end_matches(".json").split_once('.').unwrap();
+            let facts_text =
+                std::fs::read_to_string(vectors.join("facts").join(format!("{facts}.json")))
+                    .unwrap();
+            let facts: Facts = serde_json::from_str(&facts_text).unwrap();
+            let values = testing::overrides::<Storage>(&facts, chart).unwrap();
+            let text = serde_json::to_string_pretty(&values.into_json_value()).unwrap() + "\n";
+            assert_eq!(text, std::fs::read_to_string(&path).unwrap(), "{file}");
+            checked += 1;
+        }
+        assert!(checked >= 4, "only {checked} vectors");
+    }
+
     fn ceph(replication: u32) -> StorageBackend {
         StorageBackend {
             name: "ceph-store".into(),

@@ -20,7 +20,11 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
     (
         "plugin new",
-        "capstan plugin new my-plugin && cd my-plugin && cargo build --release --target wasm32-wasip2",
+        "capstan plugin new my-plugin --lang python && cd my-plugin && capstan plugin build",
+    ),
+    (
+        "plugin build",
+        "capstan plugin build my-plugin --out my-plugin.wasm",
     ),
     (
         "bundle",

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 
 use crate::bundle::{self, Metadata};
 use crate::render::{self, Capabilities, ReleaseInfo};
-use crate::sandbox::{App, CallContext, Facts, Policy, Sandbox};
+use crate::sandbox::{App, CallContext, Facts, Policy};
 use crate::values;
 
 /// What a lint found: one line per chart that failed, and warnings.
@@ -41,7 +41,7 @@ pub fn lint(dir: &Path, facts: Option<&Facts>) -> anyhow::Result<LintReport> {
     let facts = facts
         .cloned()
         .unwrap_or_else(crate::lifecycle::default_facts);
-    let sandbox = Sandbox::new(Policy::new())?;
+    let sandbox = super::plugin::cli_sandbox(Policy::new())?;
     let app = App {
         name: metadata.name.to_string(),
         version: metadata.version.to_string(),

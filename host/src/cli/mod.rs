@@ -10,9 +10,11 @@
 
 mod app;
 mod bundle;
+mod embedded;
 mod examples;
 mod lint;
 mod plugin;
+mod plugin_build;
 mod progress;
 mod reference;
 mod scaffold;

@@ -5,10 +5,16 @@
 //! Each entry is keyed by the component's sha256 and a hash of the engine's
 //! compatibility settings (wasmtime version, target, configuration), so a
 //! changed engine never finds an old entry. Entries are written atomically
-//! (a temporary file renamed into place) and carry the sha256 of their
+//! (a temporary file renamed into place) and carry a CRC-32 of their
 //! payload, which is checked before the payload is deserialized: a
 //! truncated or corrupted entry is recompiled and rewritten, never loaded.
 //! The cache is disposable; deleting the folder only costs compile time.
+//!
+//! Why a CRC and not a cryptographic digest: the check is against damage
+//! (a torn write, a flipped bit), not an adversary, who would need to
+//! write into the private folder; a CRC detects every burst of up to 32
+//! bits and nearly all else, and it costs 3 ms where sha256 cost 27 ms on
+//! a 35 MB Python component's entry (docs/src/developing/performance.md).
 //!
 //! Loading compiled code is `unsafe` in wasmtime, because the bytes are
 //! trusted to be what wasmtime wrote. The cache folder is created private
@@ -25,8 +31,10 @@ use wasmtime::component::Component;
 
 use super::Error;
 
-const MAGIC: &[u8; 16] = b"capstan-cwasm-1\n";
-const DIGEST_LEN: usize = 32;
+/// Version 2: a CRC-32 of the payload (version 1 had its sha256; its
+/// entries fail the check and are recompiled).
+const MAGIC: &[u8; 16] = b"capstan-cwasm-2\n";
+const DIGEST_LEN: usize = 4;
 
 /// A folder of compiled components.
 #[derive(Debug, Clone)]
@@ -51,7 +59,13 @@ impl ComponentCache {
 
     /// The path an entry for `wasm` compiled by `engine` lives at.
     pub fn entry_path(&self, engine: &Engine, wasm: &[u8]) -> PathBuf {
-        let component = hex::encode(Sha256::digest(wasm));
+        self.entry_path_of(engine, &Sha256::digest(wasm).into())
+    }
+
+    /// [`ComponentCache::entry_path`] from the sha256 of the component's
+    /// bytes, for a caller that has it already.
+    fn entry_path_of(&self, engine: &Engine, digest: &[u8; 32]) -> PathBuf {
+        let component = hex::encode(digest);
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         self.dir
@@ -70,7 +84,24 @@ impl ComponentCache {
         name: &str,
         wasm: &[u8],
     ) -> Result<Component, Error> {
-        let path = self.entry_path(engine, wasm);
+        self.load_or_compile_digest(engine, name, wasm, &Sha256::digest(wasm).into())
+    }
+
+    /// [`ComponentCache::load_or_compile`] for a caller that has hashed
+    /// `wasm` already (`digest` is its sha256): hashing an 18 MB Python
+    /// component costs about as much as the rest of a cached load.
+    ///
+    /// # Errors
+    ///
+    /// As [`ComponentCache::load_or_compile`].
+    pub(crate) fn load_or_compile_digest(
+        &self,
+        engine: &Engine,
+        name: &str,
+        wasm: &[u8],
+        digest: &[u8; 32],
+    ) -> Result<Component, Error> {
+        let path = self.entry_path_of(engine, digest);
         if let Some(component) = self.load(engine, &path) {
             return Ok(component);
         }
@@ -99,7 +130,7 @@ impl ComponentCache {
         // SAFETY: `payload` is byte for byte what `Component::serialize`
         // produced in `store` on an engine with the same compatibility hash
         // (part of the file name): the file lives in a folder only this
-        // user can write and its sha256 matched the digest written with it.
+        // user can write and its CRC-32 matched the one written with it.
         // wasmtime still checks its own header and refuses a mismatched
         // engine, which sends us back to compiling.
         match unsafe { Component::deserialize(engine, payload) } {
@@ -114,7 +145,7 @@ impl ComponentCache {
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
         file.write_all(MAGIC)?;
-        file.write_all(&Sha256::digest(compiled))?;
+        file.write_all(&crc32fast::hash(compiled).to_le_bytes())?;
         file.write_all(compiled)?;
         file.as_file().sync_all()?;
         file.persist(path).map_err(|e| e.error)?;
@@ -129,7 +160,7 @@ fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let (digest, payload) = rest.split_at(DIGEST_LEN);
-    (Sha256::digest(payload).as_slice() == digest).then_some(payload)
+    (crc32fast::hash(payload).to_le_bytes().as_slice() == digest).then_some(payload)
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -151,7 +182,7 @@ mod tests {
     fn only_intact_entries_verify() {
         let payload = b"compiled bytes";
         let mut file = MAGIC.to_vec();
-        file.extend_from_slice(&Sha256::digest(payload));
+        file.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
         file.extend_from_slice(payload);
         assert_eq!(verified_payload(&file), Some(&payload[..]));
 

@@ -185,27 +185,8 @@ impl HostState {
         if self.aborted {
             return Fault::Aborted;
         }
-        if self.memory_exceeded {
-            return Fault::MemoryLimit {
-                limit: self.memory_limit,
-            };
-        }
-        if self.log_exceeded {
-            return Fault::OutputTooLarge {
-                stream: Stream::Log,
-                limit: self.log_limit,
-            };
-        }
-        for (stream, pipe) in [
-            (Stream::Stdout, &self.output.stdout),
-            (Stream::Stderr, &self.output.stderr),
-        ] {
-            if pipe.contents().len() >= self.output.capacity {
-                return Fault::OutputTooLarge {
-                    stream,
-                    limit: self.output.capacity,
-                };
-            }
+        if let Some(fault) = self.limit_hit() {
+            return fault;
         }
         match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => Fault::Timeout { deadline },
@@ -219,6 +200,38 @@ impl HostState {
                 backtrace: backtrace_summary(error),
             },
         }
+    }
+
+    /// The limit the call ran into, if any: the memory cap (a grow the
+    /// limiter refused), the log budget, or a full stdout or stderr. A
+    /// plugin may survive hitting one (CPython turns a refused grow into
+    /// `MemoryError` and a full stdout into `OSError`, which it can catch),
+    /// so the host checks after a call that returned as well as after one
+    /// that trapped: a call that hit a limit ends in its fault either way.
+    pub(crate) fn limit_hit(&self) -> Option<Fault> {
+        if self.memory_exceeded {
+            return Some(Fault::MemoryLimit {
+                limit: self.memory_limit,
+            });
+        }
+        if self.log_exceeded {
+            return Some(Fault::OutputTooLarge {
+                stream: Stream::Log,
+                limit: self.log_limit,
+            });
+        }
+        for (stream, pipe) in [
+            (Stream::Stdout, &self.output.stdout),
+            (Stream::Stderr, &self.output.stderr),
+        ] {
+            if pipe.contents().len() >= self.output.capacity {
+                return Some(Fault::OutputTooLarge {
+                    stream,
+                    limit: self.output.capacity,
+                });
+            }
+        }
+        None
     }
 
     /// Adds the plugin's panic message, when its stderr has one, to a trap

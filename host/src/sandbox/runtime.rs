@@ -204,7 +204,7 @@ impl Sandbox {
             return Ok(component.clone());
         }
         let component = match &self.inner.cache {
-            Some(cache) => cache.load_or_compile(&self.inner.engine, name, wasm)?,
+            Some(cache) => cache.load_or_compile_digest(&self.inner.engine, name, wasm, &digest)?,
             None => compile(&self.inner.engine, name, wasm)?,
         };
         if loaded.len() >= MAX_LOADED_COMPONENTS
@@ -463,14 +463,19 @@ impl Plugin {
             .instantiate(&mut store)
             .and_then(|plugin| invoke(&plugin, &mut store));
         store.data().forward_stdio();
-        let result = result.map_err(|error| {
-            if error.downcast_ref::<PoolConcurrencyLimitError>().is_some() {
+        let result = match result {
+            // A call that returned may still have hit a limit it then
+            // survived (Python catches `MemoryError`): the limit decides.
+            Ok(answer) => match store.data().limit_hit() {
+                Some(fault) => Err(self.fault(fault)),
+                None => Ok(answer),
+            },
+            Err(error) if error.downcast_ref::<PoolConcurrencyLimitError>().is_some() => {
                 // A backstop: the slots keep calls under the pool's size.
-                self.fault(self.pool_exhausted(started))
-            } else {
-                self.fault(store.data().classify(&error, deadline))
+                Err(self.fault(self.pool_exhausted(started)))
             }
-        });
+            Err(error) => Err(self.fault(store.data().classify(&error, deadline))),
+        };
         // The instance goes back to the pool before the slot does.
         drop(store);
         drop(slot);

@@ -1,14 +1,19 @@
 //! The WASI a plugin gets: just enough for a `wasm32-wasip2` component to
 //! link, with nothing behind it.
 //!
-//! Linked: `wasi:io`, `wasi:clocks`, `wasi:random`, `wasi:cli` and
-//! `wasi:filesystem`. Not linked: `wasi:sockets`, so a component that
-//! imports any socket interface fails to load with a link error naming the
-//! import. The context built here grants nothing: no preopened directories
-//! (every open fails), no environment or arguments, closed stdin, bounded
-//! in-memory stdout and stderr, a wall clock fixed at the call's instant, a
-//! monotonic clock that does not move, and random generators seeded from
-//! the call's seed.
+//! Linked: `wasi:io`, `wasi:clocks`, `wasi:random`, `wasi:cli`,
+//! `wasi:filesystem` and `wasi:sockets`. The context built here grants
+//! nothing: no preopened directories (every open fails), no environment or
+//! arguments, closed stdin, bounded in-memory stdout and stderr, a wall
+//! clock fixed at the call's instant, a monotonic clock that does not move,
+//! random generators seeded from the call's seed, and no network: creating
+//! a TCP or UDP socket and resolving a name are refused (`access-denied`)
+//! before any host socket exists, and no address passes the address check.
+//!
+//! Why `wasi:sockets` is linked at all: CPython built for WASI (every
+//! componentize-py component) imports it whether or not the plugin opens a
+//! socket, so leaving it out would refuse every Python plugin. Linked and
+//! empty, a socket call fails inside the plugin like a refused connection.
 //!
 //! Sleeping: the monotonic clock's `subscribe-duration` and
 //! `subscribe-instant` pollables are ready at once (time does not pass for
@@ -25,9 +30,10 @@ use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p2::DynPollable;
-use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sync};
+use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sockets, sync};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::random::WasiRandom;
+use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiView};
 
 /// Adds the WASI interfaces the sandbox provides to `linker`.
@@ -42,6 +48,13 @@ pub(crate) fn add_to_linker<T: WasiView>(linker: &mut Linker<T>) -> wasmtime::Re
     })?;
     filesystem::preopens::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
     sync::filesystem::types::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
+    sockets::tcp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sync::sockets::tcp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sync::sockets::udp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sync::sockets::udp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::instance_network::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::network::add_to_linker::<T, WasiSockets>(l, &Default::default(), T::sockets)?;
+    sockets::ip_name_lookup::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
     random::random::add_to_linker::<T, WasiRandom>(l, |t| t.ctx().ctx.random())?;
     random::insecure::add_to_linker::<T, WasiRandom>(l, |t| t.ctx().ctx.random())?;
     random::insecure_seed::add_to_linker::<T, WasiRandom>(l, |t| t.ctx().ctx.random())?;

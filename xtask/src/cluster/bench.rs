@@ -50,9 +50,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let mut build = crate::cargo();
     build.args(["build", "-p", "capstan"]);
     if !dev {
-        // The bench profile (release with line tables), which `cargo bench`
-        // builds too: one optimised build serves both.
-        build.args(["--profile", "bench"]);
+        build.arg("--release");
     }
     crate::run(build, "building capstan")?;
     let capstan = crate::target_dir()

@@ -1,6 +1,6 @@
 //! A plugin that tries to open a TCP connection. Its component imports
-//! `wasi:sockets`, which the sandbox does not link, so it must fail to load
-//! with a link error before any of its code runs.
+//! `wasi:sockets`, which the sandbox links with nothing granted, so it
+//! loads and its connection is refused: it reports `open-socket denied`.
 
 use capstan_plugin_sdk::{App, Facts, Info, Plugin, PluginError, Values, export_plugin};
 
