@@ -50,8 +50,14 @@ pub fn ensure_venv(venv: &Path, requirements: &[&str]) -> Result<PathBuf, String
         &format!("creating the virtualenv {}", venv.display()),
     )?;
     let mut pip = Command::new(bin.join("python3"));
-    pip.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-        .args(requirements);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ])
+    .args(requirements);
     run(pip, &format!("pip install {}", requirements.join(" ")))?;
     std::fs::write(&record, wanted).map_err(|e| format!("writing {}: {e}", record.display()))?;
     eprintln!(
