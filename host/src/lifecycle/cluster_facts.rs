@@ -22,7 +22,9 @@ use serde_json::Value;
 use super::facts_source::{FactsSource, FactsView, field_names};
 use crate::kube::ApplyTarget;
 use crate::model::LookupQuery;
-use crate::sandbox::{Facts, Node, NodeRole, SystemMode};
+use crate::sandbox::{
+    AdministrativeState, AvailabilityState, Facts, Node, NodeRole, OperationalState, SystemMode,
+};
 
 /// How often the cluster is read.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -272,6 +274,36 @@ fn lay_over(base: &Facts, fields: &serde_json::Map<String, Value>) -> Result<Fac
     serde_json::from_value(value).map_err(|e| e.to_string())
 }
 
+/// A node's operational and availability states from its conditions:
+/// `Ready` true is enabled, and available unless a pressure condition
+/// (memory, disk, PID) is true, then degraded; `Ready` false or unknown,
+/// or no `Ready` condition, is disabled and offline.
+fn node_states(node: &Value) -> (OperationalState, AvailabilityState) {
+    let conditions = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let is_true = |kind: &str| {
+        conditions.iter().any(|c| {
+            c.get("type").and_then(Value::as_str) == Some(kind)
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        })
+    };
+    if !is_true("Ready") {
+        return (OperationalState::Disabled, AvailabilityState::Offline);
+    }
+    let pressure = ["MemoryPressure", "DiskPressure", "PIDPressure"]
+        .into_iter()
+        .any(is_true);
+    let availability = if pressure {
+        AvailabilityState::Degraded
+    } else {
+        AvailabilityState::Available
+    };
+    (OperationalState::Enabled, availability)
+}
+
 /// The facts the Nodes and the server's version say.
 pub fn derive(nodes: &[Value], version: &str, role_label: Option<&str>) -> Facts {
     let mut out: Vec<Node> = nodes
@@ -301,11 +333,18 @@ pub fn derive(nodes: &[Value], version: &str, role_label: Option<&str>) -> Facts
                         Some("NoSchedule" | "NoExecute")
                     )
                 });
+            let (operational, availability) = node_states(node);
             Some(Node {
-                name,
-                roles,
                 labels,
                 schedulable: !cordoned && !tainted,
+                administrative: Some(if cordoned {
+                    AdministrativeState::Locked
+                } else {
+                    AdministrativeState::Unlocked
+                }),
+                operational: Some(operational),
+                availability: Some(availability),
+                ..Node::new(&name, roles)
             })
         })
         .collect();

@@ -106,6 +106,15 @@ pub enum Error {
         /// The plugin's reason.
         reason: String,
     },
+    /// A contract 0.2 plugin asked for something this host does not do
+    /// yet (docs/src/plugins/contract-0.2.md says what is in place).
+    #[error("plugin {plugin} asked for {what}, which this capstan does not do yet")]
+    NotYetSupported {
+        /// The plugin's path in the bundle.
+        plugin: String,
+        /// What it asked for.
+        what: String,
+    },
     /// A plugin could not be loaded or a call to it failed.
     #[error("plugin {plugin} failed during {step}")]
     Plugin {
@@ -312,6 +321,7 @@ impl Error {
             | Error::NothingToAbort { .. }
             | Error::Busy { .. } => ErrorClass::Conflict,
             Error::Vetoed { .. }
+            | Error::NotYetSupported { .. }
             | Error::KubernetesUnsupported { .. }
             | Error::Plugin { .. }
             | Error::Render { .. }

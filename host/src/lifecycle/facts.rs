@@ -21,17 +21,20 @@ pub fn default_facts() -> Facts {
         controller_count: 1,
         worker_count: 1,
         nodes: vec![Node {
-            name: "node-0".into(),
-            roles: vec![NodeRole::Controller, NodeRole::Worker],
             labels: [("kubernetes.io/hostname".to_string(), "node-0".to_string())]
                 .into_iter()
                 .collect(),
-            schedulable: true,
+            ..Node::new("node-0", vec![NodeRole::Controller, NodeRole::Worker])
         }],
         storage_backends: Vec::new(),
         local_volumes: Vec::new(),
         kubernetes_version: version.to_owned(),
         extra: serde_json::Value::Null,
+        system: None,
+        networks: Vec::new(),
+        service_parameters: Vec::new(),
+        api_versions: Vec::new(),
+        storage_classes: Vec::new(),
     }
 }
 

@@ -21,7 +21,10 @@ use crate::kube::{
     self, ApplyEvent, ApplyOptions, ApplyTarget, HookEvent, LiveChange, LiveDiff, ProgressSink,
     Release, RemoveOptions, Resource,
 };
-use crate::model::{AppName, ComponentSpec, Hook, HookOutcome, Layer, Served};
+use crate::model::{
+    AppName, ChartCall, ComponentSpec, Hook, HookAnswer, HookCall, HookOperation, HookOutcome,
+    Layer, Served,
+};
 use crate::render::{self, ReleaseInfo};
 use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Plugin};
 use crate::store::{DecisionRecord, OperationId, OverrideLayer, ReleaseRecord, Store};
@@ -139,9 +142,32 @@ struct Prepared<'a> {
     /// The API versions the CRDs of the charts planned so far add, which
     /// the charts of later groups see in `.Capabilities.APIVersions`.
     planned_api_versions: Mutex<BTreeSet<String>>,
+    /// Charts a plugin's answer disabled: not rendered, removed if
+    /// installed.
+    disabled: BTreeSet<String>,
+    /// The state each plugin's pre hook left for its post hook, by plugin
+    /// path (contract 0.2), for this operation only.
+    hook_state: Mutex<BTreeMap<String, Vec<u8>>>,
 }
 
 impl Prepared<'_> {
+    fn states(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<u8>>> {
+        self.hook_state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The operation this apply is part of, as hooks are told.
+    fn operation(&self) -> HookOperation {
+        match self.request.phase {
+            "remove" => HookOperation::Remove,
+            "recover" => HookOperation::Recover,
+            "update" | "rollback" | "rollback-to" | "rollback-undo" => HookOperation::Update,
+            _ if self.request.around.is_some() => HookOperation::Update,
+            _ => HookOperation::Apply,
+        }
+    }
+
     fn planned(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
         self.planned_api_versions
             .lock()
@@ -236,7 +262,7 @@ impl Job<'_> {
                 .charts
                 .iter()
                 .filter_map(|name| version.metadata.chart(name))
-                .filter(|chart| chart.enabled)
+                .filter(|chart| chart.enabled && !prepared.disabled.contains(chart.name.as_str()))
             {
                 let name = chart.name.to_string();
                 self.step(
@@ -445,7 +471,9 @@ impl Job<'_> {
             "system-overrides",
             "computing system overrides",
         )?;
-        prepared.system = self.system_overrides(&prepared)?;
+        let (system, disabled) = self.system_overrides(&prepared)?;
+        prepared.system = system;
+        prepared.disabled = disabled;
         Ok(prepared)
     }
 
@@ -495,6 +523,8 @@ impl Job<'_> {
                 source: Box::new(source),
             })?,
             planned_api_versions: Mutex::new(BTreeSet::new()),
+            disabled: BTreeSet::new(),
+            hook_state: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -679,7 +709,9 @@ impl Job<'_> {
             phase: "diff",
         };
         let mut prepared = self.load(&request)?;
-        prepared.system = self.system_overrides(&prepared)?;
+        let (system, disabled) = self.system_overrides(&prepared)?;
+        prepared.system = system;
+        prepared.disabled = disabled;
         let mut diffs = Vec::new();
         for chart in &version.metadata.charts {
             let name = chart.name.to_string();
@@ -942,23 +974,29 @@ impl Job<'_> {
         if let Some(system) = prepared.system.get(chart) {
             layers.push((Layer::System, from_json(system)?));
         }
-        match prepared.request.user {
-            UserLayer::Stored => {
-                if let Some(record) =
-                    self.store()
-                        .override_layer(&self.app, chart, &OverrideLayer::User)?
-                {
-                    layers.push((Layer::User, from_json(&record.values)?));
-                }
-            }
-            UserLayer::Given(charts) => {
-                if let Some((_, values)) = charts.iter().find(|(name, _)| name == chart) {
-                    layers.push((Layer::User, from_json(values)?));
-                }
-            }
-            UserLayer::Dropped => {}
+        if let Some(user) = self.user_overrides(prepared, chart)? {
+            layers.push((Layer::User, from_json(&user)?));
         }
         Ok(values::merge_override_layers(&layers))
+    }
+
+    /// The user overrides this apply uses for `chart`, if any.
+    fn user_overrides(
+        &self,
+        prepared: &Prepared<'_>,
+        chart: &str,
+    ) -> Result<Option<serde_json::Value>, Error> {
+        Ok(match prepared.request.user {
+            UserLayer::Stored => self
+                .store()
+                .override_layer(&self.app, chart, &OverrideLayer::User)?
+                .map(|record| record.values),
+            UserLayer::Given(charts) => charts
+                .iter()
+                .find(|(name, _)| name == chart)
+                .map(|(_, values)| values.clone()),
+            UserLayer::Dropped => None,
+        })
     }
 
     /// The local volumes the components mount, checked to exist and to
@@ -1040,48 +1078,129 @@ impl Job<'_> {
     }
 
     /// Each enabled chart served by a plugin: the plugins' overrides merged
-    /// in bundle order. A plugin is only ever asked about the charts its
-    /// own bundle lists for it.
+    /// in bundle order, and the charts a plugin disabled. A plugin is only
+    /// ever asked about the charts its own bundle lists for it, and is
+    /// handed the chart's namespace and user overrides (read-only).
     fn system_overrides(
         &self,
         prepared: &Prepared<'_>,
-    ) -> Result<BTreeMap<String, serde_json::Value>, Error> {
-        let app = self.plugin_app(prepared);
+    ) -> Result<(BTreeMap<String, serde_json::Value>, BTreeSet<String>), Error> {
+        let version = prepared.request.version;
         let mut out: BTreeMap<String, Map> = BTreeMap::new();
-        for chart in prepared.request.version.enabled_charts() {
-            for p in prepared
+        let mut disabled = BTreeSet::new();
+        for chart in version.enabled_charts() {
+            let serving: Vec<&AppPlugin> = prepared
                 .plugins
                 .iter()
                 .filter(|p| p.charts.contains(&chart))
-            {
+                .collect();
+            if serving.is_empty() {
+                continue;
+            }
+            let call = ChartCall {
+                app: self.app.to_string(),
+                version: version.version.clone(),
+                chart: chart.clone(),
+                namespace: version
+                    .metadata
+                    .charts
+                    .iter()
+                    .find(|c| c.name.as_str() == chart)
+                    .map(|c| c.namespace.to_string())
+                    .unwrap_or_default(),
+                user_overrides: self
+                    .user_overrides(prepared, &chart)?
+                    .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new())),
+            };
+            for p in serving {
                 let ctx = self.call_context("overrides");
                 let started = Instant::now();
-                let answer = p.plugin.overrides(&ctx, &app, &prepared.facts, &chart);
-                let map = self.observe(p, "overrides", started, answer)?;
-                let value = from_json(&serde_json::Value::Object(map))?;
+                let answer = p.plugin.answer(&ctx, &call, &prepared.facts);
+                let answer = self.observe(p, "overrides", started, answer)?;
+                if let Some(what) = answer
+                    .secret_values
+                    .first()
+                    .map(|v| format!("secret value {} from {}", v.path, v.source))
+                    .or_else(|| {
+                        answer
+                            .generate
+                            .first()
+                            .map(|g| format!("generated secret {}", g.name))
+                    })
+                {
+                    return Err(Error::NotYetSupported {
+                        plugin: p.path.clone(),
+                        what,
+                    });
+                }
+                if answer.disabled {
+                    tracing::info!(app = %self.app, plugin = %p.path, chart, "chart disabled by the plugin");
+                    disabled.insert(chart.clone());
+                }
+                let value = from_json(&serde_json::Value::Object(answer.values))?;
                 if let values::Value::Map(map) = value {
                     let merged = out.entry(chart.clone()).or_default();
                     *merged = values::merge_maps(merged, &map);
                 }
             }
         }
-        out.into_iter()
+        let system = out
+            .into_iter()
             .map(|(chart, map)| Ok((chart, to_json(&values::Value::Map(map))?)))
-            .collect()
+            .collect::<Result<_, Error>>()?;
+        Ok((system, disabled))
     }
 
     fn run_hook(&self, prepared: &Prepared<'_>, hook: Hook) -> Result<(), Error> {
-        let app = self.plugin_app(prepared);
+        let version = prepared.request.version;
+        let mut call = HookCall::new(
+            hook,
+            prepared.operation(),
+            self.app.as_str(),
+            &version.version,
+        );
+        if let Some(from) = prepared.request.replacing
+            && prepared.request.around.is_some()
+        {
+            call.from_version = Some(from.version.clone());
+            call.to_version = Some(version.version.clone());
+        }
+        for chart in &version.metadata.charts {
+            if let Some(values) = self.user_overrides(prepared, chart.name.as_str())? {
+                call.user_overrides.push((chart.name.to_string(), values));
+            }
+            let namespace = chart.namespace.to_string();
+            if !call.namespaces.contains(&namespace) {
+                call.namespaces.push(namespace);
+            }
+        }
         for p in prepared.plugins.iter().filter(|p| p.hooks.contains(&hook)) {
             let ctx = self.call_context(hook.as_str());
             let started = Instant::now();
-            let answer = p.plugin.lifecycle(&ctx, hook, &app, &prepared.facts);
-            if let HookOutcome::Veto(reason) = self.observe(p, hook.as_str(), started, answer)? {
+            call.state = if is_post(hook) {
+                prepared.states().remove(&p.path)
+            } else {
+                None
+            };
+            let answer = p.plugin.hook(&ctx, &call, &prepared.facts);
+            let answer: HookAnswer = self.observe(p, hook.as_str(), started, answer)?;
+            if let HookOutcome::Veto(reason) = answer.verdict {
                 return Err(Error::Vetoed {
                     plugin: p.plugin.name().to_owned(),
                     hook,
                     reason,
                 });
+            }
+            if let Some(action) = answer.actions.first() {
+                return Err(Error::NotYetSupported {
+                    plugin: p.path.clone(),
+                    what: format!("the {} action of its {hook} hook", action.name()),
+                });
+            }
+            if let Some(state) = answer.state
+                && !is_post(hook)
+            {
+                prepared.states().insert(p.path.clone(), state);
             }
         }
         Ok(())
@@ -1165,6 +1284,15 @@ impl Job<'_> {
 /// Refuses a platform whose Kubernetes version is outside the bundle's
 /// `kubernetes` range. A version the facts spell in a way that does not
 /// parse is refused too: the range cannot be checked.
+/// Whether `hook` comes after its operation's work (and is handed the
+/// state its pre hook left).
+fn is_post(hook: Hook) -> bool {
+    matches!(
+        hook,
+        Hook::PostApply | Hook::PostRemove | Hook::PostUpdate | Hook::PostRecover | Hook::PostAbort
+    )
+}
+
 fn check_kubernetes(app: &AppName, metadata: &Metadata, facts: &Facts) -> Result<(), Error> {
     let Some(range) = &metadata.kubernetes else {
         return Ok(());

@@ -24,11 +24,22 @@ pub enum Hook {
     PreUpdate,
     /// After an update.
     PostUpdate,
+    /// Per release, after it was applied and is ready by the host's rules:
+    /// is it ready by the app's? (contract 0.2)
+    Status,
+    /// The platform changed: may the host re-apply the app? (contract 0.2)
+    EvaluateReapply,
+    /// After an operation was aborted. (contract 0.2)
+    PostAbort,
+    /// Before a failed operation is recovered. (contract 0.2)
+    PreRecover,
+    /// After a recovery. (contract 0.2)
+    PostRecover,
 }
 
 impl Hook {
     /// Every hook, in the order of an app's life.
-    pub const ALL: [Hook; 7] = [
+    pub const ALL: [Hook; 12] = [
         Hook::SemanticCheck,
         Hook::PreApply,
         Hook::PostApply,
@@ -36,7 +47,25 @@ impl Hook {
         Hook::PostRemove,
         Hook::PreUpdate,
         Hook::PostUpdate,
+        Hook::Status,
+        Hook::EvaluateReapply,
+        Hook::PostAbort,
+        Hook::PreRecover,
+        Hook::PostRecover,
     ];
+
+    /// Whether a contract 0.1.0 plugin can implement this hook (the seven
+    /// hooks of 0.1.0; the others came with 0.2.0).
+    pub fn in_contract_0_1(self) -> bool {
+        !matches!(
+            self,
+            Hook::Status
+                | Hook::EvaluateReapply
+                | Hook::PostAbort
+                | Hook::PreRecover
+                | Hook::PostRecover
+        )
+    }
 
     /// The hook's name as the WIT contract and `capstan.yaml` spell it.
     pub fn as_str(self) -> &'static str {
@@ -48,6 +77,11 @@ impl Hook {
             Hook::PostRemove => "post-remove",
             Hook::PreUpdate => "pre-update",
             Hook::PostUpdate => "post-update",
+            Hook::Status => "status",
+            Hook::EvaluateReapply => "evaluate-reapply",
+            Hook::PostAbort => "post-abort",
+            Hook::PreRecover => "pre-recover",
+            Hook::PostRecover => "post-recover",
         }
     }
 }
@@ -61,7 +95,7 @@ impl fmt::Display for Hook {
 /// A string that names no [`Hook`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown hook {0:?}; expected one of semantic-check, pre-apply, post-apply, pre-remove, post-remove, pre-update, post-update"
+    "unknown hook {0:?}; expected one of semantic-check, pre-apply, post-apply, pre-remove, post-remove, pre-update, post-update, status, evaluate-reapply, post-abort, pre-recover, post-recover"
 )]
 pub struct UnknownHook(pub String);
 

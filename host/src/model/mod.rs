@@ -6,8 +6,10 @@
 //! component runs as, the component spec with its volume traits as
 //! `capstan.yaml` declares them ([`ComponentSpec`]), storage [`Size`]s,
 //! the override [`Layer`]s, and the identity of a Kubernetes object
-//! ([`ObjectRef`], [`ObjectKey`]), and what a connected render reads
-//! ([`LookupQuery`], [`LookupPolicy`], [`Served`]).
+//! ([`ObjectRef`], [`ObjectKey`]), what a connected render reads
+//! ([`LookupQuery`], [`LookupPolicy`], [`Served`]), and what a contract
+//! 0.2 plugin is asked and answers ([`ChartCall`], [`ChartAnswer`],
+//! [`HookCall`], [`HookAnswer`] and its [`Action`]s).
 //!
 //! Why it exists: each layer used to declare its own copy of these and the
 //! lifecycle converted between them by hand; the copies drifted (the bundle
@@ -23,6 +25,7 @@ mod layer;
 mod live;
 mod names;
 mod object;
+mod plugin;
 mod size;
 mod workload;
 
@@ -31,9 +34,14 @@ pub use layer::Layer;
 pub use live::{LookupPolicy, LookupQuery, Served};
 pub use names::{
     AppName, ChartName, ComponentName, InvalidName, MAX_APP_NAME_LEN, Name, NameKind, Namespace,
-    PluginName, RESERVED_APP_NAMES, ReleaseName, VolumeName, kinds,
+    PluginName, RESERVED_APP_NAMES, ReleaseName, SecretName, VolumeName, kinds,
 };
 pub use object::{ObjectKey, ObjectRef};
+pub use plugin::{
+    Action, ChartAnswer, ChartCall, Charset, FactsSection, GeneratedKey, GeneratedSecret,
+    HookAnswer, HookCall, HookOperation, Mirror, MirrorKind, Mode, Observed, ReleaseStatus,
+    SecretKeyRef, SecretShape, SecretSource, SecretValue, Trigger,
+};
 pub use size::{InvalidSize, Size};
 pub use workload::{
     ComponentSpec, InvalidWorkloadRef, LocalVolumeMount, Traits, UnknownWorkloadKind, VolumeTrait,

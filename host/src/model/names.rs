@@ -54,6 +54,9 @@ pub mod kinds {
     /// Marker for [`super::PluginName`].
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
     pub enum Plugin {}
+    /// Marker for [`super::SecretName`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum Secret {}
 
     impl NameKind for App {
         const KIND: &'static str = "app name";
@@ -83,6 +86,12 @@ pub mod kinds {
     }
     impl NameKind for Plugin {
         const KIND: &'static str = "plugin name";
+        const MAX_LEN: usize = 63;
+    }
+    impl NameKind for Secret {
+        const KIND: &'static str = "generated secret name";
+        // The Secret that keeps it is named `<app>-<name>` (at most 253),
+        // and the name appears in release labels (at most 63).
         const MAX_LEN: usize = 63;
     }
 }
@@ -119,6 +128,8 @@ pub type ReleaseName = Name<kinds::Release>;
 pub type VolumeName = Name<kinds::Volume>;
 /// A plugin's name within a bundle (`plugins/NAME.wasm`).
 pub type PluginName = Name<kinds::Plugin>;
+/// The name of a secret the host generates for an app (contract 0.2).
+pub type SecretName = Name<kinds::Secret>;
 
 /// A DNS-1123 label of kind `K`: 1 to `K::MAX_LEN` characters of `a-z`,
 /// `0-9` and `-`, starting and ending with a letter or digit, and not one

@@ -326,6 +326,21 @@ impl types::Host for HostState {}
 
 impl host::Host for HostState {
     fn log(&mut self, level: types::LogLevel, message: String) -> wasmtime::Result<()> {
+        let level = match level {
+            types::LogLevel::Trace => tracing::Level::TRACE,
+            types::LogLevel::Debug => tracing::Level::DEBUG,
+            types::LogLevel::Info => tracing::Level::INFO,
+            types::LogLevel::Warn => tracing::Level::WARN,
+            types::LogLevel::Error => tracing::Level::ERROR,
+        };
+        self.log_line(level, &message)
+    }
+}
+
+impl HostState {
+    /// One line of the `log` import of any contract version, charged to
+    /// the call's log budget.
+    pub(crate) fn log_line(&mut self, level: tracing::Level, message: &str) -> wasmtime::Result<()> {
         self.log_used = self
             .log_used
             .saturating_add(message.len())
@@ -339,11 +354,11 @@ impl host::Host for HostState {
         }
         let plugin = self.plugin.as_str();
         match level {
-            types::LogLevel::Trace => tracing::trace!(plugin, "{message}"),
-            types::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            types::LogLevel::Info => tracing::info!(plugin, "{message}"),
-            types::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            types::LogLevel::Error => tracing::error!(plugin, "{message}"),
+            tracing::Level::TRACE => tracing::trace!(plugin, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(plugin, "{message}"),
+            tracing::Level::INFO => tracing::info!(plugin, "{message}"),
+            tracing::Level::WARN => tracing::warn!(plugin, "{message}"),
+            _ => tracing::error!(plugin, "{message}"),
         }
         Ok(())
     }

@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::bindings::capstan::plugin::types as wit;
+use super::sections::{
+    AdministrativeState, AvailabilityState, HostInventory, Monitor, Network, OperationalState,
+    ServiceParameter, StorageClass, StorageHealth, StorageTier, SystemInfo,
+};
 
 /// How the platform's control plane is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +51,53 @@ pub struct Node {
     /// False when cordoned.
     #[serde(default = "schedulable_by_default")]
     pub schedulable: bool,
+    /// Whether it is in service; from `schedulable` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub administrative: Option<AdministrativeState>,
+    /// Whether it works; `enabled` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operational: Option<OperationalState>,
+    /// How available it is; `available` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability: Option<AvailabilityState>,
+    /// Its hardware inventory (contract 0.2's `inventory` section).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inventory: Option<HostInventory>,
+}
+
+impl Node {
+    /// A schedulable node with these roles and no labels.
+    pub fn new(name: &str, roles: Vec<NodeRole>) -> Node {
+        Node {
+            name: name.to_string(),
+            roles,
+            labels: BTreeMap::new(),
+            schedulable: true,
+            administrative: None,
+            operational: None,
+            availability: None,
+            inventory: None,
+        }
+    }
+
+    /// Its administrative state: as given, else `locked` when cordoned.
+    pub fn administrative(&self) -> AdministrativeState {
+        self.administrative.unwrap_or(if self.schedulable {
+            AdministrativeState::Unlocked
+        } else {
+            AdministrativeState::Locked
+        })
+    }
+
+    /// Its operational state: as given, else `enabled`.
+    pub fn operational(&self) -> OperationalState {
+        self.operational.unwrap_or(OperationalState::Enabled)
+    }
+
+    /// Its availability: as given, else `available`.
+    pub fn availability(&self) -> AvailabilityState {
+        self.availability.unwrap_or(AvailabilityState::Available)
+    }
 }
 
 fn schedulable_by_default() -> bool {
@@ -80,15 +131,31 @@ pub struct StorageBackend {
     /// Copies kept of each object.
     #[serde(default = "single_replica")]
     pub replication: u32,
-    /// Monitor or server addresses.
+    /// Monitor or server addresses (`host:port`), or `{name, address}`.
     #[serde(default)]
-    pub monitors: Vec<String>,
+    pub monitors: Vec<Monitor>,
     /// Pools or volume groups.
     #[serde(default)]
     pub pools: Vec<String>,
     /// Whether it backs the default storage class.
     #[serde(default)]
     pub is_default: bool,
+    /// The cluster's id (a Ceph fsid).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster_id: String,
+    /// The fewest copies it accepts writes with; `replication` when left
+    /// out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_replication: Option<u32>,
+    /// Its tiers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tiers: Vec<StorageTier>,
+    /// The services it offers (`rbd`, `cephfs`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<String>,
+    /// Its health; `unknown` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<StorageHealth>,
 }
 
 fn single_replica() -> u32 {
@@ -135,6 +202,21 @@ pub struct Facts {
     /// Free-form facts.
     #[serde(default)]
     pub extra: serde_json::Value,
+    /// The system beyond its mode (contract 0.2's `system` section).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemInfo>,
+    /// Platform networks (`networks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<Network>,
+    /// Service parameters (`service-parameters`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service_parameters: Vec<ServiceParameter>,
+    /// The API versions the cluster serves, in Helm's form (`cluster`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_versions: Vec<String>,
+    /// The cluster's StorageClasses (`cluster`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage_classes: Vec<StorageClass>,
 }
 
 impl Facts {
@@ -146,6 +228,55 @@ impl Facts {
     /// The YAML parser's error, with line and column.
     pub fn from_yaml(text: &str) -> Result<Facts, serde_yaml_ng::Error> {
         serde_yaml_ng::from_str(text)
+    }
+
+    /// These facts with what contract 0.2 added taken out: what a 0.1.0
+    /// plugin is handed, and what its calls' seeds are derived from, so
+    /// that its calls are what they were before 0.2.0 existed.
+    pub(crate) fn as_of_0_1(&self) -> Facts {
+        Facts {
+            system_mode: self.system_mode,
+            controller_count: self.controller_count,
+            worker_count: self.worker_count,
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| Node {
+                    labels: n.labels.clone(),
+                    schedulable: n.schedulable,
+                    ..Node::new(&n.name, n.roles.clone())
+                })
+                .collect(),
+            storage_backends: self
+                .storage_backends
+                .iter()
+                .map(|b| StorageBackend {
+                    name: b.name.clone(),
+                    kind: b.kind,
+                    replication: b.replication,
+                    monitors: b
+                        .monitors
+                        .iter()
+                        .map(|m| Monitor::Address(m.address().to_string()))
+                        .collect(),
+                    pools: b.pools.clone(),
+                    is_default: b.is_default,
+                    cluster_id: String::new(),
+                    min_replication: None,
+                    tiers: Vec::new(),
+                    services: Vec::new(),
+                    health: None,
+                })
+                .collect(),
+            local_volumes: self.local_volumes.clone(),
+            kubernetes_version: self.kubernetes_version.clone(),
+            extra: self.extra.clone(),
+            system: None,
+            networks: Vec::new(),
+            service_parameters: Vec::new(),
+            api_versions: Vec::new(),
+            storage_classes: Vec::new(),
+        }
     }
 
     pub(crate) fn to_wit(&self) -> wit::Facts {
@@ -211,7 +342,7 @@ fn backend_to_wit(b: &StorageBackend) -> wit::StorageBackend {
             StorageKind::External => wit::StorageKind::External,
         },
         replication: b.replication,
-        monitors: b.monitors.clone(),
+        monitors: b.monitors.iter().map(|m| m.address().to_string()).collect(),
         pools: b.pools.clone(),
         is_default: b.is_default,
     }

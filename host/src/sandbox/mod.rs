@@ -2,7 +2,10 @@
 //! compiled-component cache, limits, the host's imports and typed calls.
 //!
 //! Every app's plugins are WebAssembly components exporting the
-//! `capstan:plugin/override-plugin` world (see `wit/plugin.wit`). They are
+//! `capstan:plugin/override-plugin` world of contract 0.1.0
+//! (`wit/plugin.wit`) or 0.2.0 (`wit/v0.2/plugin.wit`); the host links
+//! both, and each plugin is called through the [`contract`] its component
+//! was built against. They are
 //! untrusted: the sandbox grants no capability but the `log` import and the
 //! WASI interfaces a `wasm32-wasip2` component needs to link, each of them
 //! empty (no preopened directories, no environment, closed stdin, fixed
@@ -18,11 +21,15 @@
 
 mod cache;
 mod call;
+mod contract;
 mod facts;
 mod inspect;
 mod policy;
 mod runtime;
+mod sections;
 mod slots;
+mod v0_1;
+mod v0_2;
 mod wasi;
 
 pub use cache::ComponentCache;
@@ -36,19 +43,41 @@ pub use policy::{
     DEFAULT_DEADLINE, DEFAULT_LOG_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
     DEFAULT_POOL_SIZE, EPOCH_TICK, LOG_LINE_COST, MAX_POOL_SIZE, Policy,
 };
-pub use runtime::{Plugin, PluginInfo, Sandbox, pooling_config};
+pub use runtime::{
+    MAX_HOOK_STATE_BYTES, MAX_RETRY_AFTER_SECONDS, Plugin, PluginInfo, Sandbox, pooling_config,
+};
+pub use sections::{
+    AddressFamily, AdministrativeState, AvailabilityState, Cpu, CpuFunction, DistributedCloudRole,
+    HostInventory, InterfaceClass, MemoryNode, Monitor, Network, NetworkInterface,
+    OperationalState, PciDevice, ServiceParameter, StorageClass, StorageHealth, StorageTier,
+    SystemInfo,
+};
 
-/// The WIT package this host speaks (`wit/plugin.wit`'s `package` line).
+/// The WIT package this host speaks first (`wit/plugin.wit`'s `package`
+/// line); it links [`WIT_PACKAGES`] all.
 pub const WIT_PACKAGE: &str = "capstan:plugin@0.1.0";
+
+/// Every WIT package version the host links: `wit/plugin.wit` and
+/// `wit/v0.2/plugin.wit`.
+pub const WIT_PACKAGES: [&str; 2] = ["capstan:plugin@0.1.0", "capstan:plugin@0.2.0"];
 
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Bindings generated from `wit/plugin.wit`.
+/// Bindings generated from `wit/plugin.wit` (0.1.0).
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
+        world: "capstan:plugin/override-plugin",
+        imports: { default: trappable },
+    });
+}
+
+/// Bindings generated from `wit/v0.2/plugin.wit` (0.2.0).
+pub(crate) mod bindings_v2 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.2",
         world: "capstan:plugin/override-plugin",
         imports: { default: trappable },
     });

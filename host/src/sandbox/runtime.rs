@@ -12,10 +12,9 @@ use wasmtime::{
     Store, UpdateDeadline,
 };
 
-use super::bindings::capstan::plugin::types as wit;
-use super::bindings::{OverridePlugin, OverridePluginPre};
 use super::cache::ComponentCache;
 use super::call::{CallContext, HostState};
+use super::contract::{self, Contract, RawAction, RawAnswer, RawHookAnswer};
 use super::facts::{App, ComponentFacts, Facts};
 use super::policy::{EPOCH_TICK, Policy};
 use super::slots::{Refused, Slots};
@@ -39,7 +38,16 @@ const MAX_DECLARED_CHARTS: usize = 256;
 /// Longest plugin name or version string accepted from `info`.
 const MAX_NAME_BYTES: usize = 128;
 
-use crate::model::{Hook, HookOutcome, WorkloadKind};
+/// Most bytes of hook state a pre hook may leave for its post hook.
+pub const MAX_HOOK_STATE_BYTES: usize = 64 * 1024;
+
+/// Longest `retry-after` a `status` answer may ask for, in seconds.
+pub const MAX_RETRY_AFTER_SECONDS: u32 = 300;
+
+use crate::model::{
+    Action, ChartAnswer, ChartCall, FactsSection, Hook, HookAnswer, HookCall, HookOperation,
+    HookOutcome, ReleaseStatus, SecretShape, WorkloadKind,
+};
 
 /// What a plugin declares about itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -55,6 +63,11 @@ pub struct PluginInfo {
     pub hooks: Vec<Hook>,
     /// Whether it decides workload kinds.
     pub decides_workloads: bool,
+    /// The fact sections it reads (contract 0.2; none for 0.1.0).
+    pub facts: Vec<FactsSection>,
+    /// The contract version its component was built against, `0.1.0` or
+    /// `0.2.0`.
+    pub contract: &'static str,
 }
 
 /// The wasmtime engine every plugin runs on, with its epoch ticker.
@@ -100,11 +113,7 @@ impl Sandbox {
         let engine = Engine::new(&engine_config(&policy)).map_err(Error::Engine)?;
         let mut linker = Linker::new(&engine);
         wasi::add_to_linker(&mut linker).map_err(Error::Engine)?;
-        OverridePlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
-            &mut linker,
-            |state| state,
-        )
-        .map_err(Error::Engine)?;
+        contract::add_to_linker(&mut linker).map_err(Error::Engine)?;
         let ticker = Ticker::start(engine.clone()).map_err(Error::Ticker)?;
         let slots = Slots::new(policy.get_pool_size(), policy.get_app_slots());
         Ok(Sandbox {
@@ -169,7 +178,7 @@ impl Sandbox {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| link_error(name, &e))?;
-        let pre = OverridePluginPre::new(pre).map_err(|e| link_error(name, &e))?;
+        let contract = contract::bind(&component, pre).map_err(|e| link_error(name, &e))?;
         let mut plugin = Plugin {
             name: name.to_string(),
             info: PluginInfo {
@@ -178,8 +187,10 @@ impl Sandbox {
                 charts: Vec::new(),
                 hooks: Vec::new(),
                 decides_workloads: false,
+                facts: Vec::new(),
+                contract: contract.version(),
             },
-            pre,
+            contract,
             sandbox: self.clone(),
         };
         plugin.info = plugin.call_info(&ctx.bare(), app)?;
@@ -273,7 +284,7 @@ fn link_error(name: &str, error: &wasmtime::Error) -> Error {
 pub struct Plugin {
     name: String,
     info: PluginInfo,
-    pre: OverridePluginPre<HostState>,
+    contract: Arc<dyn Contract>,
     sandbox: Sandbox,
 }
 
@@ -294,7 +305,9 @@ impl Plugin {
         &self.name
     }
 
-    /// Computes the system overrides for `chart`: a JSON object.
+    /// Computes the system overrides for `chart`: a JSON object. (The
+    /// values of [`Plugin::answer`] for a chart with no user overrides and
+    /// no namespace, for tools that run a plugin outside an app.)
     ///
     /// # Errors
     ///
@@ -306,17 +319,46 @@ impl Plugin {
         facts: &Facts,
         chart: &str,
     ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
-        let inputs = [
-            &json_bytes(app)[..],
-            &json_bytes(facts)[..],
-            chart.as_bytes(),
-        ];
-        let (wit_app, wit_facts) = (app.to_wit(), facts.to_wit());
-        let text = self.call(ctx, &app.name, "overrides", &inputs, |plugin, store| {
-            plugin.call_overrides(store, &wit_app, &wit_facts, chart)
+        let call = ChartCall {
+            app: app.name.clone(),
+            version: app.version.clone(),
+            chart: chart.to_string(),
+            namespace: String::new(),
+            user_overrides: serde_json::Value::Object(serde_json::Map::new()),
+        };
+        Ok(self.answer(ctx, &call, facts)?.values)
+    }
+
+    /// Asks for one chart's answer: its system overrides and, from a 0.2
+    /// plugin, secret values, secrets to generate and whether the chart is
+    /// disabled.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Fault`] with the fault that ended the call.
+    pub fn answer(
+        &self,
+        ctx: &CallContext,
+        call: &ChartCall,
+        facts: &Facts,
+    ) -> Result<ChartAnswer, Error> {
+        let app = App {
+            name: call.app.clone(),
+            version: call.version.clone(),
+        };
+        let (app_json, facts_json) = (json_bytes(&app), self.facts_json(facts));
+        let user_json = json_bytes(&call.user_overrides);
+        let mut inputs = vec![&app_json[..], &facts_json[..], call.chart.as_bytes()];
+        if self.info.contract != "0.1.0" {
+            inputs.extend([call.namespace.as_bytes(), &user_json[..]]);
+        }
+        let contract = Arc::clone(&self.contract);
+        let sections = self.info.facts.clone();
+        let answer = self.call(ctx, &call.app, "overrides", &inputs, |store| {
+            contract.overrides(store, call, facts, &sections)
         })?;
-        let text = text.map_err(|e| self.plugin_error(e))?;
-        self.parse_overrides(&text)
+        let answer = answer.map_err(|e| self.plugin_error(e))?;
+        self.check_answer(answer)
     }
 
     /// Decides the workload kind of `component`, or `None` when the plugin
@@ -334,23 +376,19 @@ impl Plugin {
     ) -> Result<Option<WorkloadKind>, Error> {
         let inputs = [
             &json_bytes(app)[..],
-            &json_bytes(facts)[..],
+            &self.facts_json(facts)[..],
             &json_bytes(component)[..],
         ];
-        let (wit_app, wit_facts, wit_component) =
-            (app.to_wit(), facts.to_wit(), component.to_wit());
-        let answer = self.call(ctx, &app.name, "workload-kind", &inputs, |plugin, store| {
-            plugin.call_workload_kind(store, &wit_app, &wit_facts, &wit_component)
+        let contract = Arc::clone(&self.contract);
+        let sections = self.info.facts.clone();
+        let answer = self.call(ctx, &app.name, "workload-kind", &inputs, |store| {
+            contract.workload_kind(store, app, facts, &sections, component)
         })?;
-        match answer {
-            Ok(wit::WorkloadKind::Deployment) => Ok(Some(WorkloadKind::Deployment)),
-            Ok(wit::WorkloadKind::StatefulSet) => Ok(Some(WorkloadKind::StatefulSet)),
-            Err(wit::PluginError::Unsupported(_)) => Ok(None),
-            Err(e) => Err(self.plugin_error(e)),
-        }
+        answer.map_err(|e| self.plugin_error(e))
     }
 
-    /// Runs a lifecycle hook.
+    /// Runs a lifecycle hook, told only which hook (for tools that run a
+    /// plugin outside an app): the verdict of [`Plugin::hook`].
     ///
     /// # Errors
     ///
@@ -362,28 +400,41 @@ impl Plugin {
         app: &App,
         facts: &Facts,
     ) -> Result<HookOutcome, Error> {
-        let inputs = [
-            hook.as_str().as_bytes(),
-            &json_bytes(app)[..],
-            &json_bytes(facts)[..],
-        ];
-        let (wit_app, wit_facts) = (app.to_wit(), facts.to_wit());
-        let outcome = self.call(ctx, &app.name, "lifecycle", &inputs, |plugin, store| {
-            plugin.call_lifecycle(store, hook_to_wit(hook), &wit_app, &wit_facts)
-        })?;
-        match outcome.map_err(|e| self.plugin_error(e))? {
-            wit::HookOutcome::Proceed => Ok(HookOutcome::Proceed),
-            wit::HookOutcome::Veto(reason) => {
-                self.check_size(reason.len())?;
-                Ok(HookOutcome::Veto(reason))
-            }
+        let call = HookCall::new(hook, HookOperation::of(hook), &app.name, &app.version);
+        Ok(self.hook(ctx, &call, facts)?.verdict)
+    }
+
+    /// Runs a lifecycle hook with everything the call is told, and checks
+    /// the answer's shape (the actions are checked against the operator's
+    /// policy by the lifecycle, before any is taken).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Fault`] with the fault that ended the call.
+    pub fn hook(&self, ctx: &CallContext, call: &HookCall, facts: &Facts) -> Result<HookAnswer, Error> {
+        let app = App {
+            name: call.app.clone(),
+            version: call.version.clone(),
+        };
+        let (app_json, facts_json) = (json_bytes(&app), self.facts_json(facts));
+        let call_json = json_bytes(call);
+        let state = call.state.clone().unwrap_or_default();
+        let mut inputs = vec![call.hook.as_str().as_bytes(), &app_json[..], &facts_json[..]];
+        if self.info.contract != "0.1.0" {
+            inputs.extend([&call_json[..], &state[..]]);
         }
+        let contract = Arc::clone(&self.contract);
+        let sections = self.info.facts.clone();
+        let answer = self.call(ctx, &call.app, "lifecycle", &inputs, |store| {
+            contract.lifecycle(store, call, facts, &sections)
+        })?;
+        let answer = answer.map_err(|e| self.plugin_error(e))?;
+        self.check_hook_answer(answer)
     }
 
     fn call_info(&self, ctx: &CallContext, app: &str) -> Result<PluginInfo, Error> {
-        let info = self.call(ctx, app, "info", &[], |plugin, store| {
-            plugin.call_info(store)
-        })?;
+        let contract = Arc::clone(&self.contract);
+        let info = self.call(ctx, app, "info", &[], |store| contract.info(store))?;
         if info.name.is_empty()
             || info.name.len() > MAX_NAME_BYTES
             || info.version.len() > MAX_NAME_BYTES
@@ -404,13 +455,149 @@ impl Plugin {
                 ),
             }));
         }
+        let mut facts = info.facts;
+        facts.sort();
+        facts.dedup();
         Ok(PluginInfo {
             name: info.name,
             version: info.version,
             charts: info.charts,
-            hooks: info.hooks.into_iter().map(hook_from_wit).collect(),
+            hooks: info.hooks,
             decides_workloads: info.decides_workloads,
+            facts,
+            contract: self.contract.version(),
         })
+    }
+
+    /// A chart answer's values parsed, and its other parts checked to be
+    /// within the contract's bounds.
+    fn check_answer(&self, raw: RawAnswer) -> Result<ChartAnswer, Error> {
+        let size = raw.values.len()
+            + raw
+                .secret_values
+                .iter()
+                .map(|v| v.path.len() + 64)
+                .sum::<usize>()
+            + raw.generate.iter().map(|g| g.name.len() + 64).sum::<usize>();
+        self.check_size(size)?;
+        let values = self.parse_overrides(&raw.values)?;
+        for value in &raw.secret_values {
+            if value.path.is_empty() {
+                return Err(self.invalid("a secret value has an empty path".into()));
+            }
+        }
+        for secret in &raw.generate {
+            if let Err(e) = crate::model::SecretName::parse(&secret.name) {
+                return Err(self.invalid(e.to_string()));
+            }
+            match &secret.shape {
+                SecretShape::Password { length, .. } if !(8..=256).contains(length) => {
+                    return Err(self.invalid(format!(
+                        "generated secret {}: a password of {length} characters (8 to 256)",
+                        secret.name
+                    )));
+                }
+                SecretShape::Certificate { validity_days, .. }
+                    if !(1..=3650).contains(validity_days) =>
+                {
+                    return Err(self.invalid(format!(
+                        "generated secret {}: a certificate valid {validity_days} days (1 to 3650)",
+                        secret.name
+                    )));
+                }
+                _ => {}
+            }
+        }
+        Ok(ChartAnswer {
+            values,
+            secret_values: raw.secret_values,
+            generate: raw.generate,
+            disabled: raw.disabled,
+        })
+    }
+
+    /// A hook answer's JSON parsed and its bounds checked.
+    fn check_hook_answer(&self, raw: RawHookAnswer) -> Result<HookAnswer, Error> {
+        let mut size = raw.state.as_ref().map_or(0, Vec::len);
+        if let HookOutcome::Veto(reason) = &raw.verdict {
+            size += reason.len();
+        }
+        for action in &raw.actions {
+            size += match action {
+                RawAction::Ensure(text) => text.len(),
+                RawAction::PatchOverrides { chart, patch } => chart.len() + patch.len(),
+                RawAction::Plain(_) => 64,
+            };
+        }
+        self.check_size(size)?;
+        if let Some(state) = &raw.state
+            && state.len() > MAX_HOOK_STATE_BYTES
+        {
+            return Err(self.invalid(format!(
+                "hook state of {} bytes, more than {} KiB",
+                state.len(),
+                MAX_HOOK_STATE_BYTES >> 10
+            )));
+        }
+        if let Some(ReleaseStatus::RetryAfter(seconds)) = &raw.status
+            && !(1..=MAX_RETRY_AFTER_SECONDS).contains(seconds)
+        {
+            return Err(self.invalid(format!(
+                "status asks to retry after {seconds} s (1 to {MAX_RETRY_AFTER_SECONDS})"
+            )));
+        }
+        let mut actions = Vec::with_capacity(raw.actions.len());
+        for action in raw.actions {
+            actions.push(match action {
+                RawAction::Plain(action) => action,
+                RawAction::Ensure(text) => match serde_json::from_str(&text) {
+                    Ok(object @ serde_json::Value::Object(_)) => Action::Ensure(object),
+                    Ok(other) => {
+                        return Err(self.invalid(format!(
+                            "ensure: the object must be a JSON object, got {}",
+                            json_kind(&other)
+                        )));
+                    }
+                    Err(e) => {
+                        return Err(self.invalid(format!("ensure: the object is not valid JSON: {e}")));
+                    }
+                },
+                RawAction::PatchOverrides { chart, patch } => match serde_json::from_str(&patch) {
+                    Ok(patch @ serde_json::Value::Object(_)) => Action::PatchOverrides { chart, patch },
+                    Ok(other) => {
+                        return Err(self.invalid(format!(
+                            "patch-overrides {chart}: the patch must be a JSON object, got {}",
+                            json_kind(&other)
+                        )));
+                    }
+                    Err(e) => {
+                        return Err(self.invalid(format!(
+                            "patch-overrides {chart}: the patch is not valid JSON: {e}"
+                        )));
+                    }
+                },
+            });
+        }
+        Ok(HookAnswer {
+            verdict: raw.verdict,
+            actions,
+            state: raw.state,
+            status: raw.status,
+        })
+    }
+
+    /// The facts as a call's seed reads them: for a 0.1.0 plugin, only
+    /// what 0.1.0 has (see [`Facts::as_of_0_1`]).
+    fn facts_json(&self, facts: &Facts) -> Vec<u8> {
+        if self.info.contract == "0.1.0" {
+            json_bytes(&facts.as_of_0_1())
+        } else {
+            json_bytes(facts)
+        }
+    }
+
+    fn invalid(&self, reason: String) -> Error {
+        self.fault(Fault::InvalidOutput { reason })
     }
 
     /// Runs one export in a fresh store under the policy's limits, in a
@@ -425,7 +612,7 @@ impl Plugin {
         app: &str,
         function: &str,
         inputs: &[&[u8]],
-        invoke: impl FnOnce(&OverridePlugin, &mut Store<HostState>) -> wasmtime::Result<R>,
+        invoke: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
         let started = Instant::now();
         let inner = &self.sandbox.inner;
@@ -458,10 +645,7 @@ impl Plugin {
         });
         let span = tracing::debug_span!("plugin call", plugin = %self.name, function);
         let _entered = span.enter();
-        let result = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|plugin| invoke(&plugin, &mut store));
+        let result = invoke(&mut store);
         store.data().forward_stdio();
         let result = match result {
             // A call that returned may still have hit a limit it then
@@ -518,16 +702,14 @@ impl Plugin {
         Ok(())
     }
 
-    fn plugin_error(&self, error: wit::PluginError) -> Error {
-        let (make, message): (fn(String) -> PluginError, String) = match error {
-            wit::PluginError::InvalidFacts(m) => (PluginError::InvalidFacts, m),
-            wit::PluginError::Unsupported(m) => (PluginError::Unsupported, m),
-            wit::PluginError::Failed(m) => (PluginError::Failed, m),
+    fn plugin_error(&self, error: PluginError) -> Error {
+        let message = match &error {
+            PluginError::InvalidFacts(m) | PluginError::Unsupported(m) | PluginError::Failed(m) => m,
         };
         if let Err(too_large) = self.check_size(message.len()) {
             return too_large;
         }
-        self.fault(Fault::PluginError(make(message)))
+        self.fault(Fault::PluginError(error))
     }
 
     fn fault(&self, fault: Fault) -> Error {
@@ -550,30 +732,6 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "a string",
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
-    }
-}
-
-fn hook_to_wit(hook: Hook) -> wit::Hook {
-    match hook {
-        Hook::SemanticCheck => wit::Hook::SemanticCheck,
-        Hook::PreApply => wit::Hook::PreApply,
-        Hook::PostApply => wit::Hook::PostApply,
-        Hook::PreRemove => wit::Hook::PreRemove,
-        Hook::PostRemove => wit::Hook::PostRemove,
-        Hook::PreUpdate => wit::Hook::PreUpdate,
-        Hook::PostUpdate => wit::Hook::PostUpdate,
-    }
-}
-
-fn hook_from_wit(hook: wit::Hook) -> Hook {
-    match hook {
-        wit::Hook::SemanticCheck => Hook::SemanticCheck,
-        wit::Hook::PreApply => Hook::PreApply,
-        wit::Hook::PostApply => Hook::PostApply,
-        wit::Hook::PreRemove => Hook::PreRemove,
-        wit::Hook::PostRemove => Hook::PostRemove,
-        wit::Hook::PreUpdate => Hook::PreUpdate,
-        wit::Hook::PostUpdate => Hook::PostUpdate,
     }
 }
 

@@ -1,0 +1,464 @@
+//! What a plugin is asked and what it answers beyond values and vetoes
+//! (contract 0.2), in the host's terms: the fact sections a plugin reads,
+//! a chart call with its user overrides, a chart answer with secret values,
+//! generated secrets and "disabled", a hook call with its context, and a
+//! hook answer with the actions it asks the host to take.
+//!
+//! The sandbox converts these to and from each contract version's WIT
+//! types (a 0.1.0 plugin gets the parts 0.1.0 has and answers without the
+//! rest); the lifecycle checks the actions against the operator's policy
+//! and takes them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::hook::Hook;
+use super::object::ObjectRef;
+
+/// A section of the facts (contract 0.2): a plugin declares the ones it
+/// reads, and is handed only those.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum FactsSection {
+    /// The platform as a whole.
+    System,
+    /// The hosts and their states.
+    Hosts,
+    /// Each host's hardware inventory (implies `hosts`).
+    Inventory,
+    /// The platform networks.
+    Networks,
+    /// The storage backends, with health.
+    Storage,
+    /// The platform's service parameters.
+    ServiceParameters,
+    /// The cluster: version, served API versions, StorageClasses.
+    Cluster,
+}
+
+impl FactsSection {
+    /// Every section.
+    pub const ALL: [FactsSection; 7] = [
+        FactsSection::System,
+        FactsSection::Hosts,
+        FactsSection::Inventory,
+        FactsSection::Networks,
+        FactsSection::Storage,
+        FactsSection::ServiceParameters,
+        FactsSection::Cluster,
+    ];
+
+    /// The section's name as the WIT contract spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FactsSection::System => "system",
+            FactsSection::Hosts => "hosts",
+            FactsSection::Inventory => "inventory",
+            FactsSection::Networks => "networks",
+            FactsSection::Storage => "storage",
+            FactsSection::ServiceParameters => "service-parameters",
+            FactsSection::Cluster => "cluster",
+        }
+    }
+}
+
+impl fmt::Display for FactsSection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One chart of an app, as a plugin is asked about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChartCall {
+    /// The app's name.
+    pub app: String,
+    /// The app's version.
+    pub version: String,
+    /// The chart.
+    pub chart: String,
+    /// The namespace the chart is installed in.
+    pub namespace: String,
+    /// The chart's user overrides (read-only): a JSON object.
+    pub user_overrides: serde_json::Value,
+}
+
+/// A key of a Secret in the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretKeyRef {
+    /// The Secret's namespace.
+    pub namespace: String,
+    /// The Secret's name.
+    pub name: String,
+    /// The key within its data.
+    pub key: String,
+}
+
+/// A key of a secret the host generated for the app.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GeneratedKey {
+    /// The generated secret's name.
+    pub name: String,
+    /// The key (`password`, `private-key`, `tls.crt`, ...).
+    pub key: String,
+}
+
+/// Where a secret value comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SecretSource {
+    /// A key of an existing Secret.
+    Existing(SecretKeyRef),
+    /// A key of a generated secret.
+    Generated(GeneratedKey),
+}
+
+impl fmt::Display for SecretSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SecretSource::Existing(r) => {
+                write!(f, "Secret {}/{} key {}", r.namespace, r.name, r.key)
+            }
+            SecretSource::Generated(g) => write!(f, "generated secret {} key {}", g.name, g.key),
+        }
+    }
+}
+
+/// A Helm value filled in from a secret at render: only the reference is
+/// ever stored, logged or shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretValue {
+    /// The value's dot-separated path.
+    pub path: String,
+    /// Where its value comes from.
+    pub source: SecretSource,
+}
+
+/// The characters of a generated password.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Charset {
+    /// `A-Z a-z 0-9`.
+    Alphanumeric,
+    /// `0-9 a-f`.
+    Hex,
+    /// Printable ASCII but space, quotes and backslash.
+    Printable,
+}
+
+/// What a generated secret is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case", tag = "type")]
+pub enum SecretShape {
+    /// A random password.
+    Password {
+        /// Its length.
+        length: u32,
+        /// Its characters.
+        charset: Charset,
+    },
+    /// An Ed25519 key pair.
+    Ed25519Key,
+    /// A self-signed certificate with an ECDSA P-256 key.
+    #[serde(rename_all = "camelCase")]
+    Certificate {
+        /// Its common name.
+        common_name: String,
+        /// Its DNS subject alternative names.
+        dns_names: Vec<String>,
+        /// Days it is valid.
+        validity_days: u32,
+    },
+}
+
+impl SecretShape {
+    /// The keys a secret of this shape holds.
+    pub fn keys(&self) -> &'static [&'static str] {
+        match self {
+            SecretShape::Password { .. } => &["password"],
+            SecretShape::Ed25519Key => &["private-key", "public-key"],
+            SecretShape::Certificate { .. } => &["tls.crt", "tls.key", "ca.crt"],
+        }
+    }
+}
+
+/// A secret the host generates once for the app and keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GeneratedSecret {
+    /// Its name within the app.
+    pub name: String,
+    /// What to generate.
+    pub shape: SecretShape,
+}
+
+/// A plugin's answer for one chart.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChartAnswer {
+    /// The chart's system overrides.
+    pub values: serde_json::Map<String, serde_json::Value>,
+    /// Values filled in from secrets at render.
+    pub secret_values: Vec<SecretValue>,
+    /// Secrets to generate for the app.
+    pub generate: Vec<GeneratedSecret>,
+    /// Leave the chart out of the apply.
+    pub disabled: bool,
+}
+
+/// Who started an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The operator.
+    Manual,
+    /// The host on its own.
+    Auto,
+}
+
+/// The operation a hook is part of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HookOperation {
+    /// An apply.
+    Apply,
+    /// A remove.
+    Remove,
+    /// An update or a rollback.
+    Update,
+    /// A recovery.
+    Recover,
+    /// An abort.
+    Abort,
+    /// A re-evaluation after the platform changed.
+    EvaluateReapply,
+}
+
+impl HookOperation {
+    /// The operation a hook is part of when nothing else says: `apply`
+    /// for the apply hooks and `semantic-check`, and the hook's own
+    /// operation for the others.
+    pub fn of(hook: Hook) -> HookOperation {
+        match hook {
+            Hook::SemanticCheck | Hook::PreApply | Hook::PostApply | Hook::Status => {
+                HookOperation::Apply
+            }
+            Hook::PreRemove | Hook::PostRemove => HookOperation::Remove,
+            Hook::PreUpdate | Hook::PostUpdate => HookOperation::Update,
+            Hook::EvaluateReapply => HookOperation::EvaluateReapply,
+            Hook::PostAbort => HookOperation::Abort,
+            Hook::PreRecover | Hook::PostRecover => HookOperation::Recover,
+        }
+    }
+}
+
+/// What changed on the platform, for `evaluate-reapply`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Trigger {
+    /// `node-added`, `node-removed`, `node-relabelled`, `facts-changed` or
+    /// `platform-event`.
+    pub kind: String,
+    /// Its details, `KEY=VALUE`.
+    pub details: Vec<(String, String)>,
+}
+
+/// An object as the host read it for a `status` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observed {
+    /// The object.
+    pub object: ObjectRef,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Whether it is ready by kstatus's rules.
+    pub ready: bool,
+}
+
+/// Everything a hook call is told.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookCall {
+    /// The hook.
+    pub hook: Hook,
+    /// The app's name.
+    pub app: String,
+    /// The app's version the hook belongs to.
+    pub version: String,
+    /// Who started the operation.
+    pub mode: Mode,
+    /// The operation.
+    pub operation: HookOperation,
+    /// For updates: the version left.
+    pub from_version: Option<String>,
+    /// For updates: the version gone to.
+    pub to_version: Option<String>,
+    /// For `status`: the release asked about.
+    pub release: Option<String>,
+    /// For `status`: its namespace.
+    pub release_namespace: Option<String>,
+    /// For `status`: 1, 2, ... at each call for the release; else 1.
+    pub attempt: u32,
+    /// The namespaces of the app's charts, each once.
+    pub namespaces: Vec<String>,
+    /// For `evaluate-reapply`: what changed.
+    pub trigger: Option<Trigger>,
+    /// For post hooks: the state the plugin's pre hook left.
+    #[serde(skip)]
+    pub state: Option<Vec<u8>>,
+    /// Every chart's user overrides.
+    pub user_overrides: Vec<(String, serde_json::Value)>,
+    /// For `status`: the objects observed.
+    pub observed: Vec<Observed>,
+}
+
+impl HookCall {
+    /// A call of `hook` for `app` at `version`, manual, with nothing else.
+    pub fn new(hook: Hook, operation: HookOperation, app: &str, version: &str) -> HookCall {
+        HookCall {
+            hook,
+            app: app.to_string(),
+            version: version.to_string(),
+            mode: Mode::Manual,
+            operation,
+            from_version: None,
+            to_version: None,
+            release: None,
+            release_namespace: None,
+            attempt: 1,
+            namespaces: Vec::new(),
+            trigger: None,
+            state: None,
+            user_overrides: Vec::new(),
+            observed: Vec::new(),
+        }
+    }
+}
+
+/// A release's status as the `status` hook answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseStatus {
+    /// Ready.
+    Ready,
+    /// Ask again after this many seconds.
+    RetryAfter(u32),
+    /// Will not become ready.
+    Failed(String),
+}
+
+/// What kind of object a mirror copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MirrorKind {
+    /// A Secret.
+    Secret,
+    /// A ConfigMap.
+    ConfigMap,
+}
+
+impl MirrorKind {
+    /// The kind as Kubernetes spells it.
+    pub fn kind(self) -> &'static str {
+        match self {
+            MirrorKind::Secret => "Secret",
+            MirrorKind::ConfigMap => "ConfigMap",
+        }
+    }
+}
+
+/// Copy an object into one of the app's namespaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Mirror {
+    /// What to copy.
+    pub kind: MirrorKind,
+    /// The source's namespace.
+    pub from_namespace: String,
+    /// The source's name.
+    pub from_name: String,
+    /// The copy's namespace.
+    pub to_namespace: String,
+    /// The copy's name.
+    pub to_name: String,
+}
+
+/// Something a hook asks the host to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Copy a Secret or ConfigMap into one of the app's namespaces.
+    Mirror(Mirror),
+    /// Apply this object as owned by the app.
+    Ensure(serde_json::Value),
+    /// Delete an object the app owns.
+    Delete(ObjectRef),
+    /// Restart a workload the app owns.
+    Restart(ObjectRef),
+    /// Patch a chart's user overrides (a JSON merge patch).
+    PatchOverrides {
+        /// The chart.
+        chart: String,
+        /// The merge patch.
+        patch: serde_json::Value,
+    },
+    /// Ask for another apply once this operation ends.
+    RequestReapply(String),
+    /// Read this object before each later `status` call.
+    Observe(ObjectRef),
+}
+
+impl Action {
+    /// The action's name, as errors and history spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Mirror(_) => "mirror",
+            Action::Ensure(_) => "ensure",
+            Action::Delete(_) => "delete",
+            Action::Restart(_) => "restart",
+            Action::PatchOverrides { .. } => "patch-overrides",
+            Action::RequestReapply(_) => "request-reapply",
+            Action::Observe(_) => "observe",
+        }
+    }
+}
+
+/// A hook's whole answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookAnswer {
+    /// Go on, or stop.
+    pub verdict: super::HookOutcome,
+    /// What the host is to do, in order.
+    pub actions: Vec<Action>,
+    /// State for the post hook.
+    pub state: Option<Vec<u8>>,
+    /// For `status`: the release's status.
+    pub status: Option<ReleaseStatus>,
+}
+
+impl HookAnswer {
+    /// Go on, asking nothing.
+    pub fn proceed() -> HookAnswer {
+        HookAnswer {
+            verdict: super::HookOutcome::Proceed,
+            actions: Vec::new(),
+            state: None,
+            status: None,
+        }
+    }
+}
+
+impl From<super::HookOutcome> for HookAnswer {
+    fn from(verdict: super::HookOutcome) -> HookAnswer {
+        HookAnswer {
+            verdict,
+            ..HookAnswer::proceed()
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! A plugin built against `capstan:plugin@0.2.0` with wit-bindgen alone (no
+//! SDK), for the host's tests: it reports what it is handed, so that a
+//! test can see the sections it declared and no others, the chart's
+//! namespace and user overrides, and each hook's context and state.
+//!
+//! - `overrides` for chart `web` answers `{"seen": {...}}` with the call
+//!   and the facts it got; the user override `disableWeb: true` disables
+//!   the chart, and `askSecret: true` asks for a secret value.
+//! - every pre hook leaves the state `HOOK VERSION MODE OPERATION`; a post
+//!   hook vetoes with what it was handed when the user overrides of `web`
+//!   hold `vetoPost: true`; a pre hook asks for a `delete` when they hold
+//!   `askDelete: true`.
+
+// The bindings that `export!` expands here are wit-bindgen's ABI glue
+// (`unsafe` and `export_name`); this crate writes no unsafe code itself.
+#![allow(unsafe_code)]
+
+wit_bindgen::generate!({
+    path: "../../../wit/v0.2",
+    world: "capstan:plugin/override-plugin",
+    generate_all,
+});
+
+use capstan::plugin::types::*;
+use serde_json::{Value, json};
+
+struct ContractV2;
+
+fn flag(user: &str, key: &str) -> bool {
+    serde_json::from_str::<Value>(user)
+        .ok()
+        .and_then(|v| v.get(key).and_then(Value::as_bool))
+        .unwrap_or(false)
+}
+
+fn web_overrides(call: &HookCall) -> String {
+    call.user_overrides
+        .iter()
+        .find(|c| c.chart == "web")
+        .map(|c| c.values.clone())
+        .unwrap_or_else(|| "{}".into())
+}
+
+impl Guest for ContractV2 {
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "contract-v2".into(),
+            version: "0.2.0".into(),
+            charts: vec!["web".into()],
+            hooks: vec![
+                Hook::SemanticCheck,
+                Hook::PreApply,
+                Hook::PostApply,
+                Hook::PreUpdate,
+                Hook::PostUpdate,
+                Hook::PreRemove,
+                Hook::PostRemove,
+            ],
+            decides_workloads: false,
+            facts: vec![FactsSection::System, FactsSection::Hosts, FactsSection::Storage],
+        }
+    }
+
+    fn overrides(call: ChartCall, facts: Facts) -> Result<ChartAnswer, PluginError> {
+        let user: Value = serde_json::from_str(&call.user_overrides)
+            .map_err(|e| PluginError::InvalidFacts(format!("user overrides: {e}")))?;
+        let mut sections = Vec::new();
+        if facts.system.is_some() {
+            sections.push("system");
+        }
+        if facts.hosts.is_some() {
+            sections.push("hosts");
+        }
+        if facts.networks.is_some() {
+            sections.push("networks");
+        }
+        if facts.storage.is_some() {
+            sections.push("storage");
+        }
+        if facts.service_parameters.is_some() {
+            sections.push("service-parameters");
+        }
+        if facts.cluster.is_some() {
+            sections.push("cluster");
+        }
+        let hosts: Vec<String> = facts
+            .hosts
+            .iter()
+            .flatten()
+            .map(|h| {
+                format!(
+                    "{}:{:?}/{:?}/{:?}",
+                    h.name, h.administrative, h.operational, h.availability
+                )
+                .to_lowercase()
+            })
+            .collect();
+        let storage: Vec<String> = facts
+            .storage
+            .iter()
+            .flatten()
+            .map(|b| format!("{}:{:?}", b.name, b.health).to_lowercase())
+            .collect();
+        let system = facts.system.as_ref().map(|s| {
+            json!({"mode": format!("{:?}", s.mode).to_lowercase(), "type": format!("{:?}", s.system_type).to_lowercase(), "name": s.name})
+        });
+        let values = json!({
+            "seen": {
+                "app": call.app.name,
+                "version": call.app.version,
+                "chart": call.chart,
+                "namespace": call.namespace,
+                "user": user,
+                "sections": sections,
+                "system": system,
+                "hosts": hosts,
+                "storage": storage,
+            }
+        });
+        let mut secret_values = Vec::new();
+        if user.get("askSecret").and_then(Value::as_bool) == Some(true) {
+            secret_values.push(SecretValue {
+                path: "auth.password".into(),
+                source: SecretSource::Generated(GeneratedKey {
+                    name: "db".into(),
+                    key: "password".into(),
+                }),
+            });
+        }
+        Ok(ChartAnswer {
+            values: values.to_string(),
+            secret_values,
+            generate: Vec::new(),
+            disabled: user.get("disableWeb").and_then(Value::as_bool) == Some(true),
+        })
+    }
+
+    fn workload_kind(_: App, _: Facts, _: Component) -> Result<WorkloadKind, PluginError> {
+        Err(PluginError::Unsupported("workload kinds".into()))
+    }
+
+    fn lifecycle(call: HookCall, _facts: Facts) -> Result<HookAnswer, PluginError> {
+        let user = web_overrides(&call);
+        let hook = format!("{:?}", call.hook).to_lowercase();
+        let pre = matches!(
+            call.hook,
+            Hook::PreApply | Hook::PreUpdate | Hook::PreRemove | Hook::PreRecover
+        );
+        let mut answer = HookAnswer {
+            verdict: Verdict::Proceed,
+            actions: Vec::new(),
+            state: None,
+            status: None,
+        };
+        if pre {
+            answer.state = Some(
+                format!(
+                    "{hook} {} {:?} {:?}",
+                    call.app.version, call.mode, call.operation
+                )
+                .to_lowercase()
+                .into_bytes(),
+            );
+            if flag(&user, "askDelete") {
+                answer.actions.push(Action::Delete(ObjectRef {
+                    api_version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    namespace: Some("default".into()),
+                    name: "anything".into(),
+                }));
+            }
+        }
+        let post = matches!(
+            call.hook,
+            Hook::PostApply | Hook::PostUpdate | Hook::PostRemove | Hook::PostRecover
+        );
+        if post && flag(&user, "vetoPost") {
+            let state = call
+                .state
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default()
+                .into_owned();
+            answer.verdict = Verdict::Veto(format!(
+                "{hook} was handed state [{state}] from {:?} to {:?}",
+                call.from_version, call.to_version
+            ));
+        }
+        Ok(answer)
+    }
+}
+
+export!(ContractV2);
