@@ -10,7 +10,14 @@
 //! - typed [`Facts`] about the platform;
 //! - [`Values`], a builder for the JSON values `overrides` returns;
 //! - [`log`] functions that reach the host's log;
-//! - [`testing`], to unit-test plugin logic natively, without wasm.
+//! - [`testing`], to unit-test plugin logic natively, without wasm;
+//! - [`v2`], the same for contract 0.2.0 (typed fact sections, user
+//!   overrides, secret values, generated secrets, hook actions), exported
+//!   with [`export_plugin_v2!`].
+//!
+//! The API at the crate root is contract 0.1.0's and stays as it is:
+//! plugins written for it build unchanged. A plugin crate uses one contract,
+//! 0.1.0 through the root or 0.2.0 through [`v2`].
 //!
 //! # Example
 //!
@@ -42,12 +49,15 @@
 //! Build with `cargo build --release --target wasm32-wasip2`; the `.wasm` in
 //! `target/wasm32-wasip2/release/` is the component to ship in a bundle.
 
+#![warn(missing_docs)]
+
 extern crate self as capstan_plugin_sdk;
 
 mod facts;
 pub mod log;
 mod plugin;
 pub mod testing;
+pub mod v2;
 mod values;
 
 pub use facts::{
@@ -58,18 +68,10 @@ pub use plugin::{Hook, HookOutcome, Info, Plugin, PluginError, WorkloadKind};
 pub use values::Values;
 
 /// The bindings generated from `wit/plugin.wit`. Plugin authors do not need
-/// them; [`export_plugin!`] uses them.
+/// them; [`export_plugin!`] uses them. They live in a crate of their own so
+/// that only 0.1 components carry 0.1's types (see that crate's docs).
 #[doc(hidden)]
-pub mod bindings {
-    wit_bindgen::generate!({
-        path: "../wit",
-        world: "capstan:plugin/override-plugin",
-        pub_export_macro: true,
-        export_macro_name: "__export_override_plugin",
-        default_bindings_module: "capstan_plugin_sdk::bindings",
-        runtime_path: "capstan_plugin_sdk::__private::wit_bindgen::rt",
-    });
-}
+pub use capstan_plugin_sdk_wit_v0_1::bindings;
 
 #[doc(hidden)]
 pub mod __private {
