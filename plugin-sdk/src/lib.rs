@@ -50,6 +50,10 @@
 //! `target/wasm32-wasip2/release/` is the component to ship in a bundle.
 
 #![warn(missing_docs)]
+// `capstan plugin new` copies this file and the others beside it (not
+// `v2/`) under a manifest that declares no features; there `feature = "v2"`
+// is a name the manifest does not know, and the crate is the 0.1.0 SDK.
+#![allow(unexpected_cfgs)]
 
 extern crate self as capstan_plugin_sdk;
 
@@ -57,6 +61,7 @@ mod facts;
 pub mod log;
 mod plugin;
 pub mod testing;
+#[cfg(feature = "v2")]
 pub mod v2;
 mod values;
 
@@ -68,10 +73,35 @@ pub use plugin::{Hook, HookOutcome, Info, Plugin, PluginError, WorkloadKind};
 pub use values::Values;
 
 /// The bindings generated from `wit/plugin.wit`. Plugin authors do not need
-/// them; [`export_plugin!`] uses them. They live in a crate of their own so
-/// that only 0.1 components carry 0.1's types (see that crate's docs).
+/// them; [`export_plugin!`] uses them.
+///
+/// With feature `v2` they come from a crate of their own,
+/// `capstan-plugin-sdk-wit-v0-1`: wit-bindgen describes the world's imports
+/// in a custom section that the linker keeps with whatever code shares its
+/// object, so bindings generated here would give every 0.2 component 0.1's
+/// types as imports (and the 0.2 bindings every 0.1 component 0.2's). Apart,
+/// each reaches only the components of its own contract. Without the
+/// feature (a copy written by `capstan plugin new`, 0.1 only) they are
+/// generated here, as they always were.
+#[cfg(feature = "v2")]
 #[doc(hidden)]
 pub use capstan_plugin_sdk_wit_v0_1::bindings;
+
+/// The bindings generated from `wit/plugin.wit`. Plugin authors do not need
+/// them; [`export_plugin!`] uses them.
+#[cfg(not(feature = "v2"))]
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "capstan:plugin/override-plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_override_plugin",
+        default_bindings_module: "capstan_plugin_sdk::bindings",
+        runtime_path: "capstan_plugin_sdk::__private::wit_bindgen::rt",
+    });
+}
 
 #[doc(hidden)]
 pub mod __private {

@@ -46,7 +46,7 @@
 //!             .reading([Section::System, Section::Hosts])
 //!     }
 //!
-//!     fn overrides(call: &ChartCall, facts: &Facts) -> Result<Answer, PluginError> {
+//!     fn overrides(_call: &ChartCall, facts: &Facts) -> Result<Answer, PluginError> {
 //!         let replicas = facts.ready_controllers()?.min(2);
 //!         let values = Values::new()
 //!             .set("replicaCount", replicas)
