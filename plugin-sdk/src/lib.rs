@@ -10,7 +10,14 @@
 //! - typed [`Facts`] about the platform;
 //! - [`Values`], a builder for the JSON values `overrides` returns;
 //! - [`log`] functions that reach the host's log;
-//! - [`testing`], to unit-test plugin logic natively, without wasm.
+//! - [`testing`], to unit-test plugin logic natively, without wasm;
+//! - [`v2`], the same for contract 0.2.0 (typed fact sections, user
+//!   overrides, secret values, generated secrets, hook actions), exported
+//!   with [`export_plugin_v2!`].
+//!
+//! The API at the crate root is contract 0.1.0's and stays as it is:
+//! plugins written for it build unchanged. A plugin crate uses one contract,
+//! 0.1.0 through the root or 0.2.0 through [`v2`].
 //!
 //! # Example
 //!
@@ -42,12 +49,20 @@
 //! Build with `cargo build --release --target wasm32-wasip2`; the `.wasm` in
 //! `target/wasm32-wasip2/release/` is the component to ship in a bundle.
 
+#![warn(missing_docs)]
+// `capstan plugin new` copies this file and the others beside it (not
+// `v2/`) under a manifest that declares no features; there `feature = "v2"`
+// is a name the manifest does not know, and the crate is the 0.1.0 SDK.
+#![allow(unexpected_cfgs)]
+
 extern crate self as capstan_plugin_sdk;
 
 mod facts;
 pub mod log;
 mod plugin;
 pub mod testing;
+#[cfg(feature = "v2")]
+pub mod v2;
 mod values;
 
 pub use facts::{
@@ -59,7 +74,24 @@ pub use values::Values;
 
 /// The bindings generated from `wit/plugin.wit`. Plugin authors do not need
 /// them; [`export_plugin!`] uses them.
+///
+/// With feature `v2` they come from a crate of their own,
+/// `capstan-plugin-sdk-wit-v0-1`: wit-bindgen describes the world's imports
+/// in a custom section that the linker keeps with whatever code shares its
+/// object, so bindings generated here would give every 0.2 component 0.1's
+/// types as imports (and the 0.2 bindings every 0.1 component 0.2's). Apart,
+/// each reaches only the components of its own contract. Without the
+/// feature (a copy written by `capstan plugin new`, 0.1 only) they are
+/// generated here, as they always were.
+#[cfg(feature = "v2")]
 #[doc(hidden)]
+pub use capstan_plugin_sdk_wit_v0_1::bindings;
+
+/// The bindings generated from `wit/plugin.wit`. Plugin authors do not need
+/// them; [`export_plugin!`] uses them.
+#[cfg(not(feature = "v2"))]
+#[doc(hidden)]
+#[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",

@@ -19,32 +19,42 @@ pub enum Level {
     Error,
 }
 
+// Every function that reaches the import is `#[inline]`: it is then
+// compiled only into the plugins that call it, so a 0.2 plugin, which
+// never does, links nothing of the 0.1 bindings.
+
 /// Writes a log line at `level`.
+#[inline]
 pub fn log(level: Level, message: &str) {
     write(level, message);
 }
 
 /// Writes a debug line.
+#[inline]
 pub fn debug(message: &str) {
     log(Level::Debug, message);
 }
 
 /// Writes an info line.
+#[inline]
 pub fn info(message: &str) {
     log(Level::Info, message);
 }
 
 /// Writes a warning.
+#[inline]
 pub fn warn(message: &str) {
     log(Level::Warn, message);
 }
 
 /// Writes an error line.
+#[inline]
 pub fn error(message: &str) {
     log(Level::Error, message);
 }
 
 #[cfg(target_family = "wasm")]
+#[inline]
 fn write(level: Level, message: &str) {
     use crate::bindings::capstan::plugin::types::LogLevel;
     let level = match level {
