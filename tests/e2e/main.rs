@@ -11,6 +11,10 @@ mod support;
 /// time, and leaves the host able to run the next plugin.
 mod sandbox;
 
+/// Contract 0.2 beside 0.1 (issue 25): the sections a plugin declared,
+/// the chart's namespace and user overrides, hook context and state.
+mod contract_v2;
+
 /// Plugins in Python (issue 28): pytest, the shared vectors through both
 /// components, a hostile Python plugin against every grant and cap.
 mod python_plugins;

@@ -82,6 +82,13 @@ pub struct ServeArgs {
     #[arg(long = "lookup-cluster-scoped", value_name = "BOOL", default_value_t = true,
           action = clap::ArgAction::Set)]
     pub lookup_cluster_scoped: bool,
+    /// A YAML file of what plugins' hook actions may do (contract 0.2):
+    /// `default:` and `apps: {NAME: ...}`, each with `namespaces`,
+    /// `clusterScoped`, `rbac`, `mirrorFrom` and `maxOwned` (the
+    /// plugin authors' guide, Policy). Without it: each app's own
+    /// namespaces only.
+    #[arg(long = "action-policy", value_name = "FILE")]
+    pub action_policy: Option<std::path::PathBuf>,
     /// Deadline of one chart render in seconds (render limits; default 10).
     #[arg(long = "render-timeout", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub render_timeout: Option<u64>,
@@ -232,6 +239,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         namespaces: args.lookup_namespaces.iter().cloned().collect(),
         cluster_scoped: args.lookup_cluster_scoped,
     };
+    if let Some(path) = &args.action_policy {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("reading the action policy {}: {e}", path.display()))?;
+        options.action_policies = serde_yaml_ng::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("the action policy {}: {e}", path.display()))?;
+    }
     let cluster = args.kubeconfig.is_some() || args.in_cluster;
     anyhow::ensure!(
         cluster || (args.facts_configmap.is_none() && args.facts_role_label.is_none()),

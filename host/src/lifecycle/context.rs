@@ -33,6 +33,8 @@ pub(crate) struct Inner {
     pub reapply: Mutex<BTreeMap<String, String>>,
     /// What a connected render's `lookup` may read.
     pub lookup_policy: LookupPolicy,
+    /// What plugins' hook actions may do, per app (contract 0.2).
+    pub action_policies: crate::model::ActionPolicies,
     pub metrics: Metrics,
     pub checkpoints: Checkpoints,
     pub paths: StatePaths,

@@ -54,6 +54,8 @@ pub struct Options {
     pub policy: Policy,
     /// What a chart's `lookup` may read when rendering for the target.
     pub lookup_policy: LookupPolicy,
+    /// What plugins' hook actions may do, per app (contract 0.2).
+    pub action_policies: crate::model::ActionPolicies,
     /// Limits of every bundle.
     pub limits: Limits,
     /// Read test pause points from the environment.
@@ -83,6 +85,7 @@ impl Options {
             facts_source: None,
             policy: Policy::new(),
             lookup_policy: LookupPolicy::default(),
+            action_policies: crate::model::ActionPolicies::default(),
             limits: Limits::default(),
             checkpoints_from_env: false,
             keep_versions: DEFAULT_KEEP_VERSIONS,
@@ -297,6 +300,7 @@ impl Lifecycle {
             },
             reapply: Mutex::new(BTreeMap::new()),
             lookup_policy: options.lookup_policy,
+            action_policies: options.action_policies,
             metrics: Metrics::default(),
             checkpoints,
             paths,
@@ -583,6 +587,7 @@ impl Lifecycle {
             op: OperationId(0),
             abort: &abort,
             warnings: Mutex::new(Vec::new()),
+            requested_reapply: Mutex::new(None),
         };
         job.diff(&version, None)
     }
@@ -620,6 +625,7 @@ impl Lifecycle {
             op: OperationId(0),
             abort: &abort,
             warnings: Mutex::new(Vec::new()),
+            requested_reapply: Mutex::new(None),
         };
         let diffs = job.diff(&version, Some(&active));
         drop(bundle);
@@ -1297,6 +1303,7 @@ impl Lifecycle {
             op,
             abort,
             warnings: Mutex::new(Vec::new()),
+            requested_reapply: Mutex::new(None),
         };
         // At most `max_operations` run at once; the rest wait here, in
         // order, with their progress saying so.
@@ -1317,8 +1324,22 @@ impl Lifecycle {
         });
         let ending = work(&job);
         // The operation rendered with the facts in effect: whatever the
-        // last re-evaluation found is out of date.
-        self.reapply_marks().remove(app.as_str());
+        // last re-evaluation found is out of date; but a plugin may have
+        // asked for another apply (`request-reapply`).
+        let requested = job
+            .requested_reapply
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match requested {
+            Some(reason) => {
+                self.reapply_marks().insert(app.to_string(), reason);
+                self.inner.metrics.reapply_needed();
+            }
+            None => {
+                self.reapply_marks().remove(app.as_str());
+            }
+        }
         // The charts' clock stops with the work.
         self.inner.charts.end(app.as_str(), op);
         self.inner

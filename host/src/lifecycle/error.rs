@@ -106,6 +106,32 @@ pub enum Error {
         /// The plugin's reason.
         reason: String,
     },
+    /// A plugin's hook asked for an action the operator's policy does not
+    /// allow; nothing of its answer was done.
+    #[error("plugin {plugin}'s {hook} hook asked to {action}: denied by rule {rule}: {reason}")]
+    ActionDenied {
+        /// The plugin's path in the bundle.
+        plugin: String,
+        /// The hook.
+        hook: Hook,
+        /// The request, on one line.
+        action: String,
+        /// The rule that refused it.
+        rule: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// A plugin's `status` hook said a release failed, or it stayed not
+    /// ready past the chart's timeout.
+    #[error("plugin {plugin}'s status hook for release {release}: {reason}")]
+    StatusFailed {
+        /// The plugin's path in the bundle.
+        plugin: String,
+        /// The release (chart).
+        release: String,
+        /// Why.
+        reason: String,
+    },
     /// A contract 0.2 plugin asked for something this host does not do
     /// yet (docs/src/plugins/contract-0.2.md says what is in place).
     #[error("plugin {plugin} asked for {what}, which this capstan does not do yet")]
@@ -322,6 +348,8 @@ impl Error {
             | Error::Busy { .. } => ErrorClass::Conflict,
             Error::Vetoed { .. }
             | Error::NotYetSupported { .. }
+            | Error::ActionDenied { .. }
+            | Error::StatusFailed { .. }
             | Error::KubernetesUnsupported { .. }
             | Error::Plugin { .. }
             | Error::Render { .. }

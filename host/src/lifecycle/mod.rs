@@ -28,12 +28,15 @@
 //! `progress` (where each chart of an operation stands),
 //! `lookup` (what a connected render reads from the target),
 //! `facts_source` and `cluster_facts` (where facts come from),
-//! `reevaluate` (apps planned again when the facts change),
+//! `reevaluate` (apps planned again when the facts change), `actions`
+//! (contract 0.2 hook actions under the operator's policy, the owned
+//! release, the `status` loop),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
 //! verified, or the cluster except through [`crate::kube::ApplyTarget`].
 
+mod actions;
 mod admit;
 mod checkpoint;
 mod cluster_facts;
@@ -57,6 +60,7 @@ mod stored;
 mod tests;
 mod volumes;
 
+pub use actions::{MAX_PATCHED_OVERRIDES_BYTES, OWNED_CHART, merge_patch};
 pub use admit::validate_plugin;
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use cluster_facts::{ClusterFacts, ClusterFactsOptions, Overlay, POLL_INTERVAL};

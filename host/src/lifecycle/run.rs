@@ -119,6 +119,13 @@ pub(crate) struct AppPlugin {
     plugin: Plugin,
 }
 
+impl AppPlugin {
+    /// Its path in the bundle (`plugins/NAME.wasm`).
+    pub(super) fn path(&self) -> &str {
+        &self.path
+    }
+}
+
 /// One running operation's view of the daemon.
 pub(crate) struct Job<'a> {
     pub inner: &'a Inner,
@@ -128,11 +135,14 @@ pub(crate) struct Job<'a> {
     /// call at each epoch tick.
     pub abort: &'a Arc<AtomicBool>,
     pub warnings: Mutex<Vec<String>>,
+    /// Set when a plugin's hook asked for another apply (contract 0.2's
+    /// `request-reapply`): the app is marked once the operation ends.
+    pub requested_reapply: Mutex<Option<String>>,
 }
 
 /// Everything the charts of one apply share.
-struct Prepared<'a> {
-    request: &'a ApplyRequest<'a>,
+pub(super) struct Prepared<'a> {
+    pub(super) request: &'a ApplyRequest<'a>,
     plugins: Vec<AppPlugin>,
     facts: Facts,
     system: BTreeMap<String, serde_json::Value>,
@@ -148,9 +158,73 @@ struct Prepared<'a> {
     /// The state each plugin's pre hook left for its post hook, by plugin
     /// path (contract 0.2), for this operation only.
     hook_state: Mutex<BTreeMap<String, Vec<u8>>>,
+    /// The namespaces of the version's charts, in chart order, each once.
+    namespaces: Vec<String>,
+    /// What this operation's hooks ensured or mirrored, for the owned
+    /// release ([`super::actions`]).
+    ensured: Mutex<Vec<Resource>>,
+    /// What this operation's hooks asked to observe.
+    observed: Mutex<Vec<crate::model::ObjectRef>>,
 }
 
 impl Prepared<'_> {
+    /// The namespaces of the version's charts.
+    pub(super) fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+
+    pub(super) fn ensured(&self) -> std::sync::MutexGuard<'_, Vec<Resource>> {
+        self.ensured
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(super) fn observed(&self) -> std::sync::MutexGuard<'_, Vec<crate::model::ObjectRef>> {
+        self.observed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The plugins that implement `hook`, in bundle order.
+    pub(super) fn plugins_with(&self, hook: Hook) -> impl Iterator<Item = &AppPlugin> {
+        self.plugins.iter().filter(move |p| p.hooks.contains(&hook))
+    }
+
+    /// A call of `hook` with what every hook of this operation is told:
+    /// the operation, the versions of an update, the charts' user
+    /// overrides and namespaces.
+    pub(super) fn hook_call(&self, job: &Job<'_>, hook: Hook) -> Result<HookCall, Error> {
+        let version = self.request.version;
+        let mut call = HookCall::new(hook, self.operation(), job.app.as_str(), &version.version);
+        if let Some(from) = self.request.replacing
+            && self.request.around.is_some()
+        {
+            call.from_version = Some(from.version.clone());
+            call.to_version = Some(version.version.clone());
+        }
+        for chart in &version.metadata.charts {
+            if let Some(values) = job.user_overrides(self, chart.name.as_str())? {
+                call.user_overrides.push((chart.name.to_string(), values));
+            }
+        }
+        call.namespaces = self.namespaces.clone();
+        Ok(call)
+    }
+
+    /// Calls `plugin`'s hook, recording the call and naming the plugin in
+    /// errors.
+    pub(super) fn call_hook(
+        &self,
+        job: &Job<'_>,
+        plugin: &AppPlugin,
+        call: &HookCall,
+    ) -> Result<HookAnswer, Error> {
+        let ctx = job.call_context(call.hook.as_str());
+        let started = Instant::now();
+        let answer = plugin.plugin.hook(&ctx, call, &self.facts);
+        job.observe(plugin, call.hook.as_str(), started, answer)
+    }
+
     fn states(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<u8>>> {
         self.hook_state
             .lock()
@@ -176,11 +250,11 @@ impl Prepared<'_> {
 }
 
 impl Job<'_> {
-    fn store(&self) -> &dyn Store {
+    pub(super) fn store(&self) -> &dyn Store {
         self.inner.store.as_ref()
     }
 
-    fn target(&self) -> &dyn ApplyTarget {
+    pub(super) fn target(&self) -> &dyn ApplyTarget {
         self.inner.target.as_ref()
     }
 
@@ -215,10 +289,6 @@ impl Job<'_> {
         self.step(phase, "load-plugins", "loading plugins")?;
         let prepared = self.prepare(request)?;
         let groups = self.render_all(&prepared)?;
-        if let Some((before, _)) = request.around {
-            self.step(phase, before.as_str(), &format!("{before} hook"))?;
-            self.run_hook(&prepared, before)?;
-        }
         self.step(phase, "pre-apply", "pre-apply hook")?;
         self.run_hook(&prepared, Hook::PreApply)?;
         self.step(phase, "commit", "storing decisions and system overrides")?;
@@ -238,6 +308,21 @@ impl Job<'_> {
                 }
                 GroupMode::Parallel => self.apply_parallel(phase, &group.name, &group.charts)?,
             }
+            if prepared.plugins_with(Hook::Status).next().is_some() {
+                for chart in &group.charts {
+                    self.step(
+                        phase,
+                        &format!("status:{}", chart.name),
+                        &format!("group {}: chart {}: status hook", group.name, chart.name),
+                    )?;
+                    self.status_until_ready(
+                        &prepared,
+                        &chart.name,
+                        &chart.release.namespace,
+                        chart.timeout,
+                    )?;
+                }
+            }
             applied.extend(group.charts.iter().map(|c| c.name.clone()));
         }
         self.prune_charts(request, &applied)?;
@@ -247,6 +332,7 @@ impl Job<'_> {
             self.step(phase, after.as_str(), &format!("{after} hook"))?;
             self.run_hook(&prepared, after)?;
         }
+        self.settle_owned(&prepared)?;
         Ok(())
     }
 
@@ -394,6 +480,7 @@ impl Job<'_> {
             self.forced(force, after.map(drop))?;
             board.done();
         }
+        self.forced(force, self.remove_owned(&prepared))?;
         self.step("remove", "post-remove", "post-remove hook")?;
         self.forced(force, self.run_hook(&prepared, Hook::PostRemove))
     }
@@ -466,6 +553,12 @@ impl Job<'_> {
         check_kubernetes(&self.app, &request.version.metadata, &prepared.facts)?;
         self.step(request.phase, "semantic-check", "semantic-check hook")?;
         self.run_hook(&prepared, Hook::SemanticCheck)?;
+        // An update's pre hook runs before the overrides are computed: the
+        // user overrides it patches are the ones this update renders with.
+        if let Some((before, _)) = request.around {
+            self.step(request.phase, before.as_str(), &format!("{before} hook"))?;
+            self.run_hook(&prepared, before)?;
+        }
         self.step(
             request.phase,
             "system-overrides",
@@ -525,6 +618,18 @@ impl Job<'_> {
             planned_api_versions: Mutex::new(BTreeSet::new()),
             disabled: BTreeSet::new(),
             hook_state: Mutex::new(BTreeMap::new()),
+            namespaces: {
+                let mut namespaces: Vec<String> = Vec::new();
+                for chart in &request.version.metadata.charts {
+                    let namespace = chart.namespace.to_string();
+                    if !namespaces.contains(&namespace) {
+                        namespaces.push(namespace);
+                    }
+                }
+                namespaces
+            },
+            ensured: Mutex::new(Vec::new()),
+            observed: Mutex::new(Vec::new()),
         })
     }
 
@@ -981,7 +1086,7 @@ impl Job<'_> {
     }
 
     /// The user overrides this apply uses for `chart`, if any.
-    fn user_overrides(
+    pub(super) fn user_overrides(
         &self,
         prepared: &Prepared<'_>,
         chart: &str,
@@ -1152,51 +1257,22 @@ impl Job<'_> {
     }
 
     fn run_hook(&self, prepared: &Prepared<'_>, hook: Hook) -> Result<(), Error> {
-        let version = prepared.request.version;
-        let mut call = HookCall::new(
-            hook,
-            prepared.operation(),
-            self.app.as_str(),
-            &version.version,
-        );
-        if let Some(from) = prepared.request.replacing
-            && prepared.request.around.is_some()
-        {
-            call.from_version = Some(from.version.clone());
-            call.to_version = Some(version.version.clone());
-        }
-        for chart in &version.metadata.charts {
-            if let Some(values) = self.user_overrides(prepared, chart.name.as_str())? {
-                call.user_overrides.push((chart.name.to_string(), values));
-            }
-            let namespace = chart.namespace.to_string();
-            if !call.namespaces.contains(&namespace) {
-                call.namespaces.push(namespace);
-            }
-        }
-        for p in prepared.plugins.iter().filter(|p| p.hooks.contains(&hook)) {
-            let ctx = self.call_context(hook.as_str());
-            let started = Instant::now();
+        let mut call = prepared.hook_call(self, hook)?;
+        for p in prepared.plugins_with(hook) {
             call.state = if is_post(hook) {
                 prepared.states().remove(&p.path)
             } else {
                 None
             };
-            let answer = p.plugin.hook(&ctx, &call, &prepared.facts);
-            let answer: HookAnswer = self.observe(p, hook.as_str(), started, answer)?;
-            if let HookOutcome::Veto(reason) = answer.verdict {
+            let answer = prepared.call_hook(self, p, &call)?;
+            if let HookOutcome::Veto(reason) = &answer.verdict {
                 return Err(Error::Vetoed {
                     plugin: p.plugin.name().to_owned(),
                     hook,
-                    reason,
+                    reason: reason.clone(),
                 });
             }
-            if let Some(action) = answer.actions.first() {
-                return Err(Error::NotYetSupported {
-                    plugin: p.path.clone(),
-                    what: format!("the {} action of its {hook} hook", action.name()),
-                });
-            }
+            self.take_actions(prepared, &p.path, hook, &answer)?;
             if let Some(state) = answer.state
                 && !is_post(hook)
             {
@@ -1206,8 +1282,29 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// Records `text` in the operation's history note (with its warnings)
+    /// and the log.
+    pub(super) fn note(&self, text: String) {
+        tracing::info!(app = %self.app, "{text}");
+        if let Ok(mut w) = self.warnings.lock() {
+            w.push(text);
+        }
+    }
+
+    /// Shows `text` as the operation's progress line.
+    pub(super) fn progress_note(&self, text: &str) {
+        let _ = self.store().set_progress(self.op, Some(text));
+    }
+
+    /// The reason a hook asked for another apply, if one did.
+    pub(super) fn requested_reapply(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.requested_reapply
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Records a call's duration and fault, and names the plugin in errors.
-    fn observe<T>(
+    pub(super) fn observe<T>(
         &self,
         plugin: &AppPlugin,
         step: &str,
@@ -1241,7 +1338,7 @@ impl Job<'_> {
         }
     }
 
-    fn call_context(&self, _function: &str) -> CallContext {
+    pub(super) fn call_context(&self, _function: &str) -> CallContext {
         CallContext::new(self.inner.app_secret(&self.app)).abort_on(Arc::clone(self.abort))
     }
 

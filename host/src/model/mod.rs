@@ -38,9 +38,10 @@ pub use names::{
 };
 pub use object::{ObjectKey, ObjectRef};
 pub use plugin::{
-    Action, ChartAnswer, ChartCall, Charset, FactsSection, GeneratedKey, GeneratedSecret,
-    HookAnswer, HookCall, HookOperation, Mirror, MirrorKind, Mode, Observed, ReleaseStatus,
-    SecretKeyRef, SecretShape, SecretSource, SecretValue, Trigger,
+    Action, ActionPolicies, ActionPolicy, Charset, ChartAnswer, ChartCall, DEFAULT_MAX_OWNED,
+    FactsSection, GeneratedKey, GeneratedSecret, HookAnswer, HookCall, HookOperation, Mirror,
+    MirrorKind, Mode, Observed, ReleaseStatus, SecretKeyRef, SecretShape, SecretSource,
+    SecretValue, Trigger,
 };
 pub use size::{InvalidSize, Size};
 pub use workload::{

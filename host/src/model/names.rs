@@ -66,6 +66,8 @@ pub mod kinds {
     impl NameKind for Chart {
         const KIND: &'static str = "chart name";
         const MAX_LEN: usize = 63;
+        // The release of the objects an app's hooks ensure (contract 0.2).
+        const RESERVED: &'static [&'static str] = &["capstan-owned"];
     }
     impl NameKind for Component {
         const KIND: &'static str = "component name";

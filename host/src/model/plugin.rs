@@ -19,7 +19,17 @@ use super::object::ObjectRef;
 /// A section of the facts (contract 0.2): a plugin declares the ones it
 /// reads, and is handed only those.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, utoipa::ToSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum FactsSection {
@@ -460,5 +470,86 @@ impl From<super::HookOutcome> for HookAnswer {
             verdict,
             ..HookAnswer::proceed()
         }
+    }
+}
+
+/// What the hook actions of one app's plugins may do (contract 0.2): the
+/// operator's policy, checked before the host takes any action. The
+/// default keeps an app to its own namespaces, with no cluster-scoped or
+/// RBAC objects, copies only from its own namespaces, and at most
+/// [`DEFAULT_MAX_OWNED`] owned objects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActionPolicy {
+    /// Namespaces the app's actions may write in besides its charts'
+    /// own; `*` is every one.
+    #[serde(default)]
+    pub namespaces: std::collections::BTreeSet<String>,
+    /// Whether actions may write cluster-scoped objects.
+    #[serde(default)]
+    pub cluster_scoped: bool,
+    /// Whether actions may write RBAC objects (Roles, ClusterRoles and
+    /// their bindings).
+    #[serde(default)]
+    pub rbac: bool,
+    /// Secrets and ConfigMaps outside the app's namespaces that a mirror
+    /// may copy: `NS/NAME`, or `NS/*` for every one in `NS`.
+    #[serde(default)]
+    pub mirror_from: std::collections::BTreeSet<String>,
+    /// Most objects the app's actions may own at once.
+    #[serde(default = "default_max_owned")]
+    pub max_owned: usize,
+}
+
+/// The default bound on the objects one app's actions may own.
+pub const DEFAULT_MAX_OWNED: usize = 100;
+
+fn default_max_owned() -> usize {
+    DEFAULT_MAX_OWNED
+}
+
+impl Default for ActionPolicy {
+    fn default() -> Self {
+        ActionPolicy {
+            namespaces: std::collections::BTreeSet::new(),
+            cluster_scoped: false,
+            rbac: false,
+            mirror_from: std::collections::BTreeSet::new(),
+            max_owned: DEFAULT_MAX_OWNED,
+        }
+    }
+}
+
+impl ActionPolicy {
+    /// Whether a mirror may copy `namespace/name` from outside the app's
+    /// namespaces.
+    pub fn may_mirror_from(&self, namespace: &str, name: &str) -> bool {
+        self.mirror_from.contains(&format!("{namespace}/{name}"))
+            || self.mirror_from.contains(&format!("{namespace}/*"))
+    }
+
+    /// Whether actions may write in `namespace` besides the app's own.
+    pub fn may_write_in(&self, namespace: &str) -> bool {
+        self.namespaces.contains("*") || self.namespaces.contains(namespace)
+    }
+}
+
+/// The operator's action policies: a default, and per app (each replacing
+/// the default whole for its app). Read from `serve --action-policy FILE`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActionPolicies {
+    /// The policy of apps not named below.
+    #[serde(default)]
+    pub default: ActionPolicy,
+    /// Policies by app name.
+    #[serde(default)]
+    pub apps: std::collections::BTreeMap<String, ActionPolicy>,
+}
+
+impl ActionPolicies {
+    /// The policy of `app`.
+    pub fn for_app(&self, app: &str) -> &ActionPolicy {
+        self.apps.get(app).unwrap_or(&self.default)
     }
 }

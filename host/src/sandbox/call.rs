@@ -340,7 +340,11 @@ impl host::Host for HostState {
 impl HostState {
     /// One line of the `log` import of any contract version, charged to
     /// the call's log budget.
-    pub(crate) fn log_line(&mut self, level: tracing::Level, message: &str) -> wasmtime::Result<()> {
+    pub(crate) fn log_line(
+        &mut self,
+        level: tracing::Level,
+        message: &str,
+    ) -> wasmtime::Result<()> {
         self.log_used = self
             .log_used
             .saturating_add(message.len())

@@ -411,7 +411,12 @@ impl Plugin {
     /// # Errors
     ///
     /// [`Error::Fault`] with the fault that ended the call.
-    pub fn hook(&self, ctx: &CallContext, call: &HookCall, facts: &Facts) -> Result<HookAnswer, Error> {
+    pub fn hook(
+        &self,
+        ctx: &CallContext,
+        call: &HookCall,
+        facts: &Facts,
+    ) -> Result<HookAnswer, Error> {
         let app = App {
             name: call.app.clone(),
             version: call.version.clone(),
@@ -419,7 +424,11 @@ impl Plugin {
         let (app_json, facts_json) = (json_bytes(&app), self.facts_json(facts));
         let call_json = json_bytes(call);
         let state = call.state.clone().unwrap_or_default();
-        let mut inputs = vec![call.hook.as_str().as_bytes(), &app_json[..], &facts_json[..]];
+        let mut inputs = vec![
+            call.hook.as_str().as_bytes(),
+            &app_json[..],
+            &facts_json[..],
+        ];
         if self.info.contract != "0.1.0" {
             inputs.extend([&call_json[..], &state[..]]);
         }
@@ -478,7 +487,11 @@ impl Plugin {
                 .iter()
                 .map(|v| v.path.len() + 64)
                 .sum::<usize>()
-            + raw.generate.iter().map(|g| g.name.len() + 64).sum::<usize>();
+            + raw
+                .generate
+                .iter()
+                .map(|g| g.name.len() + 64)
+                .sum::<usize>();
         self.check_size(size)?;
         let values = self.parse_overrides(&raw.values)?;
         for value in &raw.secret_values {
@@ -559,11 +572,15 @@ impl Plugin {
                         )));
                     }
                     Err(e) => {
-                        return Err(self.invalid(format!("ensure: the object is not valid JSON: {e}")));
+                        return Err(
+                            self.invalid(format!("ensure: the object is not valid JSON: {e}"))
+                        );
                     }
                 },
                 RawAction::PatchOverrides { chart, patch } => match serde_json::from_str(&patch) {
-                    Ok(patch @ serde_json::Value::Object(_)) => Action::PatchOverrides { chart, patch },
+                    Ok(patch @ serde_json::Value::Object(_)) => {
+                        Action::PatchOverrides { chart, patch }
+                    }
                     Ok(other) => {
                         return Err(self.invalid(format!(
                             "patch-overrides {chart}: the patch must be a JSON object, got {}",
@@ -704,7 +721,9 @@ impl Plugin {
 
     fn plugin_error(&self, error: PluginError) -> Error {
         let message = match &error {
-            PluginError::InvalidFacts(m) | PluginError::Unsupported(m) | PluginError::Failed(m) => m,
+            PluginError::InvalidFacts(m) | PluginError::Unsupported(m) | PluginError::Failed(m) => {
+                m
+            }
         };
         if let Err(too_large) = self.check_size(message.len()) {
             return too_large;

@@ -14,9 +14,7 @@ use super::bindings::{OverridePlugin, OverridePluginPre};
 use super::call::HostState;
 use super::contract::{Answer, Contract, Declared, RawAnswer, RawHookAnswer};
 use super::facts::{App, ComponentFacts, Facts};
-use crate::model::{
-    ChartCall, FactsSection, Hook, HookCall, HookOutcome, WorkloadKind,
-};
+use crate::model::{ChartCall, FactsSection, Hook, HookCall, HookOutcome, WorkloadKind};
 
 /// A component built against 0.1.0.
 pub(crate) struct V0_1 {
@@ -85,8 +83,12 @@ impl Contract for V0_1 {
         component: &ComponentFacts,
     ) -> Answer<Option<WorkloadKind>> {
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer =
-            plugin.call_workload_kind(store, &app.to_wit(), &facts.to_wit(), &component.to_wit())?;
+        let answer = plugin.call_workload_kind(
+            store,
+            &app.to_wit(),
+            &facts.to_wit(),
+            &component.to_wit(),
+        )?;
         Ok(match answer {
             Ok(wit::WorkloadKind::Deployment) => Ok(Some(WorkloadKind::Deployment)),
             Ok(wit::WorkloadKind::StatefulSet) => Ok(Some(WorkloadKind::StatefulSet)),

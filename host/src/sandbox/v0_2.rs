@@ -20,7 +20,7 @@ use super::sections::{
     HostInventory, InterfaceClass, OperationalState, StorageHealth,
 };
 use crate::model::{
-    Action, ChartCall, Charset, FactsSection, GeneratedKey, GeneratedSecret, Hook, HookCall,
+    Action, Charset, ChartCall, FactsSection, GeneratedKey, GeneratedSecret, Hook, HookCall,
     HookOperation, HookOutcome, Mirror, MirrorKind, Mode, ObjectRef, ReleaseStatus, SecretKeyRef,
     SecretShape, SecretSource, SecretValue, WorkloadKind,
 };

@@ -253,6 +253,13 @@ pub struct HookCall {
     pub to_version: Option<String>,
     /// For [`Hook::Status`]: the release (chart) asked about.
     pub release: Option<String>,
+    /// For [`Hook::Status`]: the namespace of that release.
+    pub release_namespace: Option<String>,
+    /// For [`Hook::Status`]: 1 at the first call for a release, one more at
+    /// each call after a retry; 1 for every other hook.
+    pub attempt: u32,
+    /// The namespaces of the app's charts, in chart order, each once.
+    pub namespaces: Vec<String>,
     /// For [`Hook::EvaluateReapply`]: what changed.
     pub trigger: Option<Trigger>,
     /// For post hooks: the state this plugin's pre hook of the same
@@ -279,6 +286,9 @@ impl HookCall {
             from_version: None,
             to_version: None,
             release: None,
+            release_namespace: None,
+            attempt: 1,
+            namespaces: Vec::new(),
             trigger: None,
             state: None,
             user_overrides: BTreeMap::new(),
@@ -308,6 +318,31 @@ impl HookCall {
     /// The same call about release `release` (builder style).
     pub fn with_release(mut self, release: &str) -> Self {
         self.release = Some(release.into());
+        self
+    }
+
+    /// The same call about release `release` in `namespace` (builder
+    /// style).
+    pub fn with_release_in(mut self, release: &str, namespace: &str) -> Self {
+        self.release = Some(release.into());
+        self.release_namespace = Some(namespace.into());
+        self
+    }
+
+    /// The same call at `attempt` (builder style).
+    pub fn with_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
+        self
+    }
+
+    /// The same call for an app whose charts are in `namespaces` (builder
+    /// style).
+    pub fn with_namespaces<I, S>(mut self, namespaces: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.namespaces = namespaces.into_iter().map(Into::into).collect();
         self
     }
 

@@ -202,6 +202,9 @@ pub(crate) fn hook_call_from_wit(c: wit::HookCall) -> Result<HookCall, PluginErr
         from_version: c.from_version,
         to_version: c.to_version,
         release: c.release,
+        release_namespace: c.release_namespace,
+        attempt: c.attempt,
+        namespaces: c.namespaces,
         trigger: c.trigger.map(|t| Trigger {
             kind: t.kind,
             details: t.details,
@@ -311,7 +314,7 @@ fn system_from_wit(s: wit::SystemFacts) -> SystemFacts {
     }
 }
 
-fn host_from_wit(h: wit::Host) -> Host {
+fn host_from_wit(h: wit::HostInfo) -> Host {
     Host {
         name: h.name,
         personalities: h
@@ -688,7 +691,7 @@ mod tests {
     fn wit_facts(extra: &str) -> wit::Facts {
         wit::Facts {
             system: None,
-            hosts: Some(vec![wit::Host {
+            hosts: Some(vec![wit::HostInfo {
                 name: "controller-0".into(),
                 personalities: vec![wit::Personality::Controller, wit::Personality::Worker],
                 administrative: wit::AdministrativeState::Unlocked,
@@ -727,6 +730,9 @@ mod tests {
             from_version: None,
             to_version: None,
             release: Some("web".into()),
+            release_namespace: Some("web".into()),
+            attempt: 2,
+            namespaces: vec!["web".into()],
             trigger: None,
             state: Some(b"n=1".to_vec()),
             user_overrides: vec![wit::ChartOverrides {

@@ -10,6 +10,10 @@
 //!   hook vetoes with what it was handed when the user overrides of `web`
 //!   hold `vetoPost: true`; a pre hook asks for a `delete` when they hold
 //!   `askDelete: true`.
+//! - `pre-apply` asks for the actions the user overrides of `web` list:
+//!   `ensure` (a list of objects), `delete` (a list of `{apiVersion, kind,
+//!   namespace, name}`), `mirror` (a list of `{kind, from, to}`, `NS/NAME`
+//!   each), `patch` (`{chart, patch}`) and `requestReapply` (a reason).
 
 // The bindings that `export!` expands here are wit-bindgen's ABI glue
 // (`unsafe` and `export_name`); this crate writes no unsafe code itself.
@@ -31,6 +35,13 @@ fn flag(user: &str, key: &str) -> bool {
         .ok()
         .and_then(|v| v.get(key).and_then(Value::as_bool))
         .unwrap_or(false)
+}
+
+/// The last segment of a wit-bindgen enum's `Debug` (`Hook::PreApply`
+/// -> `preapply`), lower case.
+fn name(debug: impl std::fmt::Debug) -> String {
+    let text = format!("{debug:?}");
+    text.rsplit("::").next().unwrap_or(&text).to_lowercase()
 }
 
 fn web_overrides(call: &HookCall) -> String {
@@ -57,7 +68,11 @@ impl Guest for ContractV2 {
                 Hook::PostRemove,
             ],
             decides_workloads: false,
-            facts: vec![FactsSection::System, FactsSection::Hosts, FactsSection::Storage],
+            facts: vec![
+                FactsSection::System,
+                FactsSection::Hosts,
+                FactsSection::Storage,
+            ],
         }
     }
 
@@ -89,21 +104,24 @@ impl Guest for ContractV2 {
             .flatten()
             .map(|h| {
                 format!(
-                    "{}:{:?}/{:?}/{:?}",
-                    h.name, h.administrative, h.operational, h.availability
+                    "{}:{}/{}/{}",
+                    h.name,
+                    name(h.administrative),
+                    name(h.operational),
+                    name(h.availability)
                 )
-                .to_lowercase()
             })
             .collect();
         let storage: Vec<String> = facts
             .storage
             .iter()
             .flatten()
-            .map(|b| format!("{}:{:?}", b.name, b.health).to_lowercase())
+            .map(|b| format!("{}:{}", b.name, name(b.health)))
             .collect();
-        let system = facts.system.as_ref().map(|s| {
-            json!({"mode": format!("{:?}", s.mode).to_lowercase(), "type": format!("{:?}", s.system_type).to_lowercase(), "name": s.name})
-        });
+        let system = facts
+            .system
+            .as_ref()
+            .map(|s| json!({"mode": name(s.mode), "type": name(s.system_type), "name": s.name}));
         let values = json!({
             "seen": {
                 "app": call.app.name,
@@ -141,7 +159,7 @@ impl Guest for ContractV2 {
 
     fn lifecycle(call: HookCall, _facts: Facts) -> Result<HookAnswer, PluginError> {
         let user = web_overrides(&call);
-        let hook = format!("{:?}", call.hook).to_lowercase();
+        let hook = name(call.hook);
         let pre = matches!(
             call.hook,
             Hook::PreApply | Hook::PreUpdate | Hook::PreRemove | Hook::PreRecover
@@ -155,12 +173,16 @@ impl Guest for ContractV2 {
         if pre {
             answer.state = Some(
                 format!(
-                    "{hook} {} {:?} {:?}",
-                    call.app.version, call.mode, call.operation
+                    "{hook} {} {} {}",
+                    call.app.version,
+                    name(call.mode),
+                    name(call.operation)
                 )
-                .to_lowercase()
                 .into_bytes(),
             );
+            if call.hook == Hook::PreApply {
+                answer.actions.extend(actions_from(&user));
+            }
             if flag(&user, "askDelete") {
                 answer.actions.push(Action::Delete(ObjectRef {
                     api_version: "v1".into(),
@@ -188,6 +210,78 @@ impl Guest for ContractV2 {
         }
         Ok(answer)
     }
+}
+
+fn object_ref(v: &Value) -> ObjectRef {
+    let text = |key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    ObjectRef {
+        api_version: text("apiVersion"),
+        kind: text("kind"),
+        namespace: v.get("namespace").and_then(Value::as_str).map(String::from),
+        name: text("name"),
+    }
+}
+
+/// The actions the user overrides of `web` ask for (see the crate doc).
+fn actions_from(user: &str) -> Vec<Action> {
+    let Ok(user) = serde_json::from_str::<Value>(user) else {
+        return Vec::new();
+    };
+    let list = |key: &str| {
+        user.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for object in list("ensure") {
+        out.push(Action::Ensure(object.to_string()));
+    }
+    for object in list("delete") {
+        out.push(Action::Delete(object_ref(&object)));
+    }
+    for mirror in list("mirror") {
+        let split = |key: &str| {
+            let text = mirror.get(key).and_then(Value::as_str).unwrap_or_default();
+            let (ns, name) = text.split_once('/').unwrap_or(("", text));
+            (ns.to_string(), name.to_string())
+        };
+        let ((from_namespace, from_name), (to_namespace, to_name)) = (split("from"), split("to"));
+        out.push(Action::Mirror(Mirror {
+            kind: if mirror.get("kind").and_then(Value::as_str) == Some("configmap") {
+                MirrorKind::ConfigMap
+            } else {
+                MirrorKind::Secret
+            },
+            from_namespace,
+            from_name,
+            to_namespace,
+            to_name,
+        }));
+    }
+    if let Some(patch) = user.get("patch") {
+        out.push(Action::PatchOverrides(OverridePatch {
+            chart: patch
+                .get("chart")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .into(),
+            patch: patch
+                .get("patch")
+                .cloned()
+                .unwrap_or(Value::Null)
+                .to_string(),
+        }));
+    }
+    if let Some(reason) = user.get("requestReapply").and_then(Value::as_str) {
+        out.push(Action::RequestReapply(reason.into()));
+    }
+    out
 }
 
 export!(ContractV2);

@@ -1,0 +1,698 @@
+//! What contract 0.2 hooks ask the host to do, done by the host: each
+//! action checked against the operator's [`ActionPolicy`] first (every
+//! action of an answer, before any is taken, so a denied one leaves
+//! nothing half-done), then taken in order. Owns the app's *owned
+//! release*: the objects hooks ensure or mirror are applied as one more
+//! release of the app (chart [`OWNED_CHART`]), with the inventory rules
+//! of every release, and removed with the app. Also owns the `status`
+//! hook's loop per release.
+//!
+//! The policy's rules, as errors name them:
+//! - `app-namespaces`: objects are written only in the app's charts'
+//!   namespaces and those the policy adds;
+//! - `no-cluster-scoped`, `no-rbac`: unless the policy allows them;
+//! - `mirror-source`: a mirror copies from the app's namespaces, or from a
+//!   source the policy lists;
+//! - `max-owned`: at most the policy's number of owned objects;
+//! - `owned-only`: `delete` reaches only objects one of the app's releases
+//!   holds;
+//! - `known-chart`, `stored-user-overrides`, `override-size`: an override
+//!   patch names a chart of the version, in an operation that uses the
+//!   stored user overrides, and stays under the size limit.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crate::kube::{self, Release, Resource};
+use crate::model::{
+    Action, ActionPolicy, Hook, HookAnswer, HookOutcome, LookupQuery, MirrorKind, ObjectRef,
+    Observed, ReleaseStatus,
+};
+use crate::store::OverrideLayer;
+
+use super::Error;
+use super::run::{Job, Prepared, UserLayer};
+
+/// The chart name of an app's owned release (a name no bundle chart may
+/// take: chart names are validated against it).
+pub const OWNED_CHART: &str = "capstan-owned";
+
+/// The largest user overrides of one chart an override patch may leave.
+pub const MAX_PATCHED_OVERRIDES_BYTES: usize = 1 << 20;
+
+/// How long the `status` hook may keep answering `retry-after` for one
+/// release when the chart sets no timeout.
+pub const DEFAULT_STATUS_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A request the policy refused.
+fn denied(plugin: &str, hook: Hook, action: &Action, rule: &'static str, reason: String) -> Error {
+    Error::ActionDenied {
+        plugin: plugin.to_string(),
+        hook,
+        action: describe(action),
+        rule,
+        reason,
+    }
+}
+
+/// One line naming an action and its object.
+fn describe(action: &Action) -> String {
+    match action {
+        Action::Mirror(m) => format!(
+            "mirror {} {}/{} to {}/{}",
+            m.kind.kind(),
+            m.from_namespace,
+            m.from_name,
+            m.to_namespace,
+            m.to_name
+        ),
+        Action::Ensure(object) => format!(
+            "ensure {} {}",
+            object
+                .get("kind")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?"),
+            object
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?")
+        ),
+        Action::Delete(object) => format!("delete {object}"),
+        Action::Restart(object) => format!("restart {object}"),
+        Action::PatchOverrides { chart, .. } => format!("patch-overrides {chart}"),
+        Action::RequestReapply(reason) => format!("request-reapply ({reason})"),
+        Action::Observe(object) => format!("observe {object}"),
+    }
+}
+
+fn is_rbac(api_version: &str) -> bool {
+    api_version.starts_with("rbac.authorization.k8s.io/")
+}
+
+impl Job<'_> {
+    /// The release that holds what the app's hooks ensured and mirrored.
+    pub(super) fn owned_release(&self, prepared: &Prepared<'_>) -> Release {
+        Release {
+            app: self.app.to_string(),
+            chart: OWNED_CHART.to_string(),
+            namespace: prepared.namespaces().first().cloned().unwrap_or_default(),
+            release_name: format!("{}-owned", self.app),
+        }
+    }
+
+    fn policy(&self) -> &ActionPolicy {
+        self.inner.action_policies.for_app(self.app.as_str())
+    }
+
+    /// Checks every action of `answer` against the policy, then takes them
+    /// in order.
+    pub(super) fn take_actions(
+        &self,
+        prepared: &Prepared<'_>,
+        plugin: &str,
+        hook: Hook,
+        answer: &HookAnswer,
+    ) -> Result<(), Error> {
+        let mut ensured = Vec::new();
+        for action in &answer.actions {
+            if let Some(object) = self.check(prepared, plugin, hook, action)? {
+                ensured.push(object);
+            }
+        }
+        let already = prepared.ensured().len();
+        if already + ensured.len() > self.policy().max_owned {
+            let action = answer
+                .actions
+                .first()
+                .cloned()
+                .unwrap_or(Action::RequestReapply(String::new()));
+            return Err(denied(
+                plugin,
+                hook,
+                &action,
+                "max-owned",
+                format!(
+                    "{} owned objects would pass the policy's {} (the answer asks for {})",
+                    already + ensured.len(),
+                    self.policy().max_owned,
+                    answer.actions.len()
+                ),
+            ));
+        }
+        let mut ensured = ensured.into_iter();
+        for action in &answer.actions {
+            match action {
+                Action::Ensure(_) | Action::Mirror(_) => {
+                    if let Some(object) = ensured.next() {
+                        self.ensure(prepared, object)?;
+                    }
+                }
+                Action::Delete(object) => self.delete_owned(prepared, object)?,
+                Action::PatchOverrides { chart, patch } => {
+                    self.patch_overrides(plugin, hook, chart, patch)?;
+                }
+                Action::RequestReapply(reason) => {
+                    tracing::info!(app = %self.app, plugin, %hook, reason, "a plugin asked for another apply");
+                    *self.requested_reapply() = Some(format!("plugin {plugin} asked: {reason}"));
+                }
+                Action::Observe(object) => {
+                    let mut observed = prepared.observed();
+                    if !observed.contains(object) {
+                        observed.push(object.clone());
+                    }
+                }
+                Action::Restart(_) => {
+                    return Err(Error::NotYetSupported {
+                        plugin: plugin.to_string(),
+                        what: format!("the restart action of its {hook} hook"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one action; for `ensure` and `mirror`, the object the host
+    /// is to apply.
+    fn check(
+        &self,
+        prepared: &Prepared<'_>,
+        plugin: &str,
+        hook: Hook,
+        action: &Action,
+    ) -> Result<Option<Resource>, Error> {
+        let policy = self.policy();
+        let namespaces = prepared.namespaces();
+        let own = |ns: &str| namespaces.iter().any(|n| n == ns);
+        let deny = |rule, reason| Err(denied(plugin, hook, action, rule, reason));
+        match action {
+            Action::Ensure(object) => {
+                let mut object = object.clone();
+                let resource = Resource::from_value(object.clone(), format!("plugin {plugin}"))
+                    .map_err(|e| denied(plugin, hook, action, "object", e.to_string()))?;
+                let id = resource.id().clone();
+                if is_rbac(&id.api_version) && !policy.rbac {
+                    return deny("no-rbac", format!("{} is an RBAC object", id.kind));
+                }
+                let namespaced = self
+                    .target()
+                    .kind_scope(&id.api_version, &id.kind)
+                    .map_err(|source| Error::Kube {
+                        chart: OWNED_CHART.into(),
+                        source: Box::new(source),
+                    })?;
+                match namespaced {
+                    None => {
+                        return deny(
+                            "object",
+                            format!("the target serves no {} in {}", id.kind, id.api_version),
+                        );
+                    }
+                    Some(false) if !policy.cluster_scoped => {
+                        return deny(
+                            "no-cluster-scoped",
+                            format!("{} is cluster-scoped", id.kind),
+                        );
+                    }
+                    Some(false) => {}
+                    Some(true) => {
+                        let namespace = match &id.namespace {
+                            Some(ns) => ns.clone(),
+                            None => {
+                                let ns = namespaces.first().cloned().unwrap_or_default();
+                                if let Some(meta) = object
+                                    .get_mut("metadata")
+                                    .and_then(serde_json::Value::as_object_mut)
+                                {
+                                    meta.insert("namespace".into(), ns.clone().into());
+                                }
+                                ns
+                            }
+                        };
+                        if !own(&namespace) && !policy.may_write_in(&namespace) {
+                            return deny(
+                                "app-namespaces",
+                                format!(
+                                    "namespace {namespace} is not one of the app's ({})",
+                                    namespaces.join(", ")
+                                ),
+                            );
+                        }
+                    }
+                }
+                let resource = Resource::from_value(object, format!("plugin {plugin}"))
+                    .map_err(|e| denied(plugin, hook, action, "object", e.to_string()))?;
+                Ok(Some(resource))
+            }
+            Action::Mirror(m) => {
+                if !own(&m.from_namespace)
+                    && !policy.may_mirror_from(&m.from_namespace, &m.from_name)
+                {
+                    return deny(
+                        "mirror-source",
+                        format!(
+                            "{}/{} is outside the app's namespaces and not in the policy's mirrorFrom",
+                            m.from_namespace, m.from_name
+                        ),
+                    );
+                }
+                if !own(&m.to_namespace) && !policy.may_write_in(&m.to_namespace) {
+                    return deny(
+                        "app-namespaces",
+                        format!(
+                            "namespace {} is not one of the app's ({})",
+                            m.to_namespace,
+                            namespaces.join(", ")
+                        ),
+                    );
+                }
+                let query = LookupQuery {
+                    api_version: "v1".into(),
+                    kind: m.kind.kind().into(),
+                    namespace: m.from_namespace.clone(),
+                    name: m.from_name.clone(),
+                };
+                let source = self
+                    .target()
+                    .read_live(&query)
+                    .map_err(|source| Error::Kube {
+                        chart: OWNED_CHART.into(),
+                        source: Box::new(source),
+                    })?;
+                if source.as_object().is_none_or(serde_json::Map::is_empty) {
+                    return deny("mirror-source", format!("{query} does not exist"));
+                }
+                let mut copy = serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": m.kind.kind(),
+                    "metadata": {
+                        "name": m.to_name,
+                        "namespace": m.to_namespace,
+                        "annotations": {
+                            "capstan.dev/mirrored-from": format!("{}/{}", m.from_namespace, m.from_name),
+                        },
+                    },
+                });
+                let fields: &[&str] = match m.kind {
+                    MirrorKind::Secret => &["type", "data", "stringData"],
+                    MirrorKind::ConfigMap => &["data", "binaryData"],
+                };
+                for field in fields {
+                    if let Some(value) = source.get(*field) {
+                        copy[*field] = value.clone();
+                    }
+                }
+                let resource = Resource::from_value(copy, format!("plugin {plugin}"))
+                    .map_err(|e| denied(plugin, hook, action, "object", e.to_string()))?;
+                Ok(Some(resource))
+            }
+            Action::Delete(object) => {
+                if self.owning_release(prepared, object)?.is_none() {
+                    return deny(
+                        "owned-only",
+                        format!("no release of app {} holds {object}", self.app),
+                    );
+                }
+                Ok(None)
+            }
+            Action::PatchOverrides { chart, patch } => {
+                let version = prepared.request.version;
+                if !version
+                    .metadata
+                    .charts
+                    .iter()
+                    .any(|c| c.name.as_str() == chart)
+                {
+                    return deny(
+                        "known-chart",
+                        format!("version {} has no chart {chart}", version.version),
+                    );
+                }
+                if prepared.request.user != UserLayer::Stored {
+                    return deny(
+                        "stored-user-overrides",
+                        "this operation does not use the stored user overrides".into(),
+                    );
+                }
+                if patch.to_string().len() > MAX_PATCHED_OVERRIDES_BYTES {
+                    return deny(
+                        "override-size",
+                        format!(
+                            "the patch is over {} KiB",
+                            MAX_PATCHED_OVERRIDES_BYTES >> 10
+                        ),
+                    );
+                }
+                Ok(None)
+            }
+            Action::RequestReapply(_) | Action::Observe(_) | Action::Restart(_) => Ok(None),
+        }
+    }
+
+    /// The release of this app that holds `object`, if one does.
+    fn owning_release(
+        &self,
+        prepared: &Prepared<'_>,
+        object: &ObjectRef,
+    ) -> Result<Option<Release>, Error> {
+        let version = prepared.request.version;
+        let mut releases: Vec<Release> = version
+            .metadata
+            .charts
+            .iter()
+            .map(|chart| version.release(&self.app, chart))
+            .collect();
+        releases.push(self.owned_release(prepared));
+        let key = object.key();
+        for release in releases {
+            let held = self
+                .target()
+                .applied(&release)
+                .map_err(|source| Error::Kube {
+                    chart: release.chart.clone(),
+                    source: Box::new(source),
+                })?;
+            if held.iter().any(|r| r.id().key() == key) {
+                return Ok(Some(release));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Applies the owned release with `object` added to what this
+    /// operation ensured so far, keeping what it held before (nothing is
+    /// pruned until [`Job::settle_owned`]).
+    fn ensure(&self, prepared: &Prepared<'_>, object: Resource) -> Result<(), Error> {
+        let release = self.owned_release(prepared);
+        let kube_err = |source| Error::Kube {
+            chart: OWNED_CHART.into(),
+            source: Box::new(source),
+        };
+        let held = self.target().applied(&release).map_err(kube_err)?;
+        let mut ensured = prepared.ensured();
+        ensured.retain(|r| r.id().key() != object.id().key());
+        ensured.push(object);
+        let mut desired: Vec<Resource> = held
+            .iter()
+            .filter(|h| !ensured.iter().any(|e| e.id().key() == h.id().key()))
+            .cloned()
+            .collect();
+        desired.extend(ensured.iter().cloned());
+        let plan = kube::plan_apply(&held, &desired).map_err(kube_err)?;
+        self.target().apply(&release, &plan).map_err(kube_err)?;
+        Ok(())
+    }
+
+    /// After a successful apply: the owned release holds exactly what this
+    /// operation's hooks ensured (what they no longer ask for is pruned).
+    pub(super) fn settle_owned(&self, prepared: &Prepared<'_>) -> Result<(), Error> {
+        let release = self.owned_release(prepared);
+        let kube_err = |source| Error::Kube {
+            chart: OWNED_CHART.into(),
+            source: Box::new(source),
+        };
+        let held = self.target().applied(&release).map_err(kube_err)?;
+        let ensured = prepared.ensured().clone();
+        if held.is_empty() && ensured.is_empty() {
+            return Ok(());
+        }
+        if ensured.is_empty() {
+            self.target().remove(&release).map_err(kube_err)?;
+            return Ok(());
+        }
+        let plan = kube::plan_apply(&held, &ensured).map_err(kube_err)?;
+        if !plan.to_prune().is_empty() {
+            self.target().apply(&release, &plan).map_err(kube_err)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the owned release (with the app).
+    pub(super) fn remove_owned(&self, prepared: &Prepared<'_>) -> Result<(), Error> {
+        let release = self.owned_release(prepared);
+        self.target()
+            .remove(&release)
+            .map(drop)
+            .map_err(|source| Error::Kube {
+                chart: OWNED_CHART.into(),
+                source: Box::new(source),
+            })
+    }
+
+    /// Deletes an object one of the app's releases holds: the release is
+    /// applied again without it.
+    fn delete_owned(&self, prepared: &Prepared<'_>, object: &ObjectRef) -> Result<(), Error> {
+        let Some(release) = self.owning_release(prepared, object)? else {
+            return Ok(());
+        };
+        let kube_err = |source| Error::Kube {
+            chart: release.chart.clone(),
+            source: Box::new(source),
+        };
+        let held = self.target().applied(&release).map_err(kube_err)?;
+        let key = object.key();
+        let desired: Vec<Resource> = held
+            .iter()
+            .filter(|r| r.id().key() != key)
+            .cloned()
+            .collect();
+        let plan = kube::plan_apply(&held, &desired).map_err(kube_err)?;
+        self.target().apply(&release, &plan).map_err(kube_err)?;
+        prepared.ensured().retain(|r| r.id().key() != key);
+        tracing::info!(app = %self.app, %object, "deleted at a plugin's request");
+        Ok(())
+    }
+
+    /// Merges `patch` (RFC 7386) into the stored user overrides of `chart`.
+    fn patch_overrides(
+        &self,
+        plugin: &str,
+        hook: Hook,
+        chart: &str,
+        patch: &serde_json::Value,
+    ) -> Result<(), Error> {
+        let current = self
+            .store()
+            .override_layer(&self.app, chart, &OverrideLayer::User)?
+            .map(|record| record.values)
+            .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()));
+        let mut patched = current;
+        merge_patch(&mut patched, patch);
+        let empty = patched.as_object().is_none_or(serde_json::Map::is_empty);
+        if empty {
+            self.store()
+                .delete_override(&self.app, chart, &OverrideLayer::User)?;
+        } else {
+            if patched.to_string().len() > MAX_PATCHED_OVERRIDES_BYTES {
+                return Err(denied(
+                    plugin,
+                    hook,
+                    &Action::PatchOverrides {
+                        chart: chart.to_string(),
+                        patch: patch.clone(),
+                    },
+                    "override-size",
+                    format!(
+                        "the patched overrides are over {} KiB",
+                        MAX_PATCHED_OVERRIDES_BYTES >> 10
+                    ),
+                ));
+            }
+            self.store()
+                .set_override(&self.app, chart, &OverrideLayer::User, &patched)?;
+        }
+        self.note(format!(
+            "plugin {plugin} patched the user overrides of chart {chart} in its {hook} hook"
+        ));
+        Ok(())
+    }
+
+    /// Runs the `status` hook of every plugin that has it for `chart`'s
+    /// release, until each answers ready, fails, or the chart's timeout
+    /// passes.
+    pub(super) fn status_until_ready(
+        &self,
+        prepared: &Prepared<'_>,
+        chart: &str,
+        namespace: &str,
+        timeout: Option<Duration>,
+    ) -> Result<(), Error> {
+        let started = Instant::now();
+        let limit = timeout.unwrap_or(DEFAULT_STATUS_TIMEOUT);
+        for p in prepared.plugins_with(Hook::Status) {
+            let mut state = None;
+            for attempt in 1u32.. {
+                let mut call = prepared.hook_call(self, Hook::Status)?;
+                call.release = Some(chart.to_string());
+                call.release_namespace = Some(namespace.to_string());
+                call.attempt = attempt;
+                call.state = state.take();
+                call.observed = self.observed(prepared)?;
+                let answer = prepared.call_hook(self, p, &call)?;
+                if let HookOutcome::Veto(reason) = &answer.verdict {
+                    return Err(Error::StatusFailed {
+                        plugin: p.path().to_string(),
+                        release: chart.to_string(),
+                        reason: reason.clone(),
+                    });
+                }
+                self.take_actions(prepared, p.path(), Hook::Status, &answer)?;
+                state = answer.state.clone();
+                match answer.status.unwrap_or(ReleaseStatus::Ready) {
+                    ReleaseStatus::Ready => break,
+                    ReleaseStatus::Failed(reason) => {
+                        return Err(Error::StatusFailed {
+                            plugin: p.path().to_string(),
+                            release: chart.to_string(),
+                            reason,
+                        });
+                    }
+                    ReleaseStatus::RetryAfter(seconds) => {
+                        let wait = Duration::from_secs(u64::from(seconds));
+                        if started.elapsed() + wait > limit {
+                            return Err(Error::StatusFailed {
+                                plugin: p.path().to_string(),
+                                release: chart.to_string(),
+                                reason: format!(
+                                    "not ready after {attempt} checks in {} s (the chart's timeout is {} s)",
+                                    started.elapsed().as_secs(),
+                                    limit.as_secs()
+                                ),
+                            });
+                        }
+                        self.progress_note(&format!(
+                            "chart {chart}: plugin {} says not ready yet (check {attempt}), again in {seconds} s",
+                            p.path()
+                        ));
+                        self.sleep_abortable(wait)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The objects this operation ensured or asked to observe, as the
+    /// target holds them now.
+    fn observed(&self, prepared: &Prepared<'_>) -> Result<Vec<Observed>, Error> {
+        let mut objects: Vec<ObjectRef> =
+            prepared.ensured().iter().map(|r| r.id().clone()).collect();
+        for object in prepared.observed().iter() {
+            if !objects.contains(object) {
+                objects.push(object.clone());
+            }
+        }
+        let mut out = Vec::with_capacity(objects.len());
+        let mut seen = BTreeSet::new();
+        for object in objects {
+            if !seen.insert(object.key()) {
+                continue;
+            }
+            let live = self
+                .target()
+                .read_live(&LookupQuery {
+                    api_version: object.api_version.clone(),
+                    kind: object.kind.clone(),
+                    namespace: object.namespace.clone().unwrap_or_default(),
+                    name: object.name.clone(),
+                })
+                .map_err(|source| Error::Kube {
+                    chart: OWNED_CHART.into(),
+                    source: Box::new(source),
+                })?;
+            let exists = live.as_object().is_some_and(|m| !m.is_empty());
+            out.push(Observed {
+                ready: exists && ready(&live),
+                object,
+                exists,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Waits `wait`, ending early with [`Error::Aborted`] when the
+    /// operation is aborted.
+    fn sleep_abortable(&self, wait: Duration) -> Result<(), Error> {
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            if self.abort.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(Error::Aborted);
+            }
+            std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+        }
+        Ok(())
+    }
+}
+
+/// Whether a live object is ready: its `Ready` condition, when it has
+/// one, is true (as kstatus reads custom resources); an object with no
+/// conditions is ready once it exists.
+fn ready(live: &serde_json::Value) -> bool {
+    let Some(conditions) = live
+        .pointer("/status/conditions")
+        .and_then(serde_json::Value::as_array)
+    else {
+        return true;
+    };
+    match conditions
+        .iter()
+        .find(|c| c.get("type").and_then(serde_json::Value::as_str) == Some("Ready"))
+    {
+        Some(c) => c.get("status").and_then(serde_json::Value::as_str) == Some("True"),
+        None => true,
+    }
+}
+
+/// RFC 7386: a JSON merge patch applied to `target`.
+pub fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    let serde_json::Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = serde_json::Value::Object(serde_json::Map::new());
+    }
+    if let serde_json::Value::Object(map) = target {
+        for (key, value) in patch {
+            if value.is_null() {
+                map.remove(key);
+            } else {
+                merge_patch(
+                    map.entry(key.clone()).or_insert(serde_json::Value::Null),
+                    value,
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        // The RFC's own example.
+        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}}));
+        assert_eq!(target, json!({"a": "z", "c": {"d": "e"}}));
+        let mut target = json!({"a": [1, 2]});
+        merge_patch(&mut target, &json!({"a": [3]}));
+        assert_eq!(target, json!({"a": [3]}));
+        let mut target = json!({"a": "b"});
+        merge_patch(&mut target, &json!({"a": {"b": "c"}}));
+        assert_eq!(target, json!({"a": {"b": "c"}}));
+    }
+
+    #[test]
+    fn an_object_is_ready_by_its_ready_condition_or_by_existing() {
+        assert!(ready(&json!({"kind": "Secret"})));
+        assert!(ready(
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        ));
+        assert!(!ready(
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+        ));
+    }
+}

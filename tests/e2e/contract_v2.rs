@@ -1,0 +1,460 @@
+//! Contract 0.2 (issue 25) beside 0.1: the host links both worlds and
+//! calls each plugin through the contract its component was built
+//! against. The fixture `tests/plugins/contract-v2` is built with the WIT
+//! bindings alone and reports what it is handed: the fact sections it
+//! declared and no others, the chart's namespace and user overrides, each
+//! hook's context and the state its pre hook left.
+
+use std::path::{Path, PathBuf};
+
+use capstan::model::{
+    ChartCall, FactsSection, Hook, HookCall, HookOperation, HookOutcome, SecretSource,
+};
+use capstan::sandbox::{CallContext, Facts, Plugin, Policy, Sandbox};
+use serde_json::{Value, json};
+
+use crate::daemon::Daemon;
+use crate::support::{example_facts, plugin_bytes, plugin_wasm};
+
+fn load(package: &str) -> Plugin {
+    let sandbox = Sandbox::new(Policy::new()).unwrap();
+    sandbox.load(package, &plugin_bytes(package)).unwrap()
+}
+
+/// The example simplex facts, with what 0.2 added: a second node that is
+/// cordoned and not ready, the Ceph backend's health, a network and a
+/// service parameter (which the fixture did not declare).
+fn facts() -> Facts {
+    let text = std::fs::read_to_string(example_facts("storage", "simplex.yaml")).unwrap();
+    let mut facts = Facts::from_yaml(&text).unwrap();
+    let extra: Facts = Facts::from_yaml(
+        "systemMode: simplex\ncontrollerCount: 1\nworkerCount: 1\nkubernetesVersion: 1.30.2\n\
+         system: {name: lab, softwareVersion: '26.09'}\n\
+         nodes:\n  - {name: worker-9, roles: [worker], schedulable: false, operational: disabled, availability: offline}\n\
+         networks:\n  - {name: oam, subnet: 'fd00::/64', floatingAddress: 'fd00::2'}\n\
+         serviceParameters:\n  - {service: platform, section: config, name: tls-min-version, value: VersionTLS12}\n",
+    )
+    .unwrap();
+    facts.nodes.extend(extra.nodes);
+    facts.system = extra.system;
+    facts.networks = extra.networks;
+    facts.service_parameters = extra.service_parameters;
+    facts.storage_backends[0].health = Some(capstan::sandbox::StorageHealth::Error);
+    facts
+}
+
+fn chart_call(user: Value) -> ChartCall {
+    ChartCall {
+        app: "demo".into(),
+        version: "1.0.0".into(),
+        chart: "web".into(),
+        namespace: "web-ns".into(),
+        user_overrides: user,
+    }
+}
+
+fn ctx() -> CallContext {
+    CallContext::new([3; 32])
+}
+
+#[test]
+fn each_plugin_is_called_through_the_contract_it_was_built_against() {
+    let v2 = load("capstan-test-contract-v2");
+    assert_eq!(v2.info().contract, "0.2.0");
+    assert_eq!(
+        v2.info().facts,
+        vec![
+            FactsSection::System,
+            FactsSection::Hosts,
+            FactsSection::Storage
+        ]
+    );
+    let v1 = load("capstan-example-storage");
+    assert_eq!(v1.info().contract, "0.1.0");
+    assert!(v1.info().facts.is_empty());
+}
+
+#[test]
+fn a_chart_call_hands_only_the_declared_sections_and_the_charts_user_overrides() {
+    let plugin = load("capstan-test-contract-v2");
+    let answer = plugin
+        .answer(&ctx(), &chart_call(json!({"replicas": 3})), &facts())
+        .unwrap();
+    let seen = &answer.values["seen"];
+    assert_eq!(seen["namespace"], "web-ns");
+    assert_eq!(seen["user"], json!({"replicas": 3}));
+    assert_eq!(seen["app"], "demo");
+    // Declared: system, hosts, storage; not networks nor service
+    // parameters, which the facts hold.
+    assert_eq!(seen["sections"], json!(["system", "hosts", "storage"]));
+    assert_eq!(seen["system"]["mode"], "simplex");
+    assert_eq!(seen["system"]["type"], "allinone");
+    assert_eq!(seen["system"]["name"], "lab");
+    // A node's states: as given, else derived (a schedulable node is
+    // unlocked, enabled and available; a cordoned one locked).
+    assert_eq!(
+        seen["hosts"],
+        json!([
+            "controller-0:unlocked/enabled/available",
+            "worker-9:locked/disabled/offline"
+        ])
+    );
+    assert_eq!(seen["storage"], json!(["ceph-store:error"]));
+    assert!(!answer.disabled);
+    assert!(answer.secret_values.is_empty());
+}
+
+#[test]
+fn a_plugin_may_disable_its_chart_and_ask_for_a_secret_value_by_reference() {
+    let plugin = load("capstan-test-contract-v2");
+    let answer = plugin
+        .answer(
+            &ctx(),
+            &chart_call(json!({"disableWeb": true, "askSecret": true})),
+            &facts(),
+        )
+        .unwrap();
+    assert!(answer.disabled);
+    assert_eq!(answer.secret_values.len(), 1);
+    assert_eq!(answer.secret_values[0].path, "auth.password");
+    assert!(matches!(
+        &answer.secret_values[0].source,
+        SecretSource::Generated(g) if g.name == "db" && g.key == "password"
+    ));
+}
+
+#[test]
+fn a_pre_hook_leaves_state_that_its_post_hook_is_handed() {
+    let plugin = load("capstan-test-contract-v2");
+    let mut pre = HookCall::new(Hook::PreUpdate, HookOperation::Update, "demo", "2.0.0");
+    pre.from_version = Some("1.0.0".into());
+    pre.to_version = Some("2.0.0".into());
+    let answer = plugin.hook(&ctx(), &pre, &facts()).unwrap();
+    assert_eq!(answer.verdict, HookOutcome::Proceed);
+    let state = answer.state.expect("a pre hook leaves state");
+    assert_eq!(
+        String::from_utf8_lossy(&state),
+        "preupdate 2.0.0 manual update"
+    );
+    let mut post = HookCall {
+        hook: Hook::PostUpdate,
+        state: Some(state),
+        ..pre
+    };
+    post.user_overrides = vec![("web".into(), json!({"vetoPost": true}))];
+    let answer = plugin.hook(&ctx(), &post, &facts()).unwrap();
+    assert_eq!(
+        answer.verdict,
+        HookOutcome::Veto(
+            "postupdate was handed state [preupdate 2.0.0 manual update] from Some(\"1.0.0\") to Some(\"2.0.0\")"
+                .into()
+        )
+    );
+}
+
+#[test]
+fn a_0_1_plugin_is_handed_what_it_was_before_0_2() {
+    // The 0.1 storage example answers the same for facts with and without
+    // what 0.2 added: it never sees the new fields, nor do its seeds.
+    let plugin = load("capstan-example-storage");
+    let text = std::fs::read_to_string(example_facts("storage", "simplex.yaml")).unwrap();
+    let plain = Facts::from_yaml(&text).unwrap();
+    let app = capstan::sandbox::App {
+        name: "demo".into(),
+        version: "1.0.0".into(),
+    };
+    let before = plugin
+        .overrides(&ctx(), &app, &plain, "rbd-provisioner")
+        .unwrap();
+    let mut richer = facts();
+    richer.nodes.truncate(1);
+    let after = plugin
+        .overrides(&ctx(), &app, &richer, "rbd-provisioner")
+        .unwrap();
+    assert_eq!(before, after);
+    assert!(!before.is_empty());
+}
+
+/// An app of one chart `web` (a ConfigMap of the values it gets) served
+/// by the fixture, with all its hooks.
+fn write_app(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    let templates = dir.join("charts/web/templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    std::fs::copy(
+        plugin_wasm("capstan-test-contract-v2"),
+        dir.join("plugins/v2.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("capstan.yaml"),
+        "name: contract\nversion: 1.0.0\n\
+         charts:\n  - {name: web, path: charts/web, namespace: web-ns, release: web}\n\
+         chart_groups:\n  - {name: all, mode: sequential, charts: [web]}\n\
+         plugins:\n  - {path: plugins/v2.wasm, hooks: [semantic-check, pre-apply, post-apply, pre-remove, post-remove], charts: [web]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("charts/web/Chart.yaml"),
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("charts/web/values.yaml"), "{}\n").unwrap();
+    std::fs::write(
+        templates.join("values.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-values\n\
+         data:\n  values: {{ toJson .Values | quote }}\n",
+    )
+    .unwrap();
+    // A Secret in another namespace, for the mirror tests to copy.
+    std::fs::write(
+        templates.join("ca.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ca\n  namespace: platform-ca\n\
+         type: Opaque\ndata:\n  ca.crt: Y2EtYnl0ZXM=\n",
+    )
+    .unwrap();
+}
+
+fn bundle(d: &Daemon) -> PathBuf {
+    let dir = d.dir.join("app-contract");
+    write_app(&dir);
+    let out = d.dir.join("contract.tgz");
+    let built = d.build(&dir, &out);
+    assert!(
+        built.status.success(),
+        "{}",
+        crate::daemon::text(&built.stderr)
+    );
+    out
+}
+
+fn set_user(d: &Daemon, values: &str) {
+    let file = d.dir.join("user.yaml");
+    std::fs::write(&file, values).unwrap();
+    d.ok(&[
+        "override",
+        "set",
+        "contract",
+        "web",
+        "-f",
+        file.to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn through_the_daemon_a_0_2_plugin_sees_its_namespace_and_overrides_disables_and_vetoes() {
+    let d = Daemon::start("contract_v2_daemon");
+    let bundle = bundle(&d);
+    d.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    set_user(&d, "greeting: hi\n");
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(d.state_of("contract"), "applied");
+    let applied = std::fs::read_to_string(d.applied().join("contract/web.yaml")).unwrap();
+    assert!(applied.contains(r#""namespace":"web-ns""#), "{applied}");
+    assert!(applied.contains(r#""user":{"greeting":"hi"}"#), "{applied}");
+
+    // The post-apply hook is handed the state its pre-apply hook left.
+    set_user(&d, "vetoPost: true\n");
+    let out = d.cli(&["app", "apply", "contract"]);
+    assert!(!out.status.success());
+    let shown = d.show("contract");
+    let message = shown["message"].as_str().unwrap_or_default();
+    assert!(
+        message
+            .contains("post-apply hook: postapply was handed state [preapply 1.0.0 manual apply]"),
+        "{shown}"
+    );
+
+    // A delete of an object no release of the app holds is refused.
+    set_user(&d, "askDelete: true\n");
+    let out = d.cli(&["app", "apply", "contract"]);
+    assert!(!out.status.success());
+    let message = d.show("contract")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains("plugins/v2.wasm's pre-apply hook asked to delete ConfigMap default/anything (v1): denied by rule owned-only"),
+        "{message}"
+    );
+
+    // A disabled chart is not applied, and goes when it was.
+    set_user(&d, "disableWeb: true\n");
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(d.state_of("contract"), "applied");
+    assert!(
+        !d.applied().join("contract/web.yaml").exists(),
+        "the disabled chart's objects are still applied"
+    );
+}
+
+fn config_map(namespace: &str, name: &str) -> String {
+    format!(
+        "{{apiVersion: v1, kind: ConfigMap, metadata: {{name: {name}, namespace: {namespace}}}, data: {{k: v}}}}"
+    )
+}
+
+/// Applies with the user overrides `values` and returns the failure
+/// message, which must name `rule`.
+fn denied_by(d: &Daemon, values: &str, rule: &str) -> String {
+    set_user(d, values);
+    let out = d.cli(&["app", "apply", "contract"]);
+    assert!(!out.status.success(), "{values}: applied");
+    let shown = d.show("contract");
+    let message = shown["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        message.contains(&format!("denied by rule {rule}:")),
+        "{values}: {message}"
+    );
+    assert_eq!(shown["state"], "apply-failed", "{shown}");
+    message
+}
+
+#[test]
+fn hook_actions_outside_the_policy_are_refused_naming_the_rule_and_nothing_is_done() {
+    let d = Daemon::start("contract_v2_policy");
+    let bundle = bundle(&d);
+    d.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    d.ok(&["app", "apply", "contract"]);
+    let owned = d.applied().join("contract/capstan-owned.yaml");
+
+    // One allowed object and one in another app's namespace: the answer is
+    // refused whole, so the allowed one is not applied either.
+    let message = denied_by(
+        &d,
+        &format!(
+            "ensure: [{}, {}]\n",
+            config_map("web-ns", "fine"),
+            config_map("other-app", "intruder")
+        ),
+        "app-namespaces",
+    );
+    assert!(message.contains("ensure ConfigMap intruder"), "{message}");
+    assert!(!owned.exists(), "a part of a refused answer was applied");
+    denied_by(
+        &d,
+        "ensure: [{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRoleBinding, metadata: {name: admin}, roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}, subjects: []}]\n",
+        "no-rbac",
+    );
+    denied_by(
+        &d,
+        "ensure: [{apiVersion: v1, kind: Namespace, metadata: {name: mine}}]\n",
+        "no-cluster-scoped",
+    );
+    let many: Vec<String> = (0..101)
+        .map(|i| config_map("web-ns", &format!("cm-{i}")))
+        .collect();
+    denied_by(&d, &format!("ensure: [{}]\n", many.join(", ")), "max-owned");
+    denied_by(
+        &d,
+        "mirror: [{kind: secret, from: platform-ca/ca, to: web-ns/oidc-ca}]\n",
+        "mirror-source",
+    );
+    denied_by(
+        &d,
+        "mirror: [{kind: configmap, from: web-ns/web-values, to: kube-system/copy}]\n",
+        "app-namespaces",
+    );
+    denied_by(&d, "patch: {chart: nope, patch: {a: 1}}\n", "known-chart");
+    assert!(!owned.exists());
+    // A 100 MiB patch cannot even leave the plugin: the sandbox's output
+    // cap ends the call first.
+}
+
+#[test]
+fn ensured_and_mirrored_objects_live_in_the_owned_release_and_go_with_the_app() {
+    let policy = crate::support::fresh_dir("contract_v2_owned_policy").join("policy.yaml");
+    std::fs::create_dir_all(policy.parent().unwrap()).unwrap();
+    std::fs::write(
+        &policy,
+        "apps:\n  contract:\n    mirrorFrom: [platform-ca/ca]\n",
+    )
+    .unwrap();
+    let dir = crate::support::fresh_dir("contract_v2_owned");
+    let d = Daemon::start_with_target(
+        "contract_v2_owned",
+        vec![
+            "--target".into(),
+            format!("dir:{}", dir.join("applied").display()),
+            "--action-policy".into(),
+            policy.display().to_string(),
+        ],
+    );
+    let bundle = bundle(&d);
+    d.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    d.ok(&["app", "apply", "contract"]);
+    let owned = d.applied().join("contract/capstan-owned.yaml");
+    assert!(!owned.exists());
+
+    set_user(
+        &d,
+        &format!(
+            "ensure: [{}]\nmirror: [{{kind: secret, from: platform-ca/ca, to: web-ns/oidc-ca}}]\nrequestReapply: the CA changed\n",
+            config_map("web-ns", "extra")
+        ),
+    );
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(d.state_of("contract"), "applied");
+    let text = std::fs::read_to_string(&owned).unwrap();
+    assert!(text.contains("name: extra"), "{text}");
+    assert!(text.contains("name: oidc-ca"), "{text}");
+    assert!(
+        text.contains("ca.crt: Y2EtYnl0ZXM="),
+        "the copy lacks the data: {text}"
+    );
+    assert!(
+        text.contains("capstan.dev/mirrored-from: platform-ca/ca"),
+        "{text}"
+    );
+    let reason = d.show("contract")["reapply_needed"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(reason.contains("the CA changed"), "{}", d.show("contract"));
+
+    // What no hook asks for any more is pruned at the end of the apply.
+    set_user(
+        &d,
+        &format!("ensure: [{}]\n", config_map("web-ns", "extra")),
+    );
+    d.ok(&["app", "apply", "contract"]);
+    let text = std::fs::read_to_string(&owned).unwrap();
+    assert!(
+        text.contains("name: extra") && !text.contains("oidc-ca"),
+        "{text}"
+    );
+
+    // Override patches are merge patches on the stored user overrides.
+    set_user(
+        &d,
+        "patch: {chart: web, patch: {patched: true, patch: null}}\nkeep: 1\n",
+    );
+    d.ok(&["app", "apply", "contract"]);
+    let layers: Value =
+        serde_json::from_str(&d.ok(&["override", "show", "contract", "web", "-o", "json"]))
+            .unwrap();
+    let user = layers["layers"]
+        .as_array()
+        .and_then(|l| l.iter().find(|l| l["layer"] == "user"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no user layer: {layers}"));
+    assert_eq!(
+        user["values"],
+        json!({"patched": true, "keep": 1}),
+        "{layers}"
+    );
+
+    // Removing the app removes its owned objects.
+    set_user(
+        &d,
+        &format!("ensure: [{}]\n", config_map("web-ns", "extra")),
+    );
+    d.ok(&["app", "apply", "contract"]);
+    assert!(owned.exists());
+    d.ok(&["app", "remove", "contract"]);
+    assert!(
+        !owned.exists(),
+        "the owned release outlived the app's remove"
+    );
+}
