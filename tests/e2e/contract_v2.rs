@@ -458,3 +458,69 @@ fn ensured_and_mirrored_objects_live_in_the_owned_release_and_go_with_the_app() 
         "the owned release outlived the app's remove"
     );
 }
+
+/// The platform-storage example app (issue 25): its values from the
+/// storage facts, its `pre-update` delete of the immutable CSIDriver (which
+/// the update then creates anew), and its `pre-apply` veto once Ceph
+/// reports an error.
+#[test]
+fn the_platform_storage_example_configures_deletes_its_csi_driver_on_update_and_vetoes() {
+    let mut d = Daemon::start("contract_v2_platform_storage");
+    let facts = example_facts("platform-storage", "duplex-ceph.yaml");
+    d.kill();
+    d.spawn_with_facts(&facts);
+    let v1 = d.app_bundle("platform-storage", "1.0.0", |_| {});
+    d.ok(&["app", "upload", v1.to_str().unwrap()]);
+    d.ok(&["app", "apply", "platform-storage"]);
+    let file = d.applied().join("platform-storage/csi-rbd.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    for expected in [
+        "kind: StorageClass",
+        "name: general",
+        "clusterID: 6b3e2f4a-0c1d-4c9e-9f7a-2d5b8e1a3c70",
+        "replicas: 2",
+        "--leader-election=true",
+        "192.168.204.3:6789",
+        "kind: CSIDriver",
+    ] {
+        assert!(text.contains(expected), "no {expected:?} in {text}");
+    }
+
+    let v11 = d.app_bundle("platform-storage", "1.1.0", |_| {});
+    d.ok(&["app", "update", v11.to_str().unwrap()]);
+    assert_eq!(d.state_of("platform-storage"), "applied");
+    let log = d.log();
+    assert!(
+        log.contains(
+            "deleted CSIDriver rbd.csi.example.dev (storage.k8s.io/v1) at a plugin's request"
+        ),
+        "no delete of the CSIDriver in the log"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("kind: CSIDriver"),
+        "the update did not create it anew: {text}"
+    );
+
+    let broken = d.dir.join("ceph-error.yaml");
+    std::fs::write(
+        &broken,
+        std::fs::read_to_string(&facts)
+            .unwrap()
+            .replace("health: ok", "health: error"),
+    )
+    .unwrap();
+    d.kill();
+    d.spawn_with_facts(&broken);
+    let out = d.cli(&["app", "apply", "platform-storage"]);
+    assert!(!out.status.success());
+    let message = d.show("platform-storage")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message
+            .contains("vetoed the pre-apply hook: storage backend ceph-store reports health error"),
+        "{message}"
+    );
+}

@@ -277,6 +277,7 @@ impl Daemon {
             ("capstan-example-ha-replicas", "ha-replicas.wasm"),
             ("capstan-example-kafka-placement", "kafka-placement.wasm"),
             ("capstan-example-storage", "storage.wasm"),
+            ("capstan-example-platform-storage", "platform-storage.wasm"),
         ] {
             if readme.contains(file) {
                 std::fs::copy(plugin_wasm(package), app.join("plugins").join(file)).unwrap();

@@ -152,7 +152,7 @@ impl Job<'_> {
                     self.patch_overrides(plugin, hook, chart, patch)?;
                 }
                 Action::RequestReapply(reason) => {
-                    tracing::info!(app = %self.app, plugin, %hook, reason, "a plugin asked for another apply");
+                    tracing::info!(target: "capstan::audit", app = %self.app, plugin, %hook, reason, "a plugin asked for another apply");
                     *self.requested_reapply() = Some(format!("plugin {plugin} asked: {reason}"));
                 }
                 Action::Observe(object) => {
@@ -389,6 +389,7 @@ impl Job<'_> {
             source: Box::new(source),
         };
         let held = self.target().applied(&release).map_err(kube_err)?;
+        let id = object.id().clone();
         let mut ensured = prepared.ensured();
         ensured.retain(|r| r.id().key() != object.id().key());
         ensured.push(object);
@@ -400,6 +401,7 @@ impl Job<'_> {
         desired.extend(ensured.iter().cloned());
         let plan = kube::plan_apply(&held, &desired).map_err(kube_err)?;
         self.target().apply(&release, &plan).map_err(kube_err)?;
+        tracing::info!(target: "capstan::audit", app = %self.app, object = %id, "applied at a plugin's request in the owned release");
         Ok(())
     }
 
@@ -459,7 +461,7 @@ impl Job<'_> {
         let plan = kube::plan_apply(&held, &desired).map_err(kube_err)?;
         self.target().apply(&release, &plan).map_err(kube_err)?;
         prepared.ensured().retain(|r| r.id().key() != key);
-        tracing::info!(app = %self.app, %object, "deleted at a plugin's request");
+        self.note(format!("deleted {object} at a plugin's request"));
         Ok(())
     }
 

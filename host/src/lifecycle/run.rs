@@ -1285,7 +1285,7 @@ impl Job<'_> {
     /// Records `text` in the operation's history note (with its warnings)
     /// and the log.
     pub(super) fn note(&self, text: String) {
-        tracing::info!(app = %self.app, "{text}");
+        tracing::info!(target: "capstan::audit", app = %self.app, "{text}");
         if let Ok(mut w) = self.warnings.lock() {
             w.push(text);
         }

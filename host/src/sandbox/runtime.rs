@@ -64,6 +64,7 @@ pub struct PluginInfo {
     /// Whether it decides workload kinds.
     pub decides_workloads: bool,
     /// The fact sections it reads (contract 0.2; none for 0.1.0).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<FactsSection>,
     /// The contract version its component was built against, `0.1.0` or
     /// `0.2.0`.
