@@ -179,7 +179,7 @@ fn bare_facts(facts: &Facts) -> wit::Facts {
                     StorageKind::External => wit::StorageKind::External,
                 },
                 replication: b.replication,
-                monitors: b.monitors.clone(),
+                monitors: b.monitors.iter().map(|m| m.address().to_string()).collect(),
                 pools: b.pools.clone(),
                 is_default: b.is_default,
             })
