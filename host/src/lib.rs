@@ -13,6 +13,7 @@ pub mod model;
 pub mod oci;
 pub mod render;
 pub mod sandbox;
+pub mod secrets;
 pub mod store;
 pub mod trust;
 pub mod values;

@@ -121,6 +121,8 @@ fn a_plugin_may_disable_its_chart_and_ask_for_a_secret_value_by_reference() {
         &answer.secret_values[0].source,
         SecretSource::Generated(g) if g.name == "db" && g.key == "password"
     ));
+    assert_eq!(answer.generate.len(), 1);
+    assert_eq!(answer.generate[0].name, "db");
 }
 
 #[test]
@@ -523,4 +525,115 @@ fn the_platform_storage_example_configures_deletes_its_csi_driver_on_update_and_
             .contains("vetoed the pre-apply hook: storage backend ceph-store reports health error"),
         "{message}"
     );
+}
+
+/// The generated password the owned release keeps for the app.
+fn generated_password(d: &Daemon) -> String {
+    use base64::Engine as _;
+    let text = std::fs::read_to_string(d.applied().join("contract/capstan-owned.yaml")).unwrap();
+    let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|doc| serde_yaml_ng::Value::deserialize(doc).unwrap())
+        .collect();
+    let secret = docs
+        .iter()
+        .find(|d| d["metadata"]["name"].as_str() == Some("contract-db"))
+        .unwrap_or_else(|| panic!("no generated Secret in {text}"));
+    let encoded = secret["data"]["password"].as_str().unwrap();
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+use serde::Deserialize as _;
+
+/// Issue 25: a generated secret is made once, kept in a Secret the app
+/// owns, handed out unchanged on every later apply, placed in the chart's
+/// values at render, and found in none of the daemon log, history, diffs,
+/// `override show`, JSON output, the status page or the metrics; it goes
+/// with the app. An existing Secret's key is read only from the app's own
+/// namespaces unless the policy allows.
+#[test]
+fn a_generated_secret_is_made_once_placed_at_render_and_shown_nowhere() {
+    let d = Daemon::start("contract_v2_secrets");
+    let bundle = bundle(&d);
+    d.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    set_user(&d, "askSecret: true\n");
+    d.ok(&["app", "apply", "contract"]);
+    let password = generated_password(&d);
+    assert_eq!(password.len(), 24);
+    assert!(password.chars().all(|c| c.is_ascii_alphanumeric()));
+    let rendered = std::fs::read_to_string(d.applied().join("contract/web.yaml")).unwrap();
+    assert!(
+        rendered.contains(&format!(r#""password":"{password}""#)),
+        "the value is not placed at render: {rendered}"
+    );
+
+    // Stable across re-applies.
+    set_user(&d, "askSecret: true\ngreeting: again\n");
+    let diff = d.ok(&["app", "diff", "contract"]);
+    assert!(diff.contains("again"), "{diff}");
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(
+        generated_password(&d),
+        password,
+        "the secret was generated anew"
+    );
+
+    // Nowhere a person or a log reads.
+    let mut seen = vec![
+        ("diff", diff),
+        ("log", d.log()),
+        (
+            "override show",
+            d.ok(&["override", "show", "contract", "web", "-o", "json"]),
+        ),
+        ("app show", d.ok(&["app", "show", "contract", "-o", "json"])),
+        (
+            "history",
+            d.ok(&["app", "history", "contract", "-o", "json"]),
+        ),
+    ];
+    for (path, label) in [
+        ("/metrics", "metrics"),
+        ("/", "status page"),
+        ("/v1/apps/contract", "api"),
+    ] {
+        let (_, body) = d.http("GET", path, "text/plain", b"");
+        seen.push((label, body));
+    }
+    for (label, text) in &seen {
+        assert!(
+            !text.contains(&password),
+            "the generated secret is in the {label}"
+        );
+    }
+
+    // A value that names a secret the answer did not ask to generate.
+    set_user(&d, "askSecret: true\nskipGenerate: true\n");
+    let out = d.cli(&["app", "apply", "contract"]);
+    assert!(!out.status.success());
+    assert_eq!(generated_password(&d), password);
+
+    // An existing Secret's key: from another namespace, refused by
+    // default; from the app's own, placed.
+    set_user(&d, "askExisting: platform-ca/ca/ca.crt\n");
+    let out = d.cli(&["app", "apply", "contract"]);
+    assert!(!out.status.success());
+    let message = d.show("contract")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains("denied by rule mirror-source"),
+        "{message}"
+    );
+
+    // Removing the app removes the Secret that kept the generated one.
+    set_user(&d, "askSecret: true\n");
+    d.ok(&["app", "apply", "contract"]);
+    d.ok(&["app", "remove", "contract"]);
+    assert!(!d.applied().join("contract/capstan-owned.yaml").exists());
 }

@@ -405,6 +405,23 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// Applies `object` in the owned release now (see [`Job::ensure`]).
+    pub(super) fn ensure_owned(
+        &self,
+        prepared: &Prepared<'_>,
+        object: Resource,
+    ) -> Result<(), Error> {
+        self.ensure(prepared, object)
+    }
+
+    /// Counts `object`, which the owned release already holds as it is,
+    /// among what this operation ensured, so that it is not pruned.
+    pub(super) fn keep_owned(&self, prepared: &Prepared<'_>, object: Resource) {
+        let mut ensured = prepared.ensured();
+        ensured.retain(|r| r.id().key() != object.id().key());
+        ensured.push(object);
+    }
+
     /// After a successful apply: the owned release holds exactly what this
     /// operation's hooks ensured (what they no longer ask for is pruned).
     pub(super) fn settle_owned(&self, prepared: &Prepared<'_>) -> Result<(), Error> {

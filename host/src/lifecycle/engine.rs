@@ -588,6 +588,7 @@ impl Lifecycle {
             abort: &abort,
             warnings: Mutex::new(Vec::new()),
             requested_reapply: Mutex::new(None),
+            redactor: Mutex::new(crate::secrets::Redactor::new()),
         };
         job.diff(&version, None)
     }
@@ -626,6 +627,7 @@ impl Lifecycle {
             abort: &abort,
             warnings: Mutex::new(Vec::new()),
             requested_reapply: Mutex::new(None),
+            redactor: Mutex::new(crate::secrets::Redactor::new()),
         };
         let diffs = job.diff(&version, Some(&active));
         drop(bundle);
@@ -1304,6 +1306,7 @@ impl Lifecycle {
             abort,
             warnings: Mutex::new(Vec::new()),
             requested_reapply: Mutex::new(None),
+            redactor: Mutex::new(crate::secrets::Redactor::new()),
         };
         // At most `max_operations` run at once; the rest wait here, in
         // order, with their progress saying so.
@@ -1322,7 +1325,11 @@ impl Lifecycle {
                 )),
             );
         });
-        let ending = work(&job);
+        let mut ending = work(&job);
+        // No secret value an operation placed reaches its message.
+        if let Some(message) = ending.finish.message.take() {
+            ending.finish.message = Some(job.redact(&message));
+        }
         // The operation rendered with the facts in effect: whatever the
         // last re-evaluation found is out of date; but a plugin may have
         // asked for another apply (`request-reapply`).

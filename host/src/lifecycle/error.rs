@@ -121,6 +121,17 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A plugin's secret value could not be placed: its source is missing
+    /// or not allowed, or its path does not fit the values.
+    #[error("plugin {plugin}, chart {chart}: secret value: {reason}")]
+    SecretValue {
+        /// The plugin's path in the bundle.
+        plugin: String,
+        /// The chart.
+        chart: String,
+        /// Why.
+        reason: String,
+    },
     /// A plugin's `status` hook said a release failed, or it stayed not
     /// ready past the chart's timeout.
     #[error("plugin {plugin}'s status hook for release {release}: {reason}")]
@@ -349,6 +360,7 @@ impl Error {
             Error::Vetoed { .. }
             | Error::NotYetSupported { .. }
             | Error::ActionDenied { .. }
+            | Error::SecretValue { .. }
             | Error::StatusFailed { .. }
             | Error::KubernetesUnsupported { .. }
             | Error::Plugin { .. }

@@ -30,7 +30,8 @@
 //! `facts_source` and `cluster_facts` (where facts come from),
 //! `reevaluate` (apps planned again when the facts change), `actions`
 //! (contract 0.2 hook actions under the operator's policy, the owned
-//! release, the `status` loop),
+//! release, the `status` loop), `secret_values` (values by reference and
+//! generated secrets at render),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
@@ -53,6 +54,7 @@ mod progress;
 mod reevaluate;
 pub mod rules;
 mod run;
+mod secret_values;
 mod slots;
 mod state_dir;
 mod stored;

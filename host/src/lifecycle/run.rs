@@ -36,6 +36,7 @@ use super::Error;
 use super::context::Inner;
 use super::facts::current_facts;
 use super::plan::{self, ChartInput, NewDecision, PluginChoice};
+use super::secret_values::ChartSecrets;
 use super::stored::{StoredVersion, from_json, to_json};
 
 /// Which user overrides an apply uses.
@@ -111,6 +112,14 @@ struct RenderedGroup {
     charts: Vec<RenderedChart>,
 }
 
+/// What the plugins answered for every chart: the system overrides, the
+/// charts they disabled, and the secret values placed at render.
+type SystemAnswers = (
+    BTreeMap<String, serde_json::Value>,
+    BTreeSet<String>,
+    BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+);
+
 /// A loaded plugin and what the bundle says it serves.
 pub(crate) struct AppPlugin {
     path: String,
@@ -138,6 +147,9 @@ pub(crate) struct Job<'a> {
     /// Set when a plugin's hook asked for another apply (contract 0.2's
     /// `request-reapply`): the app is marked once the operation ends.
     pub requested_reapply: Mutex<Option<String>>,
+    /// Every secret value this operation placed, hidden from its messages
+    /// and diffs.
+    pub redactor: Mutex<crate::secrets::Redactor>,
 }
 
 /// Everything the charts of one apply share.
@@ -155,6 +167,9 @@ pub(super) struct Prepared<'a> {
     /// Charts a plugin's answer disabled: not rendered, removed if
     /// installed.
     disabled: BTreeSet<String>,
+    /// The secret values of each chart, merged above the system overrides
+    /// at render and never stored ([`super::secret_values`]).
+    secret_layers: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
     /// The state each plugin's pre hook left for its post hook, by plugin
     /// path (contract 0.2), for this operation only.
     hook_state: Mutex<BTreeMap<String, Vec<u8>>>,
@@ -564,9 +579,10 @@ impl Job<'_> {
             "system-overrides",
             "computing system overrides",
         )?;
-        let (system, disabled) = self.system_overrides(&prepared)?;
+        let (system, disabled, secret_layers) = self.system_overrides(&prepared)?;
         prepared.system = system;
         prepared.disabled = disabled;
+        prepared.secret_layers = secret_layers;
         Ok(prepared)
     }
 
@@ -617,6 +633,7 @@ impl Job<'_> {
             })?,
             planned_api_versions: Mutex::new(BTreeSet::new()),
             disabled: BTreeSet::new(),
+            secret_layers: BTreeMap::new(),
             hook_state: Mutex::new(BTreeMap::new()),
             namespaces: {
                 let mut namespaces: Vec<String> = Vec::new();
@@ -814,9 +831,10 @@ impl Job<'_> {
             phase: "diff",
         };
         let mut prepared = self.load(&request)?;
-        let (system, disabled) = self.system_overrides(&prepared)?;
+        let (system, disabled, secret_layers) = self.system_overrides(&prepared)?;
         prepared.system = system;
         prepared.disabled = disabled;
+        prepared.secret_layers = secret_layers;
         let mut diffs = Vec::new();
         for chart in &version.metadata.charts {
             let name = chart.name.to_string();
@@ -843,7 +861,9 @@ impl Job<'_> {
                 .diff_live(&release, &desired)
                 .map_err(kube_err)?
             {
-                diffs.push(chart_diff_of(name, &live_diffs));
+                let mut chart_diff = chart_diff_of(name, &live_diffs);
+                chart_diff.text = self.redact(&chart_diff.text);
+                diffs.push(chart_diff);
                 continue;
             }
             let diff = kube::diff(&live, &desired).map_err(kube_err)?;
@@ -852,7 +872,7 @@ impl Job<'_> {
                 added: diff.added.len(),
                 changed: diff.changed.len(),
                 removed: diff.removed.len(),
-                text: diff.to_string(),
+                text: self.redact(&diff.to_string()),
             });
         }
         for old in replacing.into_iter() {
@@ -873,7 +893,7 @@ impl Job<'_> {
                     added: diff.added.len(),
                     changed: diff.changed.len(),
                     removed: diff.removed.len(),
-                    text: diff.to_string(),
+                    text: self.redact(&diff.to_string()),
                 });
             }
         }
@@ -1079,6 +1099,12 @@ impl Job<'_> {
         if let Some(system) = prepared.system.get(chart) {
             layers.push((Layer::System, from_json(system)?));
         }
+        if let Some(secrets) = prepared.secret_layers.get(chart) {
+            layers.push((
+                Layer::System,
+                from_json(&serde_json::Value::Object(secrets.clone()))?,
+            ));
+        }
         if let Some(user) = self.user_overrides(prepared, chart)? {
             layers.push((Layer::User, from_json(&user)?));
         }
@@ -1186,13 +1212,11 @@ impl Job<'_> {
     /// in bundle order, and the charts a plugin disabled. A plugin is only
     /// ever asked about the charts its own bundle lists for it, and is
     /// handed the chart's namespace and user overrides (read-only).
-    fn system_overrides(
-        &self,
-        prepared: &Prepared<'_>,
-    ) -> Result<(BTreeMap<String, serde_json::Value>, BTreeSet<String>), Error> {
+    fn system_overrides(&self, prepared: &Prepared<'_>) -> Result<SystemAnswers, Error> {
         let version = prepared.request.version;
         let mut out: BTreeMap<String, Map> = BTreeMap::new();
         let mut disabled = BTreeSet::new();
+        let mut asked: BTreeMap<String, BTreeMap<String, ChartSecrets>> = BTreeMap::new();
         for chart in version.enabled_charts() {
             let serving: Vec<&AppPlugin> = prepared
                 .plugins
@@ -1222,21 +1246,15 @@ impl Job<'_> {
                 let started = Instant::now();
                 let answer = p.plugin.answer(&ctx, &call, &prepared.facts);
                 let answer = self.observe(p, "overrides", started, answer)?;
-                if let Some(what) = answer
-                    .secret_values
-                    .first()
-                    .map(|v| format!("secret value {} from {}", v.path, v.source))
-                    .or_else(|| {
-                        answer
-                            .generate
-                            .first()
-                            .map(|g| format!("generated secret {}", g.name))
-                    })
-                {
-                    return Err(Error::NotYetSupported {
-                        plugin: p.path.clone(),
-                        what,
-                    });
+                if !answer.secret_values.is_empty() || !answer.generate.is_empty() {
+                    let wanted = asked
+                        .entry(p.path.clone())
+                        .or_default()
+                        .entry(chart.clone())
+                        .or_default();
+                    wanted.namespace.clone_from(&call.namespace);
+                    wanted.values.extend(answer.secret_values);
+                    wanted.generate.extend(answer.generate);
                 }
                 if answer.disabled {
                     tracing::info!(app = %self.app, plugin = %p.path, chart, "chart disabled by the plugin");
@@ -1253,7 +1271,17 @@ impl Job<'_> {
             .into_iter()
             .map(|(chart, map)| Ok((chart, to_json(&values::Value::Map(map))?)))
             .collect::<Result<_, Error>>()?;
-        Ok((system, disabled))
+        let mut secret_layers: BTreeMap<String, serde_json::Map<String, serde_json::Value>> =
+            BTreeMap::new();
+        for (plugin, charts) in &asked {
+            for (chart, layer) in self.resolve_secrets(prepared, plugin, charts)? {
+                let merged = secret_layers.entry(chart).or_default();
+                for (key, value) in layer {
+                    merged.insert(key, value);
+                }
+            }
+        }
+        Ok((system, disabled, secret_layers))
     }
 
     fn run_hook(&self, prepared: &Prepared<'_>, hook: Hook) -> Result<(), Error> {

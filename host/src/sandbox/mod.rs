@@ -4,7 +4,7 @@
 //! Every app's plugins are WebAssembly components exporting the
 //! `capstan:plugin/override-plugin` world of contract 0.1.0
 //! (`wit/plugin.wit`) or 0.2.0 (`wit/v0.2/plugin.wit`); the host links
-//! both, and each plugin is called through the [`contract`] its component
+//! both, and each plugin is called through the contract its component
 //! was built against. They are
 //! untrusted: the sandbox grants no capability but the `log` import and the
 //! WASI interfaces a `wasm32-wasip2` component needs to link, each of them

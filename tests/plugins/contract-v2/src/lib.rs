@@ -5,7 +5,10 @@
 //!
 //! - `overrides` for chart `web` answers `{"seen": {...}}` with the call
 //!   and the facts it got; the user override `disableWeb: true` disables
-//!   the chart, and `askSecret: true` asks for a secret value.
+//!   the chart; `askSecret: true` asks for a generated password at
+//!   `auth.password` (without asking to generate it with `skipGenerate:
+//!   true`), and `askExisting: NS/NAME/KEY` for a Secret's key at
+//!   `auth.existing`.
 //! - every pre hook leaves the state `HOOK VERSION MODE OPERATION`; a post
 //!   hook vetoes with what it was handed when the user overrides of `web`
 //!   hold `vetoPost: true`; a pre hook asks for a `delete` when they hold
@@ -136,6 +139,7 @@ impl Guest for ContractV2 {
             }
         });
         let mut secret_values = Vec::new();
+        let mut generate = Vec::new();
         if user.get("askSecret").and_then(Value::as_bool) == Some(true) {
             secret_values.push(SecretValue {
                 path: "auth.password".into(),
@@ -144,11 +148,36 @@ impl Guest for ContractV2 {
                     key: "password".into(),
                 }),
             });
+            if user.get("skipGenerate").and_then(Value::as_bool) != Some(true) {
+                generate.push(GeneratedSecret {
+                    name: "db".into(),
+                    shape: SecretShape::Password(PasswordShape {
+                        length: 24,
+                        charset: Charset::Alphanumeric,
+                    }),
+                });
+            }
+        }
+        if let Some(existing) = user.get("askExisting").and_then(Value::as_str) {
+            let mut parts = existing.splitn(3, '/');
+            let (namespace, name, key) = (
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+                parts.next().unwrap_or_default(),
+            );
+            secret_values.push(SecretValue {
+                path: "auth.existing".into(),
+                source: SecretSource::Existing(SecretKeyRef {
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    key: key.into(),
+                }),
+            });
         }
         Ok(ChartAnswer {
             values: values.to_string(),
             secret_values,
-            generate: Vec::new(),
+            generate,
             disabled: user.get("disableWeb").and_then(Value::as_bool) == Some(true),
         })
     }
