@@ -13,8 +13,9 @@
 //!   the bounds of the contract re-checked ([`check_shape`]);
 //! - [`parse_path`] and [`set`]: a secret value's dot-separated path
 //!   (`auth.password`, `"a.b".c`) and placing a value at it;
-//! - [`Redactor`]: replacing every known secret, plain or base64-encoded
-//!   as a Secret's `data` holds it, with [`REDACTED`] in text and JSON.
+//! - [`Redactor`]: replacing every known secret with [`REDACTED`] in text
+//!   and JSON, as it is and in the forms the host writes it in (base64 as
+//!   a Secret's `data` holds it, JSON- and YAML-escaped, line by line).
 //!
 //! Types that hold secret material ([`SecretBytes`], [`Redactor`]) print
 //! `<redacted>` under `Debug`, wipe their buffers on drop (best effort:

@@ -3,14 +3,21 @@
 //! diffs, history, command output) or in the strings of a JSON value.
 //!
 //! A secret is looked for in every form the host itself may write it in:
-//! as it is; base64-encoded (standard alphabet, padded), as a Secret's
-//! `data` holds it; JSON-escaped, as it sits inside a JSON or YAML
-//! double-quoted string when it holds a quote, a backslash or a control
-//! character; and line by line when it spans lines (a PEM in a YAML block
-//! scalar is indented, so only its lines appear whole). Other encodings
-//! (URL-encoding, base64 at another alignment or without padding, a
-//! secret cut across two log lines) are not found: callers keep secrets
-//! out of such places.
+//!
+//! - as it is;
+//! - base64-encoded (standard alphabet, padded), as a Secret's `data`
+//!   holds it;
+//! - JSON-escaped, as it sits inside a JSON or YAML double-quoted string
+//!   when it holds a quote, a backslash or a control character: as
+//!   `serde_json` writes it, and as Go's `encoding/json` (Helm's `toJson`)
+//!   does, which also escapes `<`, `>`, `&`, U+2028 and U+2029;
+//! - in a YAML single-quoted string, each `'` doubled;
+//! - line by line when it spans lines: a PEM in a YAML block scalar is
+//!   indented, so only its lines appear whole.
+//!
+//! Other encodings (URL-encoding, base64 at another alignment or without
+//! padding, a secret cut across two log lines) are not found: callers keep
+//! secrets out of such places.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -83,14 +90,22 @@ impl Redactor {
             return;
         };
         self.insert(text);
-        // serde_json writes exactly the escapes Go's encoding/json and
-        // YAML's double-quoted style have in common for quotes,
-        // backslashes and control characters.
         if let Ok(quoted) = serde_json::to_string(text) {
             let quoted = Zeroizing::new(quoted);
             if let Some(inner) = quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
                 self.insert(inner);
+                self.insert(&go_json_escaped(inner));
             }
+        }
+        if text.contains('\'') && !text.contains('\n') {
+            let mut single = Zeroizing::new(String::with_capacity(text.len() * 2));
+            for c in text.chars() {
+                single.push(c);
+                if c == '\'' {
+                    single.push('\'');
+                }
+            }
+            self.insert(&single);
         }
         if text.contains('\n') {
             for line in text.lines().map(str::trim) {
@@ -225,6 +240,24 @@ impl Redactor {
     }
 }
 
+/// A string escaped by `serde_json` (without its quotes) as Go's
+/// `encoding/json` writes it: `<`, `>`, `&`, U+2028 and U+2029 as `\u`
+/// escapes too.
+fn go_json_escaped(escaped: &str) -> Zeroizing<String> {
+    let mut out = Zeroizing::new(String::with_capacity(escaped.len() * 6));
+    for c in escaped.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Appends `text[copied..start]` and [`REDACTED`] to `out`; false if those
 /// are not character boundaries (they always are: a form is whole UTF-8,
 /// so it starts and ends on one), in which case the caller hides the whole
@@ -315,6 +348,17 @@ mod tests {
         let r = redactor(&[secret]);
         let json = serde_json::to_string(&json!({"password": secret})).unwrap();
         assert_eq!(r.redact(&json), r#"{"password":"<redacted>"}"#);
+    }
+
+    #[test]
+    fn replaces_the_go_json_and_yaml_single_quoted_forms() {
+        let secret = "a<b>&'c\"d\u{2028}";
+        let r = redactor(&[secret]);
+        assert_eq!(
+            r.redact(r#"{"p":"a\u003cb\u003e\u0026'c\"d\u2028"}"#),
+            r#"{"p":"<redacted>"}"#
+        );
+        assert_eq!(r.redact("p: 'a<b>&''c\"d\u{2028}'"), "p: '<redacted>'");
     }
 
     #[test]
