@@ -637,3 +637,133 @@ fn a_generated_secret_is_made_once_placed_at_render_and_shown_nowhere() {
     d.ok(&["app", "remove", "contract"]);
     assert!(!d.applied().join("contract/capstan-owned.yaml").exists());
 }
+
+/// The oidc example app (issue 25): values from the OAM network and the
+/// TLS service parameters, a client secret generated once and placed at
+/// render, the platform CA mirrored in (allowed by the operator's policy),
+/// state from pre-apply to post-apply, and version 2's renamed chart
+/// taking the user overrides its pre-update hook moves across.
+#[test]
+fn the_oidc_example_generates_mirrors_and_moves_overrides_to_its_renamed_chart() {
+    let policy = crate::support::fresh_dir("contract_v2_oidc_policy").join("policy.yaml");
+    std::fs::create_dir_all(policy.parent().unwrap()).unwrap();
+    std::fs::write(
+        &policy,
+        "apps:\n  oidc:\n    mirrorFrom: [platform-ca/ca]\n",
+    )
+    .unwrap();
+    let dir = crate::support::fresh_dir("contract_v2_oidc");
+    let mut d = Daemon::start_with_target(
+        "contract_v2_oidc",
+        vec![
+            "--target".into(),
+            format!("dir:{}", dir.join("applied").display()),
+            "--action-policy".into(),
+            policy.display().to_string(),
+        ],
+    );
+    d.kill();
+    d.spawn_with_facts(&example_facts("oidc", "duplex-oam.yaml"));
+
+    // The platform's CA, from an app of its own (the contract fixture's
+    // chart holds the Secret platform-ca/ca).
+    let ca = bundle(&d);
+    d.ok(&["app", "upload", ca.to_str().unwrap()]);
+    d.ok(&["app", "apply", "contract"]);
+
+    let v1 = d.app_bundle("oidc", "1.0.0", |_| {});
+    d.ok(&["app", "upload", v1.to_str().unwrap()]);
+    d.ok(&[
+        "override",
+        "set",
+        "oidc",
+        "dex",
+        "--set",
+        "image=registry.example.invalid/dex:2.42",
+    ]);
+    d.ok(&["app", "apply", "oidc"]);
+    assert_eq!(d.state_of("oidc"), "applied", "{}", d.show("oidc"));
+    let rendered = std::fs::read_to_string(d.applied().join("oidc/dex.yaml")).unwrap();
+    for expected in [
+        "issuer: https://[fd00:10::2]:30556/dex",
+        "tlsMinVersion: VersionTLS13",
+        "TLS_AES_256_GCM_SHA384",
+        "replicas: 1",
+        "dex:2.42",
+    ] {
+        assert!(rendered.contains(expected), "no {expected:?} in {rendered}");
+    }
+    let owned = std::fs::read_to_string(d.applied().join("oidc/capstan-owned.yaml")).unwrap();
+    assert!(
+        owned.contains("name: oidc-ca") && owned.contains("ca.crt: Y2EtYnl0ZXM="),
+        "{owned}"
+    );
+    assert!(owned.contains("name: oidc-client-secret"), "{owned}");
+    let secret = secret_key(&owned, "oidc-client-secret", "password");
+    assert_eq!(secret.len(), 32);
+    assert!(
+        rendered.contains(&format!("secret: \"{secret}\"")),
+        "{rendered}"
+    );
+
+    let v2 = d.app_bundle("oidc", "2.0.0", |app| {
+        std::fs::rename(app.join("charts/dex"), app.join("charts/oidc-dex")).unwrap();
+        let chart = app.join("charts/oidc-dex/Chart.yaml");
+        let text = std::fs::read_to_string(&chart)
+            .unwrap()
+            .replace("name: dex", "name: oidc-dex");
+        std::fs::write(&chart, text).unwrap();
+        let manifest = app.join("capstan.yaml");
+        let text = std::fs::read_to_string(&manifest)
+            .unwrap()
+            .replace(
+                "  - name: dex\n    path: charts/dex",
+                "  - name: oidc-dex\n    path: charts/oidc-dex",
+            )
+            .replace("release: dex", "release: oidc-dex")
+            .replace("charts: [dex]", "charts: [oidc-dex]")
+            .replace(
+                "from_versions: [\">=1.0, <2.0\"]",
+                "from_versions: [\">=1.0, <3.0\"]",
+            );
+        std::fs::write(&manifest, text).unwrap();
+    });
+    d.ok(&["app", "update", v2.to_str().unwrap()]);
+    assert_eq!(d.state_of("oidc"), "applied", "{}", d.show("oidc"));
+    let rendered = std::fs::read_to_string(d.applied().join("oidc/oidc-dex.yaml")).unwrap();
+    assert!(
+        rendered.contains("dex:2.42"),
+        "the user override did not move: {rendered}"
+    );
+    assert!(
+        rendered.contains(&format!("secret: \"{secret}\"")),
+        "the client secret changed"
+    );
+    assert!(!d.applied().join("oidc/dex.yaml").exists());
+    let moved: Value =
+        serde_json::from_str(&d.ok(&["override", "show", "oidc", "oidc-dex", "-o", "json"]))
+            .unwrap();
+    assert_eq!(
+        moved["merged"]["image"], "registry.example.invalid/dex:2.42",
+        "{moved}"
+    );
+}
+
+/// A key of the Secret `name` in a YAML stream, decoded.
+fn secret_key(stream: &str, name: &str, key: &str) -> String {
+    use base64::Engine as _;
+    let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(stream)
+        .map(|doc| serde_yaml_ng::Value::deserialize(doc).unwrap())
+        .collect();
+    let secret = docs
+        .iter()
+        .find(|d| d["metadata"]["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no Secret {name} in {stream}"));
+    let encoded = secret["data"][key].as_str().unwrap();
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap(),
+    )
+    .unwrap()
+}

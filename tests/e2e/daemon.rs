@@ -278,6 +278,7 @@ impl Daemon {
             ("capstan-example-kafka-placement", "kafka-placement.wasm"),
             ("capstan-example-storage", "storage.wasm"),
             ("capstan-example-platform-storage", "platform-storage.wasm"),
+            ("capstan-example-oidc", "oidc.wasm"),
         ] {
             if readme.contains(file) {
                 std::fs::copy(plugin_wasm(package), app.join("plugins").join(file)).unwrap();

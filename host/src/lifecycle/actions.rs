@@ -17,8 +17,9 @@
 //! - `owned-only`: `delete` reaches only objects one of the app's releases
 //!   holds;
 //! - `known-chart`, `stored-user-overrides`, `override-size`: an override
-//!   patch names a chart of the version, in an operation that uses the
-//!   stored user overrides, and stays under the size limit.
+//!   patch names a chart of the version (or of the version an update
+//!   replaces), in an operation that uses the stored user overrides, and
+//!   stays under the size limit.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -316,13 +317,14 @@ impl Job<'_> {
                 Ok(None)
             }
             Action::PatchOverrides { chart, patch } => {
+                // The version's charts, and those of the version it
+                // replaces (an update moving overrides off a renamed chart).
                 let version = prepared.request.version;
-                if !version
-                    .metadata
-                    .charts
-                    .iter()
-                    .any(|c| c.name.as_str() == chart)
-                {
+                let known = [Some(version), prepared.request.replacing]
+                    .into_iter()
+                    .flatten()
+                    .any(|v| v.metadata.charts.iter().any(|c| c.name.as_str() == chart));
+                if !known {
                     return deny(
                         "known-chart",
                         format!("version {} has no chart {chart}", version.version),

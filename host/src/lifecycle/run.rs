@@ -217,9 +217,20 @@ impl Prepared<'_> {
             call.from_version = Some(from.version.clone());
             call.to_version = Some(version.version.clone());
         }
-        for chart in &version.metadata.charts {
-            if let Some(values) = job.user_overrides(self, chart.name.as_str())? {
-                call.user_overrides.push((chart.name.to_string(), values));
+        // The charts of the version, then those only the version it
+        // replaces has (an update's renamed chart keeps its overrides
+        // until a hook moves them).
+        let charts = [Some(version), self.request.replacing]
+            .into_iter()
+            .flatten()
+            .flat_map(|v| &v.metadata.charts);
+        for chart in charts {
+            let name = chart.name.as_str();
+            if call.user_overrides.iter().any(|(c, _)| c == name) {
+                continue;
+            }
+            if let Some(values) = job.user_overrides(self, name)? {
+                call.user_overrides.push((name.to_string(), values));
             }
         }
         call.namespaces = self.namespaces.clone();
