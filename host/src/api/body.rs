@@ -22,6 +22,37 @@ use hyper::body::{Body as HttpBody, Frame, SizeHint};
 /// reads of at most a few hundred KiB, an upload holds about 1 MiB here.
 const CHANNEL_CHUNKS: usize = 4;
 
+/// The most of a refused request's body read and dropped before the
+/// answer ([`drain`]).
+pub(super) const DRAIN_BYTES: usize = 8 << 20;
+
+/// The longest a refused request's body is read before the answer.
+pub(super) const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+/// Reads and drops up to [`DRAIN_BYTES`] of `body` within [`DRAIN_TIME`].
+///
+/// For an answer given from a request's head alone (a bundle of the wrong
+/// content type, a source that names a tag): a client still sending its
+/// body would otherwise meet a connection closed with its bytes unread,
+/// which the kernel answers with a reset that discards the answer before
+/// the client reads it. Apache and nginx read on a while for the same
+/// reason (their lingering close). The bound keeps a refused upload cheap:
+/// a larger or slower body is cut off as before.
+pub(super) async fn drain(body: Body) {
+    let mut stream = body.into_data_stream();
+    let mut read = 0usize;
+    let reading = async {
+        use futures_util::StreamExt as _;
+        while let Some(Ok(chunk)) = stream.next().await {
+            read = read.saturating_add(chunk.len());
+            if read >= DRAIN_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, reading).await;
+}
+
 /// The error of a body whose client sent nothing for the body timeout.
 #[derive(Debug, thiserror::Error)]
 #[error("the request body stalled: no byte for {}s", waited.as_secs_f32())]

@@ -790,8 +790,13 @@ async fn list(State(api): State<Api>) -> ApiResult {
 }
 
 async fn upload(State(api): State<Api>, headers: HeaderMap, body: Body) -> ApiResult {
-    check_bundle_type(&headers)?;
-    let source = source_of(&headers)?;
+    let source = match check_bundle_type(&headers).and_then(|()| source_of(&headers)) {
+        Ok(source) => source,
+        Err(refused) => {
+            super::body::drain(body).await;
+            return Err(refused);
+        }
+    };
     let lc = api.lifecycle.clone();
     let app: wire::AppRecord = streamed_bundle(&api, &headers, body, move |bundle| {
         lc.upload_from(bundle, source)
@@ -806,9 +811,17 @@ async fn update(
     query: Result<Query<wire::UpdateQuery>, QueryRejection>,
     body: Body,
 ) -> ApiResult {
-    let query = query_of(query)?;
-    check_bundle_type(&headers)?;
-    let source = source_of(&headers)?;
+    let checked = query_of(query).and_then(|query| {
+        check_bundle_type(&headers)?;
+        Ok((query, source_of(&headers)?))
+    });
+    let (query, source) = match checked {
+        Ok(checked) => checked,
+        Err(refused) => {
+            super::body::drain(body).await;
+            return Err(refused);
+        }
+    };
     let lc = api.lifecycle.clone();
     started(
         streamed_bundle(&api, &headers, body, move |bundle| {
