@@ -38,8 +38,13 @@ const TOKEN: &str = "api-fuzz-token-0123456789abcdef";
 
 /// Checks that do not apply: `positive_data_acceptance` expects a 2xx for
 /// any schema-valid request, but most name apps that do not exist (404 is
-/// the right answer).
-const EXCLUDED_CHECKS: &str = "positive_data_acceptance";
+/// the right answer); `use_after_free` expects a GET of a path to give 404
+/// once a DELETE of the same path succeeded, but `DELETE
+/// /v1/apps/{app}/overrides/{chart}` removes the chart's *user* layer and
+/// the chart's layered view stays (a seed found it, ST301). Excluding it
+/// also drops the check on `DELETE /v1/apps/{app}`, which the e2e tests
+/// cover (a deleted app is 404).
+const EXCLUDED_CHECKS: &str = "positive_data_acceptance,use_after_free";
 
 /// The apps whose signed bundles are offered to uploads.
 const APPS: &[&str] = &["fuzz-a", "fuzz-b", "fuzz-c", "fuzz-d", "fuzz-e", "fuzz-f"];
