@@ -45,6 +45,14 @@ pub const MAX_PATCHED_OVERRIDES_BYTES: usize = 1 << 20;
 /// release when the chart sets no timeout.
 pub const DEFAULT_STATUS_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// An error of the target reading or writing the owned release.
+fn owned_error(source: kube::Error) -> Error {
+    Error::Kube {
+        chart: OWNED_CHART.into(),
+        source: Box::new(source),
+    }
+}
+
 /// A request the policy refused.
 fn denied(plugin: &str, hook: Hook, action: &Action, rule: &'static str, reason: String) -> Error {
     Error::ActionDenied {
@@ -198,10 +206,7 @@ impl Job<'_> {
                 let namespaced = self
                     .target()
                     .kind_scope(&id.api_version, &id.kind)
-                    .map_err(|source| Error::Kube {
-                        chart: OWNED_CHART.into(),
-                        source: Box::new(source),
-                    })?;
+                    .map_err(owned_error)?;
                 match namespaced {
                     None => {
                         return deny(
@@ -273,13 +278,7 @@ impl Job<'_> {
                     namespace: m.from_namespace.clone(),
                     name: m.from_name.clone(),
                 };
-                let source = self
-                    .target()
-                    .read_live(&query)
-                    .map_err(|source| Error::Kube {
-                        chart: OWNED_CHART.into(),
-                        source: Box::new(source),
-                    })?;
+                let source = self.target().read_live(&query).map_err(owned_error)?;
                 if source.as_object().is_none_or(serde_json::Map::is_empty) {
                     return deny("mirror-source", format!("{query} does not exist"));
                 }
@@ -386,11 +385,7 @@ impl Job<'_> {
     /// pruned until [`Job::settle_owned`]).
     fn ensure(&self, prepared: &Prepared<'_>, object: Resource) -> Result<(), Error> {
         let release = self.owned_release(prepared);
-        let kube_err = |source| Error::Kube {
-            chart: OWNED_CHART.into(),
-            source: Box::new(source),
-        };
-        let held = self.target().applied(&release).map_err(kube_err)?;
+        let held = self.target().applied(&release).map_err(owned_error)?;
         let id = object.id().clone();
         let mut ensured = prepared.ensured();
         ensured.retain(|r| r.id().key() != object.id().key());
@@ -401,8 +396,8 @@ impl Job<'_> {
             .cloned()
             .collect();
         desired.extend(ensured.iter().cloned());
-        let plan = kube::plan_apply(&held, &desired).map_err(kube_err)?;
-        self.target().apply(&release, &plan).map_err(kube_err)?;
+        let plan = kube::plan_apply(&held, &desired).map_err(owned_error)?;
+        self.target().apply(&release, &plan).map_err(owned_error)?;
         tracing::info!(target: "capstan::audit", app = %self.app, object = %id, "applied at a plugin's request in the owned release");
         Ok(())
     }
@@ -428,22 +423,18 @@ impl Job<'_> {
     /// operation's hooks ensured (what they no longer ask for is pruned).
     pub(super) fn settle_owned(&self, prepared: &Prepared<'_>) -> Result<(), Error> {
         let release = self.owned_release(prepared);
-        let kube_err = |source| Error::Kube {
-            chart: OWNED_CHART.into(),
-            source: Box::new(source),
-        };
-        let held = self.target().applied(&release).map_err(kube_err)?;
+        let held = self.target().applied(&release).map_err(owned_error)?;
         let ensured = prepared.ensured().clone();
         if held.is_empty() && ensured.is_empty() {
             return Ok(());
         }
         if ensured.is_empty() {
-            self.target().remove(&release).map_err(kube_err)?;
+            self.target().remove(&release).map_err(owned_error)?;
             return Ok(());
         }
-        let plan = kube::plan_apply(&held, &ensured).map_err(kube_err)?;
+        let plan = kube::plan_apply(&held, &ensured).map_err(owned_error)?;
         if !plan.to_prune().is_empty() {
-            self.target().apply(&release, &plan).map_err(kube_err)?;
+            self.target().apply(&release, &plan).map_err(owned_error)?;
         }
         Ok(())
     }
@@ -454,10 +445,7 @@ impl Job<'_> {
         self.target()
             .remove(&release)
             .map(drop)
-            .map_err(|source| Error::Kube {
-                chart: OWNED_CHART.into(),
-                source: Box::new(source),
-            })
+            .map_err(owned_error)
     }
 
     /// Deletes an object one of the app's releases holds: the release is
@@ -617,10 +605,7 @@ impl Job<'_> {
                     namespace: object.namespace.clone().unwrap_or_default(),
                     name: object.name.clone(),
                 })
-                .map_err(|source| Error::Kube {
-                    chart: OWNED_CHART.into(),
-                    source: Box::new(source),
-                })?;
+                .map_err(owned_error)?;
             let exists = live.as_object().is_some_and(|m| !m.is_empty());
             out.push(Observed {
                 ready: exists && ready(&live),

@@ -114,6 +114,8 @@ impl Job<'_> {
 
     /// The keys of generated secret `secret` in `namespace`: read back
     /// when it exists, else generated and applied in the owned release.
+    /// Either way the Secret counts among what this apply ensured, so it
+    /// is not pruned at its end.
     fn generated(
         &self,
         prepared: &Prepared<'_>,
@@ -121,10 +123,16 @@ impl Job<'_> {
         namespace: &str,
         secret: &GeneratedSecret,
     ) -> Result<BTreeMap<String, String>, Error> {
+        let failed = |reason: String| Error::SecretValue {
+            plugin: plugin.to_string(),
+            chart: OWNED_CHART.into(),
+            reason,
+        };
         let name = format!("{}-{}", self.app, secret.name);
         let shape = serde_json::to_string(&secret.shape).unwrap_or_default();
         let live = self.read(namespace, &name)?;
         let exists = live.as_object().is_some_and(|m| !m.is_empty());
+        let mut keys = BTreeMap::new();
         if exists {
             let held = live
                 .pointer(&format!(
@@ -134,64 +142,45 @@ impl Job<'_> {
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or_default();
             if held != shape {
-                return Err(Error::SecretValue {
-                    plugin: plugin.to_string(),
-                    chart: OWNED_CHART.into(),
-                    reason: format!(
-                        "generated secret {} exists with another shape; delete the app's Secret {namespace}/{name} to generate it anew",
-                        secret.name
-                    ),
-                });
+                return Err(failed(format!(
+                    "generated secret {} exists with another shape; delete the app's Secret {namespace}/{name} to generate it anew",
+                    secret.name
+                )));
             }
-            let mut keys = BTreeMap::new();
             for key in secret.shape.keys() {
-                let value = data_key(&live, key).ok_or_else(|| Error::SecretValue {
-                    plugin: plugin.to_string(),
-                    chart: OWNED_CHART.into(),
-                    reason: format!("generated secret {} lacks its key {key}", secret.name),
+                let value = data_key(&live, key).ok_or_else(|| {
+                    failed(format!(
+                        "generated secret {} lacks its key {key}",
+                        secret.name
+                    ))
                 })?;
-                self.redactor().add(&value);
                 keys.insert((*key).to_string(), value);
             }
-            // Kept in the owned release: what this apply still asks for is
-            // not pruned at its end.
-            let object = secret_object(namespace, &name, &secret.name, &shape, &keys);
-            let resource =
-                Resource::from_value(object, format!("generated secret {}", secret.name)).map_err(
-                    |e| Error::SecretValue {
-                        plugin: plugin.to_string(),
-                        chart: OWNED_CHART.into(),
-                        reason: e.to_string(),
-                    },
-                )?;
-            self.keep_owned(prepared, resource);
-            return Ok(keys);
-        }
-        let made = secrets::generate(&secret.shape, &mut rand_core::OsRng).map_err(|e| {
-            Error::SecretValue {
-                plugin: plugin.to_string(),
-                chart: OWNED_CHART.into(),
-                reason: format!("generating {}: {e}", secret.name),
+        } else {
+            let made = secrets::generate(&secret.shape, &mut rand_core::OsRng)
+                .map_err(|e| failed(format!("generating {}: {e}", secret.name)))?;
+            for (key, bytes) in &made {
+                keys.insert(
+                    key.clone(),
+                    String::from_utf8_lossy(bytes.as_bytes()).into_owned(),
+                );
             }
-        })?;
-        let mut keys = BTreeMap::new();
-        for (key, bytes) in &made {
-            let text = String::from_utf8_lossy(bytes.as_bytes()).into_owned();
-            self.redactor().add(&text);
-            keys.insert(key.clone(), text);
+        }
+        for value in keys.values() {
+            self.redactor().add(value);
         }
         let object = secret_object(namespace, &name, &secret.name, &shape, &keys);
         let resource = Resource::from_value(object, format!("generated secret {}", secret.name))
-            .map_err(|e| Error::SecretValue {
-                plugin: plugin.to_string(),
-                chart: OWNED_CHART.into(),
-                reason: e.to_string(),
-            })?;
-        self.ensure_owned(prepared, resource)?;
-        self.note(format!(
-            "generated secret {} for the app (Secret {namespace}/{name})",
-            secret.name
-        ));
+            .map_err(|e| failed(e.to_string()))?;
+        if exists {
+            self.keep_owned(prepared, resource);
+        } else {
+            self.ensure_owned(prepared, resource)?;
+            self.note(format!(
+                "generated secret {} for the app (Secret {namespace}/{name})",
+                secret.name
+            ));
+        }
         Ok(keys)
     }
 
