@@ -86,11 +86,28 @@ fn build_plugins() -> Result<(), String> {
 }
 
 /// A fresh, empty folder for the test `name`.
+///
+/// A long name is cut to its first 24 characters and a hash of the whole,
+/// so a daemon's `STATE/capstan.sock` under it stays within a unix socket
+/// path's 108 bytes wherever the checkout lies (CI's is deeper than ours).
 pub fn fresh_dir(name: &str) -> PathBuf {
-    let dir = target_dir().join("e2e").join(name);
+    let dir = target_dir().join("e2e").join(short_name(name));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("creating a test folder");
     dir
+}
+
+/// `name` if it is at most 32 bytes, else its first 24 characters, `-`
+/// and 8 hex digits of an FNV-1a hash of the whole name.
+fn short_name(name: &str) -> String {
+    if name.len() <= 32 {
+        return name.to_string();
+    }
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let head: String = name.chars().take(24).collect();
+    format!("{head}-{:08x}", hash as u32)
 }
 
 /// The `capstan` binary under test, with the user's compiled-component
