@@ -90,9 +90,39 @@ fn node_changes_reach_the_facts_and_mark_only_the_apps_they_change() {
         Some(Value::Bool(false)),
         "a cordoned node is unschedulable"
     );
+    // The launcher's StorageClasses (`standard` the default, `general`,
+    // `capstan-local`) and
+    // what discovery serves, as the 0.2 `cluster` section hands them on.
+    assert_eq!(shown["sources"]["storageClasses"], "cluster", "{shown}");
+    let classes = &shown["facts"]["storageClasses"];
+    let class = |name: &str| {
+        classes
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == name)
+            .cloned()
+    };
+    assert_eq!(
+        class("standard").map(|c| c["isDefault"].clone()),
+        Some(Value::Bool(true)),
+        "{classes}"
+    );
+    assert_eq!(
+        class("general").map(|c| c["isDefault"].clone()),
+        Some(Value::Bool(false)),
+        "{classes}"
+    );
+    let served = shown["facts"]["apiVersions"].to_string();
+    assert!(
+        served.contains("\"apps/v1/Deployment\"") && served.contains("\"storage.k8s.io/v1\""),
+        "{served}"
+    );
     let table = d.ok(&["facts", "show"]);
     assert!(
-        table.contains("(cluster)") && table.contains(NODE),
+        table.contains("(cluster)")
+            && table.contains(NODE)
+            && table.contains("capstan-local, general, standard (default)"),
         "{table}"
     );
 
@@ -143,6 +173,24 @@ fn node_changes_reach_the_facts_and_mark_only_the_apps_they_change() {
     );
     let list = d.ok(&["app", "list"]);
     assert!(list.contains("applied (reapply-needed)"), "{list}");
+    // And a Kubernetes Event on the chart's inventory Secret, where
+    // `kubectl get events` shows it.
+    let events = cp.kubectl_ok(&[
+        "get",
+        "events",
+        "-n",
+        app,
+        "--field-selector",
+        "reason=ReapplyNeeded",
+        "-o",
+        "jsonpath={range .items[*]}{.involvedObject.name} {.source.component}: {.message}{\"\\n\"}{end}",
+    ]);
+    assert!(
+        events.contains(&format!(
+            "capstan.release.v1.{app}.broker capstan: facts changed"
+        )) && events.contains("schedulable again"),
+        "{events}"
+    );
     let diff = d.cli(&["app", "diff", app, "--detailed-exitcode"]);
     assert_eq!(diff.status.code(), Some(2), "{}", text(&diff.stdout));
     let metrics = d.http("GET", "/metrics", "text/plain", b"").1;

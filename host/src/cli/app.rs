@@ -441,6 +441,27 @@ fn facts_table(view: &crate::api::wire::FactsView) -> String {
             "storageBackends",
             facts.storage_backends.len().to_string(),
         ),
+        (
+            "storage classes",
+            "storageClasses",
+            match facts.storage_classes.is_empty() {
+                true => "none".into(),
+                false => facts
+                    .storage_classes
+                    .iter()
+                    .map(|c| match c.is_default {
+                        true => format!("{} (default)", c.name),
+                        false => c.name.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            },
+        ),
+        (
+            "api versions",
+            "apiVersions",
+            facts.api_versions.len().to_string(),
+        ),
         ("generation", "", view.generation.to_string()),
     ] {
         let from = match field {

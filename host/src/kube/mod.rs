@@ -60,7 +60,7 @@ pub use plan::{
 };
 pub use target::{
     Applied, ApplyEvent, ApplyOptions, ApplyTarget, Change, NoProgress, ProgressSink, Purge,
-    Release, RemoveOptions,
+    Release, ReleaseEvent, RemoveOptions,
 };
 
 use std::path::PathBuf;

@@ -31,6 +31,22 @@ impl fmt::Display for Release {
     }
 }
 
+/// Something the operator should know about a release, recorded where the
+/// cluster's users look ([`ApplyTarget::record_event`]): on a cluster, a
+/// Kubernetes Event on the release's inventory Secret, which
+/// `kubectl get events -n NAMESPACE` lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseEvent {
+    /// The release it is about.
+    pub release: Release,
+    /// A CamelCase word a program can match (`ReapplyNeeded`).
+    pub reason: String,
+    /// What happened, for a person.
+    pub message: String,
+    /// `Warning` rather than `Normal`.
+    pub warning: bool,
+}
+
 /// What a target did for one apply.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Applied {
@@ -151,6 +167,16 @@ pub trait ApplyTarget: Send + Sync {
     /// When the server cannot be asked.
     fn served(&self) -> Result<Option<Served>, Error> {
         Ok(None)
+    }
+
+    /// Records `event` for the operator; nothing, the default, for a
+    /// target that is not an API server. Best effort: the caller logs a
+    /// failure and goes on, as client-go's event recorder does.
+    ///
+    /// # Errors
+    /// When the server refuses or cannot be reached.
+    fn record_event(&self, _event: &ReleaseEvent) -> Result<(), Error> {
+        Ok(())
     }
 
     /// [`ApplyTarget::apply`] with the operator's options and a progress

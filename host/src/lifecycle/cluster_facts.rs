@@ -23,11 +23,23 @@ use super::facts_source::{FactsSource, FactsView, field_names};
 use crate::kube::ApplyTarget;
 use crate::model::LookupQuery;
 use crate::sandbox::{
-    AdministrativeState, AvailabilityState, Facts, Node, NodeRole, OperationalState, SystemMode,
+    AdministrativeState, AvailabilityState, Facts, Node, NodeRole, OperationalState, StorageClass,
+    SystemMode,
 };
 
 /// How often the cluster is read.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The kind whose objects become the `storageClasses` facts, listed only
+/// when the server says it serves it (an API server may not).
+const STORAGE_CLASS_KIND: &str = "storage.k8s.io/v1/StorageClass";
+
+/// The annotation that makes a StorageClass the cluster's default, and
+/// its beta form, which Kubernetes still honours.
+const DEFAULT_CLASS_ANNOTATIONS: [&str; 2] = [
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+];
 
 /// What the cluster cannot know, and where it is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,7 +142,7 @@ impl ClusterFacts {
                 name: String::new(),
             })
             .map_err(|e| format!("listing nodes: {}", super::lookup::one_line(&e)))?;
-        let version = self
+        let served = self
             .target
             .served()
             .map_err(|e| {
@@ -139,14 +151,32 @@ impl ClusterFacts {
                     super::lookup::one_line(&e)
                 )
             })?
-            .map(|s| s.version)
             .unwrap_or_default();
-        let items = nodes
-            .get("items")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let derived = derive(&items, &version, self.options.role_label.as_deref());
+        let items = |list: &Value| {
+            list.get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let classes = match served.api_versions.iter().any(|v| v == STORAGE_CLASS_KIND) {
+            true => self
+                .target
+                .read_live(&LookupQuery {
+                    api_version: "storage.k8s.io/v1".into(),
+                    kind: "StorageClass".into(),
+                    namespace: String::new(),
+                    name: String::new(),
+                })
+                .map_err(|e| format!("listing StorageClasses: {}", super::lookup::one_line(&e)))?,
+            false => Value::Null,
+        };
+        let mut derived = derive(
+            &items(&nodes),
+            &served.version,
+            self.options.role_label.as_deref(),
+        );
+        derived.api_versions = served.api_versions;
+        derived.storage_classes = storage_classes(&items(&classes));
         let mut sources: BTreeMap<String, String> = field_names(&derived)
             .into_iter()
             .map(|f| (f, "cluster".to_string()))
@@ -379,6 +409,36 @@ pub fn derive(nodes: &[Value], version: &str, role_label: Option<&str>) -> Facts
     facts
 }
 
+/// The StorageClasses of a list's items, sorted by name; the default is
+/// the one annotated `is-default-class: "true"`, as the API server's
+/// DefaultStorageClass admission reads it.
+pub fn storage_classes(items: &[Value]) -> Vec<StorageClass> {
+    let mut classes: Vec<StorageClass> = items
+        .iter()
+        .filter_map(|item| {
+            let name = item.pointer("/metadata/name")?.as_str()?.to_string();
+            let annotations = item.pointer("/metadata/annotations");
+            let is_default = DEFAULT_CLASS_ANNOTATIONS.iter().any(|key| {
+                annotations
+                    .and_then(|a| a.get(*key))
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            });
+            Some(StorageClass {
+                name,
+                provisioner: item
+                    .get("provisioner")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                is_default,
+            })
+        })
+        .collect();
+    classes.sort_by(|a, b| a.name.cmp(&b.name));
+    classes
+}
+
 /// A node's roles: `node-role.kubernetes.io/ROLE` labels
 /// (`control-plane`, `master` and `controller` make a controller), and
 /// the operator's role label; a node with none is a worker.
@@ -452,6 +512,13 @@ pub fn changes(old: &Facts, new: &Facts) -> Vec<String> {
         if was.roles != node.roles {
             out.push(format!("node {name}: roles changed to {:?}", node.roles));
         }
+        let state = |n: &Node| (n.administrative, n.operational, n.availability);
+        if state(was) != state(node) {
+            out.push(format!(
+                "node {name}: now {}",
+                node_state_words(node).join(", ")
+            ));
+        }
     }
     for name in before.keys().filter(|n| !after.contains_key(*n)) {
         out.push(format!("node {name} removed"));
@@ -471,7 +538,66 @@ pub fn changes(old: &Facts, new: &Facts) -> Vec<String> {
     if old.extra != new.extra {
         out.push("extra facts changed".into());
     }
+    let names = |classes: &[StorageClass]| -> BTreeMap<String, StorageClass> {
+        classes
+            .iter()
+            .map(|c| (c.name.clone(), c.clone()))
+            .collect()
+    };
+    let (was, now) = (names(&old.storage_classes), names(&new.storage_classes));
+    for (name, class) in &now {
+        match was.get(name) {
+            None => out.push(format!("StorageClass {name} added")),
+            Some(before) if before != class => out.push(format!(
+                "StorageClass {name} changed{}",
+                if class.is_default && !before.is_default {
+                    " (now the default)"
+                } else {
+                    ""
+                }
+            )),
+            Some(_) => {}
+        }
+    }
+    for name in was.keys().filter(|n| !now.contains_key(*n)) {
+        out.push(format!("StorageClass {name} removed"));
+    }
+    let (was, now): (BTreeSet<&String>, BTreeSet<&String>) = (
+        old.api_versions.iter().collect(),
+        new.api_versions.iter().collect(),
+    );
+    let added: Vec<&str> = now.difference(&was).map(|s| s.as_str()).collect();
+    let removed: Vec<&str> = was.difference(&now).map(|s| s.as_str()).collect();
+    for (words, list) in [("served", added), ("no longer served", removed)] {
+        if !list.is_empty() {
+            out.push(format!("{words}: {}", abridged(&list)));
+        }
+    }
     out
+}
+
+/// A node's administrative, operational and availability states, as
+/// StarlingX words them (`unlocked`, `enabled`, `available`).
+fn node_state_words(node: &Node) -> Vec<String> {
+    let word = |v: serde_json::Result<Value>| {
+        v.ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "unknown".into())
+    };
+    vec![
+        word(serde_json::to_value(node.administrative)),
+        word(serde_json::to_value(node.operational)),
+        word(serde_json::to_value(node.availability)),
+    ]
+}
+
+/// At most five API versions, then how many more.
+fn abridged(list: &[&str]) -> String {
+    let shown = list.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+    match list.len().saturating_sub(5) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }
 
 #[cfg(test)]
@@ -547,7 +673,66 @@ mod tests {
             [
                 "node worker-0: label gpu=yes added",
                 "node worker-0: label zone changed from a to b",
-                "node worker-0: unschedulable"
+                "node worker-0: unschedulable",
+                "node worker-0: now locked, disabled, offline"
+            ]
+        );
+    }
+
+    #[test]
+    fn storage_classes_name_provisioner_and_default() {
+        let items = [
+            json!({"metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner"}),
+            json!({"metadata": {"name": "general", "annotations": {
+                "storageclass.kubernetes.io/is-default-class": "true"}},
+                "provisioner": "rancher.io/local-path"}),
+            json!({"metadata": {"name": "old", "annotations": {
+                "storageclass.beta.kubernetes.io/is-default-class": "TRUE"}}}),
+            json!({"metadata": {"name": "no", "annotations": {
+                "storageclass.kubernetes.io/is-default-class": "false"}}}),
+            json!({"metadata": {}}),
+        ];
+        let classes = storage_classes(&items);
+        let seen: Vec<(&str, &str, bool)> = classes
+            .iter()
+            .map(|c| (c.name.as_str(), c.provisioner.as_str(), c.is_default))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("general", "rancher.io/local-path", true),
+                ("local", "kubernetes.io/no-provisioner", false),
+                ("no", "", false),
+                ("old", "", true),
+            ]
+        );
+    }
+
+    #[test]
+    fn changes_name_classes_api_versions_and_node_states() {
+        let ready = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+        let mut before = derive(
+            &[json!({"metadata": {"name": "worker-0"}, "status": ready})],
+            "v1.37.2",
+            None,
+        );
+        before.api_versions = vec!["v1".into(), "apps/v1".into()];
+        before.storage_classes = storage_classes(&[json!({"metadata": {"name": "a"}})]);
+        let mut after = derive(&[node("worker-0", json!({}), json!({}))], "v1.37.2", None);
+        after.api_versions = (0..7)
+            .map(|i| format!("example.com/v{i}"))
+            .chain(["v1".to_string()])
+            .collect();
+        after.storage_classes = storage_classes(&[json!({"metadata": {"name": "b"}})]);
+        assert_eq!(
+            changes(&before, &after),
+            [
+                "node worker-0: now unlocked, disabled, offline",
+                "StorageClass b added",
+                "StorageClass a removed",
+                "served: example.com/v0, example.com/v1, example.com/v2, example.com/v3, \
+                 example.com/v4 and 2 more",
+                "no longer served: apps/v1",
             ]
         );
     }

@@ -701,8 +701,9 @@ impl Lifecycle {
         }
     }
 
-    /// The active version's metadata, for the override commands.
-    fn active_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
+    /// The active version's metadata, for the override commands and
+    /// re-evaluation's events.
+    pub(super) fn active_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
         let record = self.store().app(app)?;
         StoredVersion::load_metadata(self.store(), app, &record.active_version)
     }

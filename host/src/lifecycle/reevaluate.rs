@@ -2,7 +2,8 @@
 //! planned again (plugin calls and a connected render, nothing written, as
 //! `app diff`), and each whose result would change is marked
 //! `reapply-needed` with the facts that changed; an app whose plan is
-//! unchanged is cleared. Changes are debounced ([`DEBOUNCE`]) and
+//! unchanged is cleared; a newly marked app gets a `ReapplyNeeded` Event
+//! on each chart that would change (on a cluster). Changes are debounced ([`DEBOUNCE`]) and
 //! evaluated one at a time on one thread; an app in the middle of an
 //! operation is passed over (its operation renders with the new facts).
 //!
@@ -15,6 +16,8 @@ use std::time::{Duration, Instant};
 use super::context::Inner;
 use super::engine::Lifecycle;
 use super::facts_source::FactsSource;
+use crate::kube::ReleaseEvent;
+use crate::model::AppName;
 use crate::store::AppState;
 
 /// How long the facts must rest before apps are evaluated again: a
@@ -89,11 +92,15 @@ impl Lifecycle {
                         "facts changed ({because}): charts {} would change",
                         changed.join(", ")
                     );
-                    tracing::info!(target: "capstan::facts", app = %app.name, reason = %reason, "reapply needed");
-                    marks.insert(app.name.to_string(), reason);
                     marked += 1;
+                    let before = marks.insert(app.name.to_string(), reason.clone());
                     drop(marks);
+                    if before.as_ref() == Some(&reason) {
+                        continue;
+                    }
+                    tracing::info!(target: "capstan::facts", app = %app.name, reason = %reason, "reapply needed");
                     self.inner.metrics.reapply_needed();
+                    self.record_events(&app.name, &changed, &reason);
                 }
                 Err(e) => {
                     tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not plan the app");
@@ -102,5 +109,33 @@ impl Lifecycle {
         }
         tracing::info!(target: "capstan::facts", planned, marked, took_ms = began.elapsed().as_millis() as u64, "re-evaluated");
         (planned, marked)
+    }
+
+    /// A `ReapplyNeeded` Event for each chart of `app` that would change,
+    /// on a target that records them (a cluster); a failure is logged.
+    fn record_events(&self, app: &AppName, charts: &[String], reason: &str) {
+        let version = match self.active_version(app) {
+            Ok(version) => version,
+            Err(e) => {
+                tracing::warn!(target: "capstan::facts", app = %app, error = %e.one_line(), "no ReapplyNeeded event: the app's version could not be read");
+                return;
+            }
+        };
+        let changed = version
+            .metadata
+            .charts
+            .iter()
+            .filter(|c| charts.iter().any(|name| c.name.as_str() == name));
+        for chart in changed {
+            let event = ReleaseEvent {
+                release: version.release(app, chart),
+                reason: "ReapplyNeeded".into(),
+                message: format!("{reason}; `capstan app diff {app}` shows the change"),
+                warning: false,
+            };
+            if let Err(e) = self.inner.target.record_event(&event) {
+                tracing::warn!(target: "capstan::facts", app = %app, chart = %chart.name, error = %e, "could not record the ReapplyNeeded event");
+            }
+        }
     }
 }

@@ -22,6 +22,7 @@
 //!   Deployment/StatefulSet kind change, Released volumes made bindable;
 //! - [`diff`]: what an apply would change, by server-side dry run;
 //! - [`live`]: reads for a connected render (`lookup`, `.Capabilities`);
+//! - [`events`]: Kubernetes Events on a release's inventory Secret;
 //! - [`retry`]: transient failures retried within a budget;
 //! - [`error`]: one variant per failing step.
 //!
@@ -40,6 +41,7 @@ pub mod delete;
 pub mod diff;
 pub mod discovery;
 pub mod error;
+pub mod events;
 pub mod hooks;
 pub mod inventory;
 pub mod live;
@@ -64,7 +66,8 @@ use self::apply::{Record, Settings};
 use self::client::Cluster;
 use crate::kube::target::{ApplyOptions, NoProgress, ProgressSink, RemoveOptions};
 use crate::kube::{
-    Applied, ApplyPlan, ApplyTarget, HookEvent, LiveDiff, ObjectRef, Release, Resource,
+    Applied, ApplyPlan, ApplyTarget, HookEvent, LiveDiff, ObjectRef, Release, ReleaseEvent,
+    Resource,
 };
 use crate::model::{LookupQuery, Served};
 
@@ -237,6 +240,12 @@ impl ApplyTarget for ClusterTarget {
     fn served(&self) -> Result<Option<Served>, crate::kube::Error> {
         self.block_on_read("discovery", live::served(&self.cluster))
             .map(Some)
+    }
+
+    /// A `core/v1` Event on the release's inventory Secret
+    /// ([`events::record`]).
+    fn record_event(&self, event: &ReleaseEvent) -> Result<(), crate::kube::Error> {
+        self.block_on(&event.release, events::record(&self.cluster, event))
     }
 
     /// [`ApplyTarget::apply_with`] with default options: no adoption,
