@@ -179,7 +179,7 @@ fn a_0_1_plugin_is_handed_what_it_was_before_0_2() {
 
 /// An app of one chart `web` (a ConfigMap of the values it gets) served
 /// by the fixture, with all its hooks.
-fn write_app(dir: &Path) {
+pub(crate) fn write_app(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
     let templates = dir.join("charts/web/templates");
     std::fs::create_dir_all(&templates).unwrap();

@@ -211,3 +211,155 @@ fn node_changes_reach_the_facts_and_mark_only_the_apps_they_change() {
     let _ = cp.kubectl(&["delete", "node", NODE, "--ignore-not-found"]);
     cp.delete_namespace(app);
 }
+
+/// `auto_reapply`: when a change of the facts would change the app, the
+/// daemon asks its `semantic-check` hook and applies it again on its own;
+/// a veto holds it (named in the mark and a Warning Event) and it is
+/// tried again once its interval has passed, without another change.
+///
+/// On the real control plane, for its Events; the facts change through a
+/// ConfigMap overlay (`--facts-configmap`, its `extra`), so no node other
+/// tests use is touched. The 0.2 fixture plugin answers with the user
+/// overrides it was handed (so the stored `vetoCheck` changes the plan
+/// that the change of facts has re-evaluated) and vetoes its semantic
+/// check while they hold `vetoCheck: true`.
+#[test]
+fn auto_reapply_applies_on_its_own_and_a_veto_holds_it() {
+    let Some(cp) = control_plane() else { return };
+    let ns = "cp-auto";
+    cp.delete_namespace(ns);
+    cp.kubectl_ok(&["create", "namespace", ns]);
+    cp.kubectl_ok(&[
+        "create",
+        "configmap",
+        "capstan-facts",
+        "-n",
+        ns,
+        "--from-literal=facts.yaml=extra: {round: 1}",
+    ]);
+    let d = Daemon::start_with_target(
+        "cp_auto_reapply",
+        vec![
+            "--kubeconfig".into(),
+            cp.capstan_kubeconfig().display().to_string(),
+            "--facts-configmap".into(),
+            format!("{ns}/capstan-facts"),
+        ],
+    );
+    let dir = d.dir.join("app-auto");
+    crate::contract_v2::write_app(&dir);
+    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
+    std::fs::write(
+        dir.join("capstan.yaml"),
+        format!(
+            "name: contract\nversion: 1.0.0\n\
+             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
+             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
+             plugins:\n  - {{path: plugins/v2.wasm, hooks: [semantic-check, pre-apply, post-apply], charts: [web]}}\n\
+             auto_reapply: true\nauto_reapply_interval: 1s\n"
+        ),
+    )
+    .unwrap();
+    let bundle = d.dir.join("auto.tgz");
+    let built = d.build(&dir, &bundle);
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(d.state_of("contract"), "applied", "{}", d.log());
+    let set_user = |values: &str| {
+        let file = d.dir.join("user.yaml");
+        std::fs::write(&file, values).unwrap();
+        d.ok(&[
+            "override",
+            "set",
+            "contract",
+            "web",
+            "-f",
+            file.to_str().unwrap_or_default(),
+        ]);
+    };
+    let events = |reason: &str| {
+        cp.kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            ns,
+            "--field-selector",
+            &format!("reason={reason}"),
+            "-o",
+            "jsonpath={range .items[*]}{.type} {.involvedObject.name}: {.message}{\"\\n\"}{end}",
+        ])
+    };
+    let mark = || {
+        d.show("contract")["reapply_needed"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    // Held: the semantic check vetoes; the app stays applied, marked with
+    // the veto.
+    set_user("vetoCheck: true\n");
+    cp.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "capstan-facts",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        r#"{"data":{"facts.yaml":"extra: {round: 2}"}}"#,
+    ]);
+    wait_for("the automatic re-apply held", || {
+        mark().contains("automatic re-apply held")
+    });
+    let held = mark();
+    assert!(
+        held.contains("facts changed (extra facts changed)")
+            && held.contains("vetoed the semantic-check hook: held by vetoCheck"),
+        "{held}"
+    );
+    assert_eq!(d.state_of("contract"), "applied");
+    let warned = events("AutoReapplyHeld");
+    assert!(
+        warned.contains("Warning capstan.release.v1.contract.web: facts changed"),
+        "{warned}"
+    );
+
+    // Released: the next try after the interval applies, and says why.
+    set_user("vetoCheck: false\n");
+    wait_for("the automatic re-apply", || {
+        d.show("contract")["reapply_needed"].is_null() && d.state_of("contract") == "applied"
+    });
+    let history = d.ok(&["app", "history", "contract", "-o", "json"]);
+    assert!(
+        history.contains("automatic re-apply: facts changed (extra facts changed)"),
+        "{history}"
+    );
+    assert!(
+        d.log().contains("automatic re-apply started"),
+        "{}",
+        d.log()
+    );
+    let applied = events("AutoReapply");
+    assert!(
+        applied.contains("Normal capstan.release.v1.contract.web: automatic re-apply"),
+        "{applied}"
+    );
+    let live = cp.kubectl_ok(&[
+        "get",
+        "configmap",
+        "web-values",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.data.values}",
+    ]);
+    assert!(
+        live.contains("\"vetoCheck\":false"),
+        "the re-apply wrote what the plan changed: {live}"
+    );
+
+    d.ok(&["app", "remove", "contract"]);
+    cp.delete_namespace(ns);
+}

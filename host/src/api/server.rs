@@ -858,6 +858,7 @@ async fn apply(
         rekind: request.rekind,
         adopt: request.adopt,
         recreate: request.recreate,
+        note: None,
     };
     started(blocking(move || lc.apply_with(&app, flags)).await?)
 }

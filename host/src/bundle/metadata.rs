@@ -43,7 +43,22 @@ pub struct Metadata {
     /// Workloads the platform may run as different kinds (issue 6). Empty by default.
     #[serde(default)]
     pub components: Vec<ComponentSpec>,
+    /// Whether the daemon applies the app again on its own when a change
+    /// of the facts would change it (StarlingX's automatic re-apply),
+    /// unless its `semantic-check` hook vetoes. Off by default: the app is
+    /// only marked `reapply-needed`.
+    #[serde(default)]
+    pub auto_reapply: bool,
+    /// The least time between two automatic re-applies of the app
+    /// (`auto_reapply_interval: 10m`); [`DEFAULT_AUTO_REAPPLY_INTERVAL`]
+    /// when left out.
+    #[serde(default, deserialize_with = "deserialize_interval")]
+    pub auto_reapply_interval: Option<std::time::Duration>,
 }
+
+/// The least time between two automatic re-applies of one app unless its
+/// `capstan.yaml` says otherwise.
+pub const DEFAULT_AUTO_REAPPLY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// One Helm chart of the app.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -79,15 +94,25 @@ fn deserialize_timeout<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<std::time::Duration>, D::Error> {
     let text = String::deserialize(deserializer)?;
-    parse_timeout(&text)
+    parse_duration("timeout", &text)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }
 
-/// Parses a chart timeout: a whole number followed by `s`, `m` or `h`,
-/// more than zero and at most a day.
-fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
-    let bad = || format!("timeout {text:?} is not a number of s, m or h (such as 90s or 5m)");
+fn deserialize_interval<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_duration("auto_reapply_interval", &text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// Parses a chart timeout or an interval (`what` names it in errors): a
+/// whole number followed by `s`, `m` or `h`, more than zero and at most a
+/// day.
+fn parse_duration(what: &str, text: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{what} {text:?} is not a number of s, m or h (such as 90s or 5m)");
     let split = text.len().saturating_sub(1);
     let (number, unit) = text.split_at(split);
     let number: u64 = number.parse().map_err(|_| bad())?;
@@ -101,7 +126,7 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
     let duration = std::time::Duration::from_secs(seconds);
     if seconds == 0 || duration > MAX_CHART_TIMEOUT {
         return Err(format!(
-            "timeout {text:?} must be more than 0s and at most 24h"
+            "{what} {text:?} must be more than 0s and at most 24h"
         ));
     }
     Ok(duration)
@@ -354,6 +379,12 @@ impl KubernetesRange {
 }
 
 impl Metadata {
+    /// The least time between two automatic re-applies of the app.
+    pub fn auto_reapply_interval(&self) -> std::time::Duration {
+        self.auto_reapply_interval
+            .unwrap_or(DEFAULT_AUTO_REAPPLY_INTERVAL)
+    }
+
     /// Parses `capstan.yaml` and checks it:
     /// - every field is known and typed (names are DNS-1123 labels, versions semver);
     /// - chart and component names are unique;
@@ -663,10 +694,16 @@ components:
 
     #[test]
     fn chart_timeouts_are_checked() {
-        assert_eq!(parse_timeout("90s"), Ok(std::time::Duration::from_secs(90)));
-        assert_eq!(parse_timeout("5m"), Ok(std::time::Duration::from_secs(300)));
         assert_eq!(
-            parse_timeout("2h"),
+            parse_duration("timeout", "90s"),
+            Ok(std::time::Duration::from_secs(90))
+        );
+        assert_eq!(
+            parse_duration("timeout", "5m"),
+            Ok(std::time::Duration::from_secs(300))
+        );
+        assert_eq!(
+            parse_duration("timeout", "2h"),
             Ok(std::time::Duration::from_secs(7200))
         );
         for bad in [
@@ -680,8 +717,31 @@ components:
             "5d",
             "99999999999999999999h",
         ] {
-            assert!(parse_timeout(bad).is_err(), "{bad:?}");
+            assert!(parse_duration("timeout", bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn auto_reapply_is_off_by_default_and_its_interval_is_checked() {
+        let metadata = Metadata::parse(HELLO).unwrap();
+        assert!(!metadata.auto_reapply);
+        assert_eq!(
+            metadata.auto_reapply_interval(),
+            DEFAULT_AUTO_REAPPLY_INTERVAL
+        );
+        let on = format!("{HELLO}auto_reapply: true\nauto_reapply_interval: 30s\n");
+        let metadata = Metadata::parse(&on).unwrap();
+        assert!(metadata.auto_reapply);
+        assert_eq!(
+            metadata.auto_reapply_interval(),
+            std::time::Duration::from_secs(30)
+        );
+        let bad = format!("{HELLO}auto_reapply: true\nauto_reapply_interval: soon\n");
+        let error = Metadata::parse(&bad).unwrap_err().to_string();
+        assert!(
+            error.contains("auto_reapply_interval \"soon\" is not a number of s, m or h"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
@@ -31,6 +32,9 @@ pub(crate) struct Inner {
     /// Applied apps whose plan would change, with the reason, as the last
     /// re-evaluation found them (cleared by the app's next operation).
     pub reapply: Mutex<BTreeMap<String, String>>,
+    /// When each app was last re-applied on its own (`auto_reapply`), so
+    /// that two are at least its interval apart; kept in memory only.
+    pub auto_reapplied: Mutex<HashMap<String, Instant>>,
     /// What a connected render's `lookup` may read.
     pub lookup_policy: LookupPolicy,
     /// What plugins' hook actions may do, per app (contract 0.2).

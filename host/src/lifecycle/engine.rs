@@ -113,6 +113,10 @@ pub struct ApplyFlags {
     /// cluster refuses a change as immutable (`--recreate`); StatefulSets
     /// are deleted with orphan propagation so Pods and claims survive.
     pub recreate: Vec<String>,
+    /// Why the apply was started when no person asked for it (an
+    /// automatic re-apply's reason): the first line of the operation's
+    /// history note.
+    pub note: Option<String>,
 }
 
 /// A long operation that was started.
@@ -299,6 +303,7 @@ impl Lifecycle {
                 (None, None) => Arc::new(StaticFacts::new(default_facts(), "default")),
             },
             reapply: Mutex::new(BTreeMap::new()),
+            auto_reapplied: Mutex::new(HashMap::new()),
             lookup_policy: options.lookup_policy,
             action_policies: options.action_policies,
             metrics: Metrics::default(),
@@ -321,7 +326,7 @@ impl Lifecycle {
         Ok(lifecycle)
     }
 
-    fn store(&self) -> &dyn Store {
+    pub(super) fn store(&self) -> &dyn Store {
         self.inner.store.as_ref()
     }
 
@@ -573,6 +578,21 @@ impl Lifecycle {
         Ok(self.store().history(app)?)
     }
 
+    /// A job outside any operation (operation 0, never recorded), for
+    /// what plans without writing: `diff`, and the semantic check before
+    /// an automatic re-apply.
+    fn dry_job<'a>(&'a self, app: &AppName, abort: &'a Arc<AtomicBool>) -> Job<'a> {
+        Job {
+            inner: &self.inner,
+            app: app.clone(),
+            op: OperationId(0),
+            abort,
+            warnings: Mutex::new(Vec::new()),
+            requested_reapply: Mutex::new(None),
+            redactor: Mutex::new(crate::secrets::Redactor::new()),
+        }
+    }
+
     /// What an apply of the active version would change, chart by chart.
     /// Runs the plugins but stores nothing.
     ///
@@ -581,16 +601,20 @@ impl Lifecycle {
     pub fn diff(&self, app: &AppName) -> Result<Vec<ChartDiff>, Error> {
         let version = self.active_version_checked(app)?;
         let abort = Arc::new(AtomicBool::new(false));
-        let job = Job {
-            inner: &self.inner,
-            app: app.clone(),
-            op: OperationId(0),
-            abort: &abort,
-            warnings: Mutex::new(Vec::new()),
-            requested_reapply: Mutex::new(None),
-            redactor: Mutex::new(crate::secrets::Redactor::new()),
-        };
+        let job = self.dry_job(app, &abort);
         job.diff(&version, None)
+    }
+
+    /// Whether the app's `semantic-check` hook would veto an apply of its
+    /// active version now ([`Job::semantic_veto`]); nothing is recorded.
+    ///
+    /// # Errors
+    /// The store's, the plugins' and the target's errors.
+    pub(super) fn semantic_veto(&self, app: &AppName) -> Result<Option<String>, Error> {
+        let version = self.active_version_checked(app)?;
+        let abort = Arc::new(AtomicBool::new(false));
+        let job = self.dry_job(app, &abort);
+        job.semantic_veto(&version)
     }
 
     /// What an update to the bundle `archive` would change, chart by chart
@@ -620,15 +644,7 @@ impl Lifecycle {
             unstored_static: Some(statics.into_iter().collect()),
         };
         let abort = Arc::new(AtomicBool::new(false));
-        let job = Job {
-            inner: &self.inner,
-            app: app.clone(),
-            op: OperationId(0),
-            abort: &abort,
-            warnings: Mutex::new(Vec::new()),
-            requested_reapply: Mutex::new(None),
-            redactor: Mutex::new(crate::secrets::Redactor::new()),
-        };
+        let job = self.dry_job(app, &abort);
         let diffs = job.diff(&version, Some(&active));
         drop(bundle);
         diffs
@@ -883,6 +899,7 @@ impl Lifecycle {
             rekind,
             adopt,
             recreate,
+            note,
         } = flags;
         // A request naming a component the app does not have is refused
         // before anything starts (nothing recorded); the metadata read for
@@ -919,6 +936,9 @@ impl Lifecycle {
             }
         };
         Ok(self.spawn(app, op, Operation::Apply, move |job| {
+            if let Some(note) = note {
+                job.note(note);
+            }
             let request = ApplyRequest {
                 version: &version,
                 replacing: None,

@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::context::Inner;
-use super::engine::Lifecycle;
+use super::engine::{ApplyFlags, Lifecycle};
 use super::facts_source::FactsSource;
 use crate::kube::ReleaseEvent;
 use crate::model::AppName;
@@ -49,21 +49,23 @@ fn run(weak: Weak<Inner>, source: Arc<dyn FactsSource>) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
+        let lifecycle = Lifecycle { inner };
         if generation == seen {
+            lifecycle.auto_reapply_due();
             continue;
         }
         std::thread::sleep(DEBOUNCE);
         let view = source.current();
         seen = view.generation;
-        let lifecycle = Lifecycle { inner };
         lifecycle.reevaluate(&view.changes.join("; "));
     }
 }
 
 impl Lifecycle {
     /// Plans every applied app again and marks those whose plan changed
-    /// with `because` (what changed in the facts). Returns how many apps
-    /// were planned and how many marked.
+    /// with `because` (what changed in the facts); an app with
+    /// `auto_reapply` is then applied again ([`Lifecycle::auto_reapply`]).
+    /// Returns how many apps were planned and how many marked.
     pub fn reevaluate(&self, because: &str) -> (usize, usize) {
         let began = Instant::now();
         let apps = match self.list() {
@@ -95,12 +97,14 @@ impl Lifecycle {
                     marked += 1;
                     let before = marks.insert(app.name.to_string(), reason.clone());
                     drop(marks);
-                    if before.as_ref() == Some(&reason) {
-                        continue;
+                    if before.is_none_or(|b| base_reason(&b) != reason) {
+                        tracing::info!(target: "capstan::facts", app = %app.name, reason = %reason, "reapply needed");
+                        self.inner.metrics.reapply_needed();
+                        let message =
+                            format!("{reason}; `capstan app diff {}` shows the change", app.name);
+                        self.record_events(&app.name, &changed, "ReapplyNeeded", &message, false);
                     }
-                    tracing::info!(target: "capstan::facts", app = %app.name, reason = %reason, "reapply needed");
-                    self.inner.metrics.reapply_needed();
-                    self.record_events(&app.name, &changed, &reason);
+                    self.auto_reapply(&app.name, &reason);
                 }
                 Err(e) => {
                     tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not plan the app");
@@ -111,31 +115,130 @@ impl Lifecycle {
         (planned, marked)
     }
 
-    /// A `ReapplyNeeded` Event for each chart of `app` that would change,
-    /// on a target that records them (a cluster); a failure is logged.
-    fn record_events(&self, app: &AppName, charts: &[String], reason: &str) {
-        let version = match self.active_version(app) {
-            Ok(version) => version,
-            Err(e) => {
-                tracing::warn!(target: "capstan::facts", app = %app, error = %e.one_line(), "no ReapplyNeeded event: the app's version could not be read");
-                return;
-            }
-        };
-        let changed = version
-            .metadata
-            .charts
+    /// [`Lifecycle::auto_reapply`] for every marked app whose interval has
+    /// passed since its last attempt: an app held by a veto, or marked
+    /// while its interval ran, is tried again without a change of facts.
+    pub(super) fn auto_reapply_due(&self) {
+        let marks: Vec<(String, String)> = self
+            .reapply_marks()
             .iter()
-            .filter(|c| charts.iter().any(|name| c.name.as_str() == name));
-        for chart in changed {
-            let event = ReleaseEvent {
-                release: version.release(app, chart),
-                reason: "ReapplyNeeded".into(),
-                message: format!("{reason}; `capstan app diff {app}` shows the change"),
-                warning: false,
+            .map(|(app, reason)| (app.clone(), base_reason(reason).to_string()))
+            .collect();
+        for (app, reason) in marks {
+            let Ok(name) = AppName::new(&app) else {
+                continue;
             };
-            if let Err(e) = self.inner.target.record_event(&event) {
-                tracing::warn!(target: "capstan::facts", app = %app, chart = %chart.name, error = %e, "could not record the ReapplyNeeded event");
+            if self
+                .store()
+                .app(&name)
+                .is_ok_and(|r| r.state == AppState::Applied)
+            {
+                self.auto_reapply(&name, &reason);
             }
         }
     }
+
+    /// Applies `app`, marked for `reason`, again on its own if its
+    /// `capstan.yaml` sets `auto_reapply` and its last attempt is at
+    /// least `auto_reapply_interval` ago. Its `semantic-check` hook is
+    /// asked first, without its actions: a veto holds the re-apply and is
+    /// added to the mark (and an Event); otherwise an apply starts whose
+    /// history note says why. Failures are logged; nothing else waits.
+    fn auto_reapply(&self, app: &AppName, reason: &str) {
+        let Ok(version) = self.active_version(app) else {
+            return;
+        };
+        if !version.metadata.auto_reapply {
+            return;
+        }
+        {
+            let mut attempts = self
+                .inner
+                .auto_reapplied
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if attempts
+                .get(app.as_str())
+                .is_some_and(|at| at.elapsed() < version.metadata.auto_reapply_interval())
+            {
+                return;
+            }
+            attempts.insert(app.to_string(), Instant::now());
+        }
+        let every: Vec<String> = Vec::new();
+        match self.semantic_veto(app) {
+            Ok(None) => {}
+            Ok(Some(veto)) => {
+                let held = format!("{reason}{HELD}{veto}");
+                let before = self.reapply_marks().insert(app.to_string(), held.clone());
+                if before.as_deref() != Some(held.as_str()) {
+                    tracing::warn!(target: "capstan::audit", app = %app, veto = %veto, "automatic re-apply held by a veto");
+                    self.record_events(app, &every, "AutoReapplyHeld", &held, true);
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(target: "capstan::audit", app = %app, error = %e.one_line(), "automatic re-apply could not run the semantic check");
+                return;
+            }
+        }
+        let note = format!("automatic re-apply: {reason}");
+        let flags = ApplyFlags {
+            note: Some(note.clone()),
+            ..ApplyFlags::default()
+        };
+        match self.apply_with(app, flags) {
+            Ok(started) => {
+                tracing::info!(target: "capstan::audit", app = %app, operation = started.operation.0, reason = %reason, "automatic re-apply started");
+                self.record_events(app, &every, "AutoReapply", &note, false);
+            }
+            Err(e) => {
+                tracing::warn!(target: "capstan::audit", app = %app, error = %e.one_line(), "automatic re-apply could not start");
+            }
+        }
+    }
+
+    /// An Event (`reason`, `message`) on each of `charts` of `app`, every
+    /// chart when `charts` is empty, on a target that records them (a
+    /// cluster); a failure is logged.
+    fn record_events(
+        &self,
+        app: &AppName,
+        charts: &[String],
+        reason: &str,
+        message: &str,
+        warning: bool,
+    ) {
+        let version = match self.active_version(app) {
+            Ok(version) => version,
+            Err(e) => {
+                tracing::warn!(target: "capstan::facts", app = %app, error = %e.one_line(), "no {reason} event: the app's version could not be read");
+                return;
+            }
+        };
+        let chosen = version
+            .metadata
+            .charts
+            .iter()
+            .filter(|c| charts.is_empty() || charts.iter().any(|name| c.name.as_str() == name));
+        for chart in chosen {
+            let event = ReleaseEvent {
+                release: version.release(app, chart),
+                reason: reason.into(),
+                message: message.into(),
+                warning,
+            };
+            if let Err(e) = self.inner.target.record_event(&event) {
+                tracing::warn!(target: "capstan::facts", app = %app, chart = %chart.name, error = %e, "could not record the {reason} event");
+            }
+        }
+    }
+}
+
+/// What a held automatic re-apply adds to the mark, before the veto.
+const HELD: &str = "; automatic re-apply held: ";
+
+/// A mark's reason without what a held automatic re-apply added.
+fn base_reason(mark: &str) -> &str {
+    mark.split_once(HELD).map_or(mark, |(base, _)| base)
 }

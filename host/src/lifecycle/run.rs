@@ -823,6 +823,35 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// Whether the `semantic-check` hook would veto applying `version`
+    /// now: each plugin's hook is called as an apply calls it, but its
+    /// actions are not taken (the apply that follows calls it again).
+    /// The veto's reason, naming the plugin, when one vetoes.
+    pub fn semantic_veto(&self, version: &StoredVersion) -> Result<Option<String>, Error> {
+        let request = ApplyRequest {
+            version,
+            replacing: None,
+            user: UserLayer::Stored,
+            rekind: &[],
+            adopt: false,
+            recreate: &[],
+            around: None,
+            phase: "apply",
+        };
+        let prepared = self.load(&request)?;
+        let call = prepared.hook_call(self, Hook::SemanticCheck)?;
+        for p in prepared.plugins_with(Hook::SemanticCheck) {
+            let answer = prepared.call_hook(self, p, &call)?;
+            if let HookOutcome::Veto(reason) = answer.verdict {
+                return Ok(Some(format!(
+                    "plugin {} vetoed the semantic-check hook: {reason}",
+                    p.plugin.name()
+                )));
+            }
+        }
+        Ok(None)
+    }
+
     /// Every chart's desired objects and what they change against the
     /// target, without applying or storing anything; the charts of
     /// `replacing` that `version` lacks show as removed.

@@ -13,6 +13,8 @@
 //!   hook vetoes with what it was handed when the user overrides of `web`
 //!   hold `vetoPost: true`; a pre hook asks for a `delete` when they hold
 //!   `askDelete: true`.
+//! - `semantic-check` vetoes when the user overrides of `web` hold
+//!   `vetoCheck: true`.
 //! - `pre-apply` asks for the actions the user overrides of `web` list:
 //!   `ensure` (a list of objects), `delete` (a list of `{apiVersion, kind,
 //!   namespace, name}`), `mirror` (a list of `{kind, from, to}`, `NS/NAME`
@@ -220,6 +222,9 @@ impl Guest for ContractV2 {
                     name: "anything".into(),
                 }));
             }
+        }
+        if call.hook == Hook::SemanticCheck && flag(&user, "vetoCheck") {
+            answer.verdict = Verdict::Veto("held by vetoCheck".into());
         }
         let post = matches!(
             call.hook,
