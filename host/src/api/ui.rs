@@ -31,7 +31,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde_json::Value;
 
 use super::server::{Api, ApiError, blocking, constant_time_eq};
-use super::wire::{AppDetails, AppRecord, ChartOverrides, HistoryEntry, VolumeView};
+use super::wire::{AppDetails, AppRecord, ChartOverrides, FactsView, HistoryEntry, VolumeView};
 use crate::lifecycle::{DurationHistogram, OPERATION_BUCKETS};
 use crate::model::AppName;
 use crate::store::Outcome;
@@ -241,8 +241,11 @@ pub(super) async fn login(
 pub(super) async fn index(State(api): State<Api>) -> Response {
     let lc = api.lifecycle.clone();
     let durations = api.lifecycle.metrics().operation_durations();
-    match blocking(move || Ok((lc.list()?, lc.volume_list()?))).await {
-        Ok((apps, volumes)) => page(StatusCode::OK, render_index(&apps, &volumes, &durations)),
+    match blocking(move || Ok((lc.list()?, lc.volume_list()?, lc.facts()))).await {
+        Ok((apps, volumes, facts)) => page(
+            StatusCode::OK,
+            render_index(&apps, &volumes, &durations, Some(&facts)),
+        ),
         Err(e) => error_page(&e),
     }
 }
@@ -344,6 +347,7 @@ pub fn render_index(
     apps: &[AppRecord],
     volumes: &[VolumeView],
     durations: &[DurationHistogram],
+    facts: Option<&FactsView>,
 ) -> String {
     let mut body = String::from("<h1>Apps</h1>");
     if apps.is_empty() {
@@ -358,7 +362,8 @@ pub fn render_index(
             let _ = write!(
                 body,
                 "<tr data-app=\"{name}\"><td><a href=\"/ui/apps/{href}\">{name}</a></td>\
-                 <td><span class=\"state {state}\" data-field=\"state\">{state}</span></td>\
+                 <td><span class=\"state {state}\" data-field=\"state\">{state}</span> \
+                 <span class=\"mark\" data-field=\"reapply\">{reapply}</span></td>\
                  <td data-field=\"version\">{version}</td>\
                  <td data-field=\"progress\">{progress}</td>\
                  <td data-field=\"message\">{message}</td></tr>",
@@ -367,15 +372,146 @@ pub fn render_index(
                 version = escape(&version_of(app)),
                 progress = escape(app.progress.as_deref().unwrap_or("")),
                 message = escape(&first_line(app.message.as_deref().unwrap_or(""))),
+                reapply = escape(&reapply_text(app)),
             );
         }
         body.push_str("</tbody></table>");
+    }
+    if let Some(facts) = facts {
+        body.push_str(&render_facts(facts));
     }
     body.push_str("<h2>Volumes</h2>");
     body.push_str(&volume_table(volumes));
     body.push_str("<h2>Operation durations</h2>");
     body.push_str(&render_operation_durations(durations));
     layout("apps", &body, "/v1/apps")
+}
+
+/// What the app list shows of a `reapply-needed` mark (its reason is on
+/// the app's page); empty when unmarked. The script writes the same.
+fn reapply_text(app: &AppRecord) -> String {
+    match &app.reapply_needed {
+        Some(_) => "reapply needed".into(),
+        None => String::new(),
+    }
+}
+
+/// The facts plugins are handed, as `capstan facts show` prints them:
+/// each field with where it came from, the last change and error, then
+/// the nodes.
+pub fn render_facts(view: &FactsView) -> String {
+    let facts = &view.facts;
+    let source = |field: &str| {
+        view.sources
+            .get(field)
+            .cloned()
+            .unwrap_or_else(|| "default".into())
+    };
+    let mut body = String::from(
+        "<h2>Platform facts</h2><table id=\"facts\"><thead><tr><th>Fact</th><th>Value</th>\
+         <th>From</th></tr></thead><tbody>",
+    );
+    let classes: Vec<String> = facts
+        .storage_classes
+        .iter()
+        .map(|c| match c.is_default {
+            true => format!("{} (default)", c.name),
+            false => c.name.clone(),
+        })
+        .collect();
+    let rows = [
+        (
+            "system mode",
+            "systemMode",
+            format!("{:?}", facts.system_mode).to_lowercase(),
+        ),
+        (
+            "controllers",
+            "controllerCount",
+            facts.controller_count.to_string(),
+        ),
+        ("workers", "workerCount", facts.worker_count.to_string()),
+        (
+            "Kubernetes",
+            "kubernetesVersion",
+            facts.kubernetes_version.clone(),
+        ),
+        (
+            "storage backends",
+            "storageBackends",
+            facts.storage_backends.len().to_string(),
+        ),
+        ("storage classes", "storageClasses", classes.join(", ")),
+        (
+            "API versions",
+            "apiVersions",
+            facts.api_versions.len().to_string(),
+        ),
+    ];
+    for (label, field, value) in rows {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td data-fact=\"{}\">{}</td><td>{}</td></tr>",
+            escape(label),
+            escape(field),
+            escape(&value),
+            escape(&source(field)),
+        );
+    }
+    let _ = write!(
+        body,
+        "</tbody></table><p class=\"note\">Generation {}{}</p>",
+        view.generation,
+        match view.changes.is_empty() {
+            true => String::new(),
+            false => format!("; last change: {}", escape(&view.changes.join("; "))),
+        }
+    );
+    if let Some(error) = &view.error {
+        let _ = write!(
+            body,
+            "<p class=\"error\" id=\"facts-error\">Reading the facts failed (the facts above stay in effect): {}</p>",
+            escape(error)
+        );
+    }
+    let _ = write!(body, "<h3>Nodes ({})</h3>", escape(&source("nodes")));
+    if facts.nodes.is_empty() {
+        body.push_str("<p class=\"note\">No nodes.</p>");
+        return body;
+    }
+    body.push_str(
+        "<table id=\"nodes\"><thead><tr><th>Node</th><th>Roles</th><th>Schedulable</th>\
+         <th>State</th><th>Labels</th></tr></thead><tbody>",
+    );
+    let word = |v: Option<serde_json::Result<Value>>| {
+        v.and_then(Result::ok)
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "-".into())
+    };
+    for node in &facts.nodes {
+        let roles: Vec<String> = node
+            .roles
+            .iter()
+            .map(|r| format!("{r:?}").to_lowercase())
+            .collect();
+        let state = [
+            word(node.administrative.map(serde_json::to_value)),
+            word(node.operational.map(serde_json::to_value)),
+            word(node.availability.map(serde_json::to_value)),
+        ]
+        .join("/");
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&node.name),
+            escape(&roles.join(",")),
+            if node.schedulable { "yes" } else { "no" },
+            escape(&state),
+            node.labels.len(),
+        );
+    }
+    body.push_str("</tbody></table>");
+    body
 }
 
 /// The daemon's operation duration histograms (`/metrics`,
@@ -506,7 +642,9 @@ pub fn render_app(data: &AppPage) -> String {
         "<h1>{name}</h1><dl class=\"summary\" data-app=\"{name}\">\
          <dt>State</dt><dd><span class=\"state {state}\" data-field=\"state\">{state}</span></dd>\
          <dt>Version</dt><dd data-field=\"version\">{version}</dd>\
-         <dt>Progress</dt><dd data-field=\"progress\" id=\"progress\">{progress}</dd></dl>",
+         <dt>Progress</dt><dd data-field=\"progress\" id=\"progress\">{progress}</dd>\
+         <dt>Re-apply</dt><dd data-field=\"reapply-full\" id=\"reapply\">{reapply}</dd></dl>",
+        reapply = escape(app.reapply_needed.as_deref().unwrap_or("")),
         state = escape(app.state.as_str()),
         version = escape(&version_of(app)),
         progress = escape(app.progress.as_deref().unwrap_or("")),
@@ -921,7 +1059,7 @@ mod tests {
 
     #[test]
     fn the_app_list_escapes_names_versions_progress_and_messages() {
-        let html = render_index(&[record("shop", Some(HOSTILE))], &[], &[]);
+        let html = render_index(&[record("shop", Some(HOSTILE))], &[], &[], None);
         assert_inert(&html);
         assert!(html.contains("1.0.0 → &lt;b&gt;2.0.0&lt;/b&gt;"));
         assert!(html.contains("chart &lt;web&gt; 1/2"));
@@ -932,8 +1070,54 @@ mod tests {
     }
 
     #[test]
+    fn the_facts_show_their_sources_nodes_and_a_mark_and_escape_them() {
+        use crate::sandbox::{Node, NodeRole, StorageClass};
+        let mut facts = crate::lifecycle::default_facts();
+        facts.kubernetes_version = "1.37.2".into();
+        facts.storage_classes = vec![StorageClass {
+            name: HOSTILE.into(),
+            provisioner: String::new(),
+            is_default: true,
+        }];
+        let mut node = Node::new(HOSTILE, vec![NodeRole::Controller]);
+        node.schedulable = false;
+        facts.nodes = vec![node];
+        let view = FactsView {
+            facts,
+            sources: [("kubernetesVersion".to_string(), "cluster".to_string())]
+                .into_iter()
+                .collect(),
+            generation: 3,
+            changes: vec![format!("node {HOSTILE}: unschedulable")],
+            error: Some(HOSTILE.into()),
+        };
+        let mut app = record("shop", None);
+        app.reapply_needed = Some("facts changed".into());
+        let html = render_index(&[app], &[], &[], Some(&view));
+        assert!(!html.contains("<script>alert"), "{html}");
+        assert!(
+            html.contains("<td data-fact=\"kubernetesVersion\">1.37.2</td><td>cluster</td>"),
+            "{html}"
+        );
+        assert!(html.contains("(default)</td><td>default</td>"), "{html}");
+        assert!(
+            html.contains("Generation 3; last change: node &lt;script&gt;"),
+            "{html}"
+        );
+        assert!(html.contains("id=\"facts-error\""), "{html}");
+        assert!(
+            html.contains("<td>controller</td><td>no</td><td>-/-/-</td><td>0</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("data-field=\"reapply\">reapply needed</span>"),
+            "{html}"
+        );
+    }
+
+    #[test]
     fn an_empty_list_says_so() {
-        let html = render_index(&[], &[], &[]);
+        let html = render_index(&[], &[], &[], None);
         assert!(html.contains("No apps uploaded."));
         assert!(html.contains("No volumes."));
         assert!(html.contains("No operation has finished"));
@@ -998,7 +1182,7 @@ mod tests {
             html.contains("<td class=\"count\">1</td><td class=\"mean\">0.050s</td>"),
             "{html}"
         );
-        let index = render_index(&[], &[], &durations);
+        let index = render_index(&[], &[], &durations, None);
         assert!(index.contains("id=\"operation-durations\""));
     }
 

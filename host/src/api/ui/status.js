@@ -25,6 +25,8 @@
     set(scope, "progress", app.progress || "");
     set(scope, "message", firstLine(app.message));
     set(scope, "message-full", app.message || "");
+    set(scope, "reapply", app.reapply_needed ? "reapply needed" : "");
+    set(scope, "reapply-full", app.reapply_needed || "");
   }
   function scopes() {
     var found = {};
