@@ -231,7 +231,7 @@ fn bundle(d: &Daemon) -> PathBuf {
     out
 }
 
-fn set_user(d: &Daemon, values: &str) {
+pub(crate) fn set_user(d: &Daemon, values: &str) {
     let file = d.dir.join("user.yaml");
     std::fs::write(&file, values).unwrap();
     d.ok(&[

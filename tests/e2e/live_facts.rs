@@ -266,18 +266,7 @@ fn auto_reapply_applies_on_its_own_and_a_veto_holds_it() {
     d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
     d.ok(&["app", "apply", "contract"]);
     assert_eq!(d.state_of("contract"), "applied", "{}", d.log());
-    let set_user = |values: &str| {
-        let file = d.dir.join("user.yaml");
-        std::fs::write(&file, values).unwrap();
-        d.ok(&[
-            "override",
-            "set",
-            "contract",
-            "web",
-            "-f",
-            file.to_str().unwrap_or_default(),
-        ]);
-    };
+    let set_user = |values: &str| crate::contract_v2::set_user(&d, values);
     let events = |reason: &str| {
         cp.kubectl_ok(&[
             "get",

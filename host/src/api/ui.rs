@@ -401,61 +401,18 @@ fn reapply_text(app: &AppRecord) -> String {
 /// the nodes.
 pub fn render_facts(view: &FactsView) -> String {
     let facts = &view.facts;
-    let source = |field: &str| {
-        view.sources
-            .get(field)
-            .cloned()
-            .unwrap_or_else(|| "default".into())
-    };
     let mut body = String::from(
         "<h2>Platform facts</h2><table id=\"facts\"><thead><tr><th>Fact</th><th>Value</th>\
          <th>From</th></tr></thead><tbody>",
     );
-    let classes: Vec<String> = facts
-        .storage_classes
-        .iter()
-        .map(|c| match c.is_default {
-            true => format!("{} (default)", c.name),
-            false => c.name.clone(),
-        })
-        .collect();
-    let rows = [
-        (
-            "system mode",
-            "systemMode",
-            format!("{:?}", facts.system_mode).to_lowercase(),
-        ),
-        (
-            "controllers",
-            "controllerCount",
-            facts.controller_count.to_string(),
-        ),
-        ("workers", "workerCount", facts.worker_count.to_string()),
-        (
-            "Kubernetes",
-            "kubernetesVersion",
-            facts.kubernetes_version.clone(),
-        ),
-        (
-            "storage backends",
-            "storageBackends",
-            facts.storage_backends.len().to_string(),
-        ),
-        ("storage classes", "storageClasses", classes.join(", ")),
-        (
-            "API versions",
-            "apiVersions",
-            facts.api_versions.len().to_string(),
-        ),
-    ];
-    for (label, field, value) in rows {
+    for row in view.summary() {
         let _ = write!(
             body,
             "<tr><td>{}</td><td data-fact=\"{}\">{}</td><td>{}</td></tr>",
-            escape(label),
-            escape(field),
-            escape(&value),
-            escape(&source(field)),
+            escape(row.label),
+            escape(row.field),
+            escape(&row.value),
+            escape(&row.source),
         );
     }
     let _ = write!(
@@ -474,7 +431,11 @@ pub fn render_facts(view: &FactsView) -> String {
             escape(error)
         );
     }
-    let _ = write!(body, "<h3>Nodes ({})</h3>", escape(&source("nodes")));
+    let _ = write!(
+        body,
+        "<h3>Nodes ({})</h3>",
+        escape(&view.source_of("nodes"))
+    );
     if facts.nodes.is_empty() {
         body.push_str("<p class=\"note\">No nodes.</p>");
         return body;

@@ -412,64 +412,17 @@ pub fn run_facts(args: FactsArgs) -> anyhow::Result<ExitCode> {
 /// The facts for a person: each field with its source, then the nodes.
 fn facts_table(view: &crate::api::wire::FactsView) -> String {
     let facts = &view.facts;
-    let source = |field: &str| {
-        view.sources
-            .get(field)
-            .cloned()
-            .unwrap_or_else(|| "default".into())
-    };
+    let source = |field: &str| view.source_of(field);
     let mut out = String::new();
-    for (key, field, value) in [
-        (
-            "system mode",
-            "systemMode",
-            format!("{:?}", facts.system_mode).to_lowercase(),
-        ),
-        (
-            "controllers",
-            "controllerCount",
-            facts.controller_count.to_string(),
-        ),
-        ("workers", "workerCount", facts.worker_count.to_string()),
-        (
-            "kubernetes",
-            "kubernetesVersion",
-            facts.kubernetes_version.clone(),
-        ),
-        (
-            "storage backends",
-            "storageBackends",
-            facts.storage_backends.len().to_string(),
-        ),
-        (
-            "storage classes",
-            "storageClasses",
-            match facts.storage_classes.is_empty() {
-                true => "none".into(),
-                false => facts
-                    .storage_classes
-                    .iter()
-                    .map(|c| match c.is_default {
-                        true => format!("{} (default)", c.name),
-                        false => c.name.clone(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            },
-        ),
-        (
-            "api versions",
-            "apiVersions",
-            facts.api_versions.len().to_string(),
-        ),
-        ("generation", "", view.generation.to_string()),
-    ] {
-        let from = match field {
-            "" => String::new(),
-            field => format!("  ({})", source(field)),
-        };
-        out.push_str(&format!("{:<18}{value}{from}\n", format!("{key}:")));
+    for row in view.summary() {
+        out.push_str(&format!(
+            "{:<18}{}  ({})\n",
+            format!("{}:", row.label),
+            row.value,
+            row.source
+        ));
     }
+    out.push_str(&format!("{:<18}{}\n", "generation:", view.generation));
     if !view.changes.is_empty() {
         out.push_str(&format!(
             "{:<18}{}\n",

@@ -31,6 +31,87 @@ pub struct FactsView {
     pub error: Option<String>,
 }
 
+/// One line of the facts' summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FactRow {
+    /// What a person calls it (`system mode`).
+    pub label: &'static str,
+    /// The field of the facts document (`systemMode`).
+    pub field: &'static str,
+    /// Its value in words.
+    pub value: String,
+    /// Where it came from (`cluster`, `file PATH`, `default`, ...).
+    pub source: String,
+}
+
+impl FactsView {
+    /// The facts a person reads first, each in words with where it came
+    /// from: what `capstan facts show` and the status page print.
+    pub fn summary(&self) -> Vec<FactRow> {
+        let facts = &self.facts;
+        let classes: Vec<String> = facts
+            .storage_classes
+            .iter()
+            .map(|c| match c.is_default {
+                true => format!("{} (default)", c.name),
+                false => c.name.clone(),
+            })
+            .collect();
+        [
+            (
+                "system mode",
+                "systemMode",
+                format!("{:?}", facts.system_mode).to_lowercase(),
+            ),
+            (
+                "controllers",
+                "controllerCount",
+                facts.controller_count.to_string(),
+            ),
+            ("workers", "workerCount", facts.worker_count.to_string()),
+            (
+                "kubernetes",
+                "kubernetesVersion",
+                facts.kubernetes_version.clone(),
+            ),
+            (
+                "storage backends",
+                "storageBackends",
+                facts.storage_backends.len().to_string(),
+            ),
+            (
+                "storage classes",
+                "storageClasses",
+                match classes.is_empty() {
+                    true => "none".into(),
+                    false => classes.join(", "),
+                },
+            ),
+            (
+                "api versions",
+                "apiVersions",
+                facts.api_versions.len().to_string(),
+            ),
+        ]
+        .into_iter()
+        .map(|(label, field, value)| FactRow {
+            label,
+            field,
+            value,
+            source: self.source_of(field),
+        })
+        .collect()
+    }
+
+    /// Where the top-level `field` came from; `default` when unrecorded.
+    pub fn source_of(&self, field: &str) -> String {
+        self.sources
+            .get(field)
+            .cloned()
+            .unwrap_or_else(|| "default".into())
+    }
+}
+
 /// Where the daemon's facts come from.
 pub trait FactsSource: Send + Sync {
     /// The facts in effect now.
