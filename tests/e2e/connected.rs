@@ -2,7 +2,8 @@
 //! live objects (so generated secrets survive re-applies and updates, as
 //! with `helm upgrade`), `.Capabilities` says what the server serves, and
 //! the lookup policy refuses reads outside the app's namespaces naming
-//! the object. Real Bitnami charts come from `../shared/helm-conformance`
+//! the object, and Helm 4's `upgrade` and capstan's re-apply of the same
+//! chart leave the same objects. Real Bitnami charts come from `../shared/helm-conformance`
 //! (kept outside the project).
 
 use std::path::{Path, PathBuf};
@@ -385,4 +386,132 @@ fn the_directory_target_answers_lookup_from_what_it_holds() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// What a namespace holds of a real chart, in words a comparison can use:
+/// each object as `Kind/name` with the release's name put as `RELEASE`,
+/// the release records of either tool and what Kubernetes makes in every
+/// namespace left out; and each chart Secret's data, by the same key.
+fn chart_objects(
+    cp: &ControlPlane,
+    namespace: &str,
+    release: &str,
+) -> (Vec<String>, std::collections::BTreeMap<String, Value>) {
+    let kinds = "deployments,statefulsets,services,secrets,configmaps,serviceaccounts,\
+                 roles,rolebindings,persistentvolumeclaims";
+    let mut names = Vec::new();
+    let mut secrets = std::collections::BTreeMap::new();
+    for item in cp.list(kinds, namespace) {
+        let kind = item["kind"].as_str().unwrap_or_default();
+        let name = item["metadata"]["name"].as_str().unwrap_or_default();
+        let kind_of_secret = item["type"].as_str().unwrap_or_default();
+        let made_by_kubernetes =
+            name == "kube-root-ca.crt" || (kind == "ServiceAccount" && name == "default");
+        let release_record =
+            kind_of_secret == "helm.sh/release.v1" || kind_of_secret == "capstan.dev/release.v1";
+        if made_by_kubernetes || release_record {
+            continue;
+        }
+        let key = format!("{kind}/{}", name.replace(release, "RELEASE"));
+        if kind == "Secret" {
+            secrets.insert(key.clone(), item["data"].clone());
+        }
+        names.push(key);
+    }
+    names.sort();
+    (names, secrets)
+}
+
+/// Helm 4 and capstan on the same control plane, the same real Bitnami
+/// chart with the same values in two namespaces: after `helm install` and
+/// capstan's apply, then `helm upgrade` and capstan's re-apply, both
+/// namespaces hold the same objects (by kind and name, the release's name
+/// aside) with the same Secret keys, and neither the upgrade nor the
+/// re-apply changed a Secret's value (compared by value, before and
+/// after): capstan's connected render reads back what Helm's does.
+#[test]
+fn helm_upgrade_and_a_capstan_reapply_leave_the_same_objects() {
+    let Some(cp) = control_plane() else { return };
+    let Some(charts) = conformance_charts() else {
+        return;
+    };
+    let Some(helm) =
+        crate::support::helm_binary("helm_upgrade_and_a_capstan_reapply_leave_the_same_objects")
+    else {
+        return;
+    };
+    let chart = charts.join("jenkins");
+    // Release names that hold the chart's name, so the objects' full names
+    // are the release names in both namespaces.
+    let (by_helm, by_capstan) = ("cp-jenkins-helm", "cp-jenkins-capstan");
+    cp.delete_namespace(by_helm);
+    cp.delete_namespace(by_capstan);
+
+    let d = cp.daemon(by_capstan);
+    let bundle = chart_app(&d, by_capstan, &chart, "1.0.0");
+    let values = d.state().with_file_name("helm-values.yaml");
+    std::fs::write(&values, "service:\n  type: ClusterIP\n").unwrap();
+    let helm_home = d.state().with_file_name("helm-home");
+    let run_helm = |verb: &str| {
+        let mut command = std::process::Command::new(&helm);
+        command
+            .args(["--kubeconfig"])
+            .arg(cp.admin_kubeconfig())
+            .args([verb, by_helm])
+            .arg(&chart)
+            .args(["-n", by_helm, "--create-namespace", "--server-side=true"])
+            .args(["--wait", "--timeout", "180s", "-f"])
+            .arg(&values)
+            .env("HELM_CACHE_HOME", helm_home.join("cache"))
+            .env("HELM_CONFIG_HOME", helm_home.join("config"))
+            .env("HELM_DATA_HOME", helm_home.join("data"));
+        let out = command.output().unwrap();
+        assert!(
+            out.status.success(),
+            "helm {verb}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    };
+
+    run_helm("install");
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    d.ok(&["app", "apply", by_capstan]);
+    assert_eq!(d.state_of(by_capstan), "applied", "{}", d.log());
+    let (helm_objects, helm_secrets) = chart_objects(&cp, by_helm, by_helm);
+    let (capstan_objects, capstan_secrets) = chart_objects(&cp, by_capstan, by_capstan);
+    assert!(
+        helm_objects.iter().any(|o| o == "Secret/RELEASE"),
+        "{helm_objects:?}"
+    );
+    assert_eq!(capstan_objects, helm_objects);
+
+    run_helm("upgrade");
+    d.ok(&["app", "apply", by_capstan]);
+    assert_eq!(d.state_of(by_capstan), "applied", "{}", d.log());
+    let (helm_after, helm_secrets_after) = chart_objects(&cp, by_helm, by_helm);
+    let (capstan_after, capstan_secrets_after) = chart_objects(&cp, by_capstan, by_capstan);
+    assert_eq!(helm_after, helm_objects, "helm upgrade changed the objects");
+    assert_eq!(capstan_after, helm_after);
+    assert_eq!(
+        helm_secrets_after, helm_secrets,
+        "helm upgrade kept its secrets"
+    );
+    assert_eq!(
+        capstan_secrets_after, capstan_secrets,
+        "capstan's re-apply kept its secrets"
+    );
+    for (name, data) in &helm_secrets_after {
+        let keys = |d: &Value| -> Vec<String> {
+            d.as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let theirs = capstan_secrets_after.get(name).map(keys);
+        assert_eq!(theirs, Some(keys(data)), "the keys of {name}");
+    }
+
+    d.ok(&["app", "remove", by_capstan]);
+    cp.delete_namespace(by_helm);
+    cp.delete_namespace(by_capstan);
 }
