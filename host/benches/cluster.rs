@@ -18,12 +18,18 @@
 //! Targets (issue 11): the first apply at most one write per object plus
 //! discovery once per group-version; a no-change re-apply writes nothing;
 //! 200 objects in under 1 s.
+//!
+//! `render_lookups` (issue 24) is on the real control plane instead: a
+//! render with 50 `lookup`s through a cluster target against the same
+//! render offline, and the lookups' share of the time.
 
 /// The binary's allocator, so that the bench measures what runs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capstan::kube::cluster::RetryPolicy;
@@ -31,6 +37,8 @@ use capstan::kube::{
     ApplyOptions, ApplyTarget, ClusterOptions, ClusterTarget, Connect, NoProgress, Release,
     Resource, parse_manifests, plan_apply,
 };
+use capstan::render::chart::{Chart, ChartFile};
+use capstan::render::{self, Capabilities, Lookup, LookupQuery, ReleaseInfo};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kube_double::{KubeDouble, Options};
 
@@ -184,5 +192,163 @@ fn cluster(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, cluster);
+/// Lookups per render in `render_lookups`.
+const LOOKUPS: usize = 50;
+
+/// `lookup` through a cluster target, as a connected render reads (the
+/// daemon's answerer adds a policy check and a per-render cache; every
+/// object here is read once a render, so neither changes the count).
+struct Live(Arc<ClusterTarget>);
+
+impl Lookup for Live {
+    fn lookup(&self, query: &LookupQuery) -> Result<serde_json::Value, String> {
+        self.0.read_live(query).map_err(|e| e.to_string())
+    }
+}
+
+/// A chart whose one template reads [`LOOKUPS`] ConfigMaps and writes a
+/// ConfigMap from each.
+fn lookup_chart() -> Chart {
+    let template = format!(
+        "{{{{- range $i := until {LOOKUPS} }}}}\n\
+         {{{{- $cm := lookup \"v1\" \"ConfigMap\" \"lookup-bench\" (printf \"c%d\" $i) }}}}\n\
+         ---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: copy-{{{{ $i }}}}\n\
+         data:\n  k: {{{{ dig \"data\" \"k\" \"missing\" $cm | quote }}}}\n\
+         {{{{- end }}}}\n"
+    );
+    let mut metadata = capstan::values::Map::new();
+    metadata.insert("apiVersion".into(), "v2".into());
+    metadata.insert("name".into(), "lookups".into());
+    metadata.insert("version".into(), "1.0.0".into());
+    Chart {
+        metadata,
+        dependencies: Vec::new(),
+        values: capstan::values::Map::new(),
+        schema: None,
+        templates: vec![ChartFile {
+            name: "templates/copies.yaml".into(),
+            data: Arc::from(template.into_bytes()),
+        }],
+        files: Vec::new(),
+        subcharts: Vec::new(),
+    }
+}
+
+/// A render with [`LOOKUPS`] lookups against the real control plane
+/// (`CAPSTAN_CONTROL_PLANE`, else `<target>/cluster`, brought up by
+/// `cargo xtask cluster up`), against the same render offline (every
+/// `lookup` an empty map): the lookups' share of the render time is
+/// printed after the two. Skipped, saying so, when no control plane is
+/// up.
+fn render_lookups(c: &mut Criterion) {
+    let dir = std::env::var_os("CAPSTAN_CONTROL_PLANE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+                .join("cluster")
+        });
+    let kubeconfig = dir.join("kubeconfig");
+    if !kubeconfig.is_file() {
+        eprintln!(
+            "render_lookups: no control plane at {} (`cargo xtask cluster up`): skipped",
+            dir.display()
+        );
+        return;
+    }
+    let mut objects =
+        String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: lookup-bench}\n");
+    for i in 0..LOOKUPS {
+        objects.push_str(&format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}, namespace: lookup-bench}}\ndata: {{k: v{i}}}\n"
+        ));
+    }
+    let applied = std::process::Command::new(dir.join("bin/kubectl"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["apply", "--server-side", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(objects.as_bytes())?;
+            }
+            child.wait()
+        });
+    if !applied.is_ok_and(|s| s.success()) {
+        eprintln!("render_lookups: could not create the ConfigMaps: skipped");
+        return;
+    }
+    let connect = Connect::Kubeconfig {
+        path: kubeconfig,
+        context: None,
+    };
+    let target = match ClusterTarget::connect(&connect, ClusterOptions::default()) {
+        Ok(target) => Arc::new(target),
+        Err(e) => {
+            eprintln!("render_lookups: {e}: skipped");
+            return;
+        }
+    };
+    let chart = lookup_chart();
+    let release = ReleaseInfo {
+        name: "lookups".into(),
+        namespace: "lookup-bench".into(),
+        revision: 2,
+        is_upgrade: true,
+    };
+    let caps = Capabilities::default();
+    let values = capstan::values::Map::new();
+    let live: Arc<dyn Lookup> = Arc::new(Live(target));
+    let connected = || {
+        render::lookup::connected(live.clone(), || {
+            render::render(black_box(&chart), &values, &release, &caps)
+        })
+    };
+    match connected() {
+        Ok(r) => {
+            let text: String = r.manifests.iter().map(|m| m.content.clone()).collect();
+            assert!(
+                text.contains("k: \"v49\""),
+                "the lookups read the live objects: {text}"
+            );
+        }
+        Err(e) => panic!("render_lookups: {e}"),
+    }
+    let mut group = c.benchmark_group("render_lookups");
+    group.bench_function("offline", |b| {
+        b.iter(|| render::render(black_box(&chart), &values, &release, &caps));
+    });
+    group.bench_function("connected", |b| b.iter(connected));
+    group.finish();
+    let median = |f: &dyn Fn()| {
+        let mut times: Vec<Duration> = (0..21)
+            .map(|_| {
+                let started = Instant::now();
+                f();
+                started.elapsed()
+            })
+            .collect();
+        times.sort();
+        times[times.len() / 2]
+    };
+    let offline = median(&|| {
+        let _ = render::render(&chart, &values, &release, &caps);
+    });
+    let online = median(&|| {
+        let _ = connected();
+    });
+    let share = 1.0 - offline.as_secs_f64() / online.as_secs_f64().max(f64::EPSILON);
+    eprintln!(
+        "render_lookups: {LOOKUPS} lookups: offline {offline:?}, connected {online:?} (medians of 21): \
+         the lookups are {:.0}% of the connected render, {:?} each",
+        share * 100.0,
+        online.saturating_sub(offline) / LOOKUPS as u32
+    );
+}
+
+criterion_group!(benches, cluster, render_lookups);
 criterion_main!(benches);

@@ -50,8 +50,8 @@ pub struct Metadata {
     #[serde(default)]
     pub auto_reapply: bool,
     /// The least time between two automatic re-applies of the app
-    /// (`auto_reapply_interval: 10m`); [`DEFAULT_AUTO_REAPPLY_INTERVAL`]
-    /// when left out.
+    /// (`auto_reapply_interval: 10m`); 5 minutes when left out (see
+    /// [`Metadata::auto_reapply_interval`]).
     #[serde(default, deserialize_with = "deserialize_interval")]
     pub auto_reapply_interval: Option<std::time::Duration>,
 }

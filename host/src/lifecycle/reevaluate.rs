@@ -64,7 +64,7 @@ fn run(weak: Weak<Inner>, source: Arc<dyn FactsSource>) {
 impl Lifecycle {
     /// Plans every applied app again and marks those whose plan changed
     /// with `because` (what changed in the facts); an app with
-    /// `auto_reapply` is then applied again ([`Lifecycle::auto_reapply`]).
+    /// `auto_reapply` is then applied again (after its semantic check).
     /// Returns how many apps were planned and how many marked.
     pub fn reevaluate(&self, because: &str) -> (usize, usize) {
         let began = Instant::now();
