@@ -670,7 +670,14 @@ fn parse_json<T: DeserializeOwned + Default>(body: &Bytes) -> Result<T, ApiError
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    serde_json::from_slice(body)
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("request body is not valid JSON: {e}")))?;
+    // serde reads a struct from an array of its fields in order too; every
+    // body of this API is an object, as the OpenAPI document says.
+    if !value.is_object() {
+        return Err(ApiError::bad_request("request body must be a JSON object"));
+    }
+    serde_json::from_value(value)
         .map_err(|e| ApiError::bad_request(format!("request body is not valid JSON: {e}")))
 }
 

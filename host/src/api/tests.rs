@@ -505,6 +505,22 @@ fn every_error_answer_has_a_code() {
             b"{\"unknown\": 1}".to_vec(),
             ErrorCode::BadRequest,
         ),
+        // An array of fields, which serde would read as the struct
+        // (schemathesis, ST201).
+        (
+            Method::POST,
+            "/v1/apps/demo/apply",
+            JSON,
+            b"[]".to_vec(),
+            ErrorCode::BadRequest,
+        ),
+        (
+            Method::PUT,
+            "/v1/apps/demo/overrides/a",
+            JSON,
+            b"[[], []]".to_vec(),
+            ErrorCode::BadRequest,
+        ),
         (
             Method::POST,
             "/v1/apps/demo/apply",
