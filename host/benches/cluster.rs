@@ -21,7 +21,9 @@
 //!
 //! `render_lookups` (issue 24) is on the real control plane instead: a
 //! render with 50 `lookup`s through a cluster target against the same
-//! render offline, and the lookups' share of the time.
+//! render offline, and the lookups' share of the time. So is
+//! `facts_watch` (issue 24): how soon a relabelled node reaches the
+//! facts.
 
 /// The binary's allocator, so that the bench measures what runs.
 #[global_allocator]
@@ -37,6 +39,7 @@ use capstan::kube::{
     ApplyOptions, ApplyTarget, ClusterOptions, ClusterTarget, Connect, NoProgress, Release,
     Resource, parse_manifests, plan_apply,
 };
+use capstan::lifecycle::{ClusterFacts, ClusterFactsOptions, FactsSource};
 use capstan::render::chart::{Chart, ChartFile};
 use capstan::render::{self, Capabilities, Lookup, LookupQuery, ReleaseInfo};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -240,7 +243,9 @@ fn lookup_chart() -> Chart {
 /// `lookup` an empty map): the lookups' share of the render time is
 /// printed after the two. Skipped, saying so, when no control plane is
 /// up.
-fn render_lookups(c: &mut Criterion) {
+/// The control plane of `cargo xtask cluster up`: its folder and
+/// kubeconfig, or `None` (with a line saying `bench` is skipped).
+fn control_plane(bench: &str) -> Option<(PathBuf, PathBuf)> {
     let dir = std::env::var_os("CAPSTAN_CONTROL_PLANE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -252,11 +257,38 @@ fn render_lookups(c: &mut Criterion) {
     let kubeconfig = dir.join("kubeconfig");
     if !kubeconfig.is_file() {
         eprintln!(
-            "render_lookups: no control plane at {} (`cargo xtask cluster up`): skipped",
+            "{bench}: no control plane at {} (`cargo xtask cluster up`): skipped",
             dir.display()
         );
-        return;
+        return None;
     }
+    Some((dir, kubeconfig))
+}
+
+/// `kubectl ARGS` against the control plane with `stdin`; whether it
+/// succeeded.
+fn kubectl(dir: &Path, kubeconfig: &Path, args: &[&str], stdin: &str) -> bool {
+    std::process::Command::new(dir.join("bin/kubectl"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            if let Some(mut stdin_pipe) = child.stdin.take() {
+                stdin_pipe.write_all(stdin.as_bytes())?;
+            }
+            child.wait()
+        })
+        .is_ok_and(|s| s.success())
+}
+
+fn render_lookups(c: &mut Criterion) {
+    let Some((dir, kubeconfig)) = control_plane("render_lookups") else {
+        return;
+    };
     let mut objects =
         String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: lookup-bench}\n");
     for i in 0..LOOKUPS {
@@ -264,21 +296,12 @@ fn render_lookups(c: &mut Criterion) {
             "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}, namespace: lookup-bench}}\ndata: {{k: v{i}}}\n"
         ));
     }
-    let applied = std::process::Command::new(dir.join("bin/kubectl"))
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["apply", "--server-side", "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            if let Some(mut stdin) = child.stdin.take() {
-                stdin.write_all(objects.as_bytes())?;
-            }
-            child.wait()
-        });
-    if !applied.is_ok_and(|s| s.success()) {
+    if !kubectl(
+        &dir,
+        &kubeconfig,
+        &["apply", "--server-side", "-f", "-"],
+        &objects,
+    ) {
         eprintln!("render_lookups: could not create the ConfigMaps: skipped");
         return;
     }
@@ -350,5 +373,103 @@ fn render_lookups(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, cluster, render_lookups);
+/// The node `facts_watch` relabels: a kwok node of its own, cordoned so
+/// that nothing is scheduled on it.
+const FACTS_NODE: &str = "bench-facts";
+
+/// `facts_watch` (issue 24), on the real control plane: from `kubectl
+/// label node` returning to the daemon's facts holding the new label (a
+/// new generation), through the watch and one read of everything the
+/// facts come from. With the one-second poll it replaced, the same is
+/// anywhere from a read to a second and a read.
+fn facts_watch(c: &mut Criterion) {
+    let Some((dir, kubeconfig)) = control_plane("facts_watch") else {
+        return;
+    };
+    let node = format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {FACTS_NODE}\n  annotations: {{kwok.x-k8s.io/node: fake}}\n\
+         spec: {{unschedulable: true}}\n"
+    );
+    if !kubectl(&dir, &kubeconfig, &["apply", "-f", "-"], &node) {
+        eprintln!("facts_watch: could not create node {FACTS_NODE}: skipped");
+        return;
+    }
+    let connect = Connect::Kubeconfig {
+        path: kubeconfig.clone(),
+        context: None,
+    };
+    let target: Arc<dyn ApplyTarget> =
+        match ClusterTarget::connect(&connect, ClusterOptions::default()) {
+            Ok(target) => Arc::new(target),
+            Err(e) => {
+                eprintln!("facts_watch: {e}: skipped");
+                return;
+            }
+        };
+    let facts = match ClusterFacts::start(target, ClusterFactsOptions::default()) {
+        Ok(facts) => facts,
+        Err(e) => {
+            eprintln!("facts_watch: {e}: skipped");
+            return;
+        }
+    };
+    let mut zone = 0u64;
+    // One relabel: the time from kubectl's return to the label in the
+    // facts.
+    let mut relabel = || -> Duration {
+        zone += 1;
+        let value = format!("z{zone}");
+        let seen = facts.current().generation;
+        let label = format!("capstan-bench/zone={value}");
+        assert!(
+            kubectl(
+                &dir,
+                &kubeconfig,
+                &["label", "node", FACTS_NODE, &label, "--overwrite"],
+                ""
+            ),
+            "facts_watch: kubectl label failed"
+        );
+        let started = Instant::now();
+        let mut generation = seen;
+        loop {
+            generation = facts.wait_change(generation, Duration::from_secs(10));
+            let view = facts.current();
+            let has = view.facts.nodes.iter().any(|n| {
+                n.name == FACTS_NODE
+                    && n.labels.get("capstan-bench/zone").map(String::as_str)
+                        == Some(value.as_str())
+            });
+            if has {
+                return started.elapsed();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "facts_watch: the label did not reach the facts in 30 s"
+            );
+        }
+    };
+    let mut times: Vec<Duration> = (0..21).map(|_| relabel()).collect();
+    times.sort();
+    eprintln!(
+        "facts_watch: label to facts: median {:?}, min {:?}, max {:?} (21 relabels)",
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1]
+    );
+    let mut group = c.benchmark_group("facts_watch");
+    group.sample_size(10);
+    group.bench_function("label_to_facts", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| relabel()).sum())
+    });
+    group.finish();
+    let _ = kubectl(
+        &dir,
+        &kubeconfig,
+        &["delete", "node", FACTS_NODE, "--ignore-not-found"],
+        "",
+    );
+}
+
+criterion_group!(benches, cluster, render_lookups, facts_watch);
 criterion_main!(benches);

@@ -194,7 +194,7 @@ pub(crate) fn write_app(dir: &Path) {
         "name: contract\nversion: 1.0.0\n\
          charts:\n  - {name: web, path: charts/web, namespace: web-ns, release: web}\n\
          chart_groups:\n  - {name: all, mode: sequential, charts: [web]}\n\
-         plugins:\n  - {path: plugins/v2.wasm, hooks: [semantic-check, pre-apply, post-apply, pre-remove, post-remove], charts: [web]}\n",
+         plugins:\n  - {path: plugins/v2.wasm, hooks: [semantic-check, pre-apply, post-apply, pre-remove, post-remove, pre-recover, post-recover, post-abort], charts: [web]}\n",
     )
     .unwrap();
     std::fs::write(
@@ -289,6 +289,76 @@ fn through_the_daemon_a_0_2_plugin_sees_its_namespace_and_overrides_disables_and
         !d.applied().join("contract/web.yaml").exists(),
         "the disabled chart's objects are still applied"
     );
+}
+
+/// `app recover` runs `pre-recover` and `post-recover` around its apply
+/// (the post hook handed the state the pre hook left), and an aborted
+/// operation runs `post-abort` within it: its `request-reapply` marks the
+/// app, and the operation stays aborted.
+#[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the daemon's test hooks: run with --features capstan/test-hooks (cargo xtask test does)"
+)]
+fn recover_runs_its_pre_and_post_hooks_and_an_abort_its_post_abort_hook() {
+    let mut d = Daemon::start("contract_v2_recover");
+    let bundle = bundle(&d);
+    d.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    // A manual apply's semantic check is told so.
+    set_user(&d, "vetoCheck: true\n");
+    let out = d.cli(&["app", "apply", "contract"]);
+    assert!(!out.status.success());
+    assert_eq!(d.state_of("contract"), "apply-failed");
+    let message = d.show("contract")["message"].to_string();
+    assert!(message.contains("held by vetoCheck (manual)"), "{message}");
+
+    set_user(&d, "vetoPost: postrecover\n");
+    let out = d.cli(&["app", "recover", "contract"]);
+    assert!(
+        !out.status.success(),
+        "{}",
+        crate::daemon::text(&out.stdout)
+    );
+    let message = d.show("contract")["message"].to_string();
+    assert!(
+        message.contains("postrecover was handed state [prerecover 1.0.0 manual recover]"),
+        "{message}"
+    );
+    set_user(&d, "greeting: hi\n");
+    d.ok(&["app", "recover", "contract"]);
+    assert_eq!(d.state_of("contract"), "applied");
+
+    // Aborted while it runs (every step slowed down).
+    d.kill();
+    d.spawn(&[("CAPSTAN_TEST_STEP_DELAY_MS", "200")]);
+    d.ok(&["app", "apply", "contract", "--no-wait"]);
+    d.ok(&["app", "abort", "contract"]);
+    let started = std::time::Instant::now();
+    while d.state_of("contract") == "applying" {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let shown = d.show("contract");
+    assert_eq!(shown["state"], "apply-failed", "{shown}");
+    let message = shown["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("aborted") && message.contains("post-abort hook called"),
+        "{shown}"
+    );
+    assert!(
+        shown["reapply_needed"]
+            .as_str()
+            .is_some_and(|r| r.contains("postabort 1.0.0 manual abort")),
+        "{shown}"
+    );
+    let history: Value =
+        serde_json::from_str(&d.ok(&["app", "history", "contract", "-o", "json"])).unwrap();
+    let last = history["operations"]
+        .as_array()
+        .and_then(|ops| ops.last())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(last["outcome"], "aborted", "{history}");
 }
 
 fn config_map(namespace: &str, name: &str) -> String {
@@ -766,4 +836,103 @@ fn secret_key(stream: &str, name: &str, key: &str) -> String {
             .unwrap(),
     )
     .unwrap()
+}
+
+/// `restart`, on the real control plane: a Deployment the app owns gets a
+/// new `kubectl.kubernetes.io/restartedAt` on its Pod template, as
+/// `kubectl rollout restart` gives it, and its controller rolls a new
+/// ReplicaSet; a ConfigMap, or a Deployment no release of the app holds,
+/// is refused naming the rule.
+#[test]
+fn restart_rolls_an_owned_workload_and_nothing_else() {
+    let Some(cp) = crate::control_plane::control_plane() else {
+        return;
+    };
+    let ns = "cp-restart";
+    cp.delete_namespace(ns);
+    let d = cp.daemon("cp_restart");
+    let dir = d.dir.join("app-restart");
+    write_app(&dir);
+    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
+    std::fs::write(
+        dir.join("capstan.yaml"),
+        format!(
+            "name: contract\nversion: 1.0.0\n\
+             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
+             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
+             plugins:\n  - {{path: plugins/v2.wasm, hooks: [pre-apply, post-apply], charts: [web]}}\n"
+        ),
+    )
+    .unwrap();
+    let bundle = d.dir.join("restart.tgz");
+    let built = d.build(&dir, &bundle);
+    assert!(
+        built.status.success(),
+        "{}",
+        crate::daemon::text(&built.stderr)
+    );
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    let deployment = format!(
+        "{{apiVersion: apps/v1, kind: Deployment, metadata: {{name: worker, namespace: {ns}}}, \
+         spec: {{replicas: 1, selector: {{matchLabels: {{app: worker}}}}, \
+         template: {{metadata: {{labels: {{app: worker}}}}, \
+         spec: {{containers: [{{name: w, image: registry.k8s.io/pause:3.10}}]}}}}}}}}"
+    );
+    set_user(&d, &format!("ensure: [{deployment}]\n"));
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(d.state_of("contract"), "applied", "{}", d.log());
+    let restarted_at = || {
+        cp.object("deployment", Some(ns), "worker").and_then(|o| {
+            o.pointer("/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt")
+                .and_then(Value::as_str)
+                .map(String::from)
+        })
+    };
+    assert_eq!(restarted_at(), None);
+
+    let target =
+        format!("{{apiVersion: apps/v1, kind: Deployment, namespace: {ns}, name: worker}}");
+    set_user(
+        &d,
+        &format!("ensure: [{deployment}]\nrestart: [{target}]\n"),
+    );
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(d.state_of("contract"), "applied", "{}", d.log());
+    let message = d.show("contract")["message"].to_string();
+    assert!(
+        message.contains(&format!(
+            "restarted Deployment {ns}/worker (apps/v1) at a plugin's request"
+        )),
+        "{message}"
+    );
+    let at = restarted_at().unwrap_or_default();
+    assert!(at.ends_with('Z') && at.len() == 20, "{at:?}");
+    // The annotation survives the next apply, which does not set it.
+    set_user(&d, &format!("ensure: [{deployment}]\n"));
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(restarted_at().as_deref(), Some(at.as_str()));
+    // The controller rolled the template: two ReplicaSets now.
+    cp.eventually(
+        "a second ReplicaSet",
+        std::time::Duration::from_secs(30),
+        || cp.list("replicasets", ns).len() >= 2,
+    );
+
+    let message = denied_by(
+        &d,
+        &format!(
+            "ensure: [{deployment}]\nrestart: [{{apiVersion: v1, kind: ConfigMap, namespace: {ns}, name: web-values}}]\n"
+        ),
+        "restartable",
+    );
+    assert!(message.contains("restart"), "{message}");
+    denied_by(
+        &d,
+        &format!(
+            "ensure: [{deployment}]\nrestart: [{{apiVersion: apps/v1, kind: Deployment, namespace: {ns}, name: someone-elses}}]\n"
+        ),
+        "owned-only",
+    );
+    d.ok(&["app", "remove", "contract"]);
+    cp.delete_namespace(ns);
 }

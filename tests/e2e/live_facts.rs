@@ -2,7 +2,8 @@
 //! the daemon derives the facts from the Nodes and the server's version,
 //! lays the operator's file over them field by field, and when a node is
 //! added, relabelled, cordoned or uncordoned plans every applied app
-//! again, marking `reapply-needed` only the apps whose plan changes.
+//! again, marking `reapply-needed` only the apps whose plan changes. The
+//! change is seen through a watch of the Nodes, not a poll.
 //!
 //! The test adds a node of its own (`worker-facts`, cordoned while it is
 //! not needed) rather than cordoning one that other tests schedule on.
@@ -157,6 +158,16 @@ fn node_changes_reach_the_facts_and_mark_only_the_apps_they_change() {
     );
     wait_for("a re-evaluation", || reevaluations(&d) > before);
     assert!(d.show(app)["reapply_needed"].is_null(), "{}", d.show(app));
+    // Seen through the watch, not a poll: the read that found the label
+    // followed a watch event, and no watch failed.
+    let log = d.log();
+    assert!(
+        log.lines().any(|l| l.contains("facts changed")
+            && l.contains("capstan-test/zone=a")
+            && l.contains("a watch event")),
+        "{log}"
+    );
+    assert!(!log.contains("watching the cluster failed"), "{log}");
 
     // Uncordoned: one more schedulable worker, one more broker.
     cp.kubectl_ok(&["uncordon", NODE]);
@@ -305,7 +316,7 @@ fn auto_reapply_applies_on_its_own_and_a_veto_holds_it() {
     let held = mark();
     assert!(
         held.contains("facts changed (extra facts changed)")
-            && held.contains("vetoed the semantic-check hook: held by vetoCheck"),
+            && held.contains("vetoed the semantic-check hook: held by vetoCheck (auto)"),
         "{held}"
     );
     assert_eq!(d.state_of("contract"), "applied");

@@ -180,6 +180,21 @@ pub enum Error {
         #[source]
         source: Box<cluster::Error>,
     },
+    /// Restarting a workload on the cluster failed.
+    #[error("restarting {object} on the cluster")]
+    Restart {
+        /// The workload.
+        object: String,
+        /// The failing request.
+        #[source]
+        source: Box<cluster::Error>,
+    },
+    /// The target runs no workloads, so it cannot restart one.
+    #[error("this target runs no workloads: it cannot restart {object}")]
+    CannotRestart {
+        /// The workload.
+        object: String,
+    },
     /// Removing a release's manifests from the directory target failed.
     #[error("removing manifests of {release} at {path}")]
     Remove {

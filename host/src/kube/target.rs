@@ -2,13 +2,14 @@
 //! release, removes a release, and tells what it applied last.
 
 use std::fmt;
+use std::time::Duration;
 
 use super::Error;
 use super::hooks::HookEvent;
 use super::live_diff::LiveDiff;
 use super::manifest::Resource;
 use super::plan::ApplyPlan;
-use crate::model::{LookupQuery, ObjectRef, Served};
+use crate::model::{LookupQuery, ObjectRef, Served, WatchEnd, WatchFrom};
 
 /// One chart of one app, as applied: the unit a target records.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -167,6 +168,42 @@ pub trait ApplyTarget: Send + Sync {
     /// When the server cannot be asked.
     fn served(&self) -> Result<Option<Served>, Error> {
         Ok(None)
+    }
+
+    /// Restarts the workload `object` (a Deployment, StatefulSet or
+    /// DaemonSet) as `kubectl rollout restart` does: a new
+    /// `kubectl.kubernetes.io/restartedAt` annotation on its Pod
+    /// template, so its controller replaces the Pods in its own rolling
+    /// way. The default, for a target that runs nothing, refuses.
+    ///
+    /// # Errors
+    /// [`Error::CannotRestart`] by default; the cluster's refusal.
+    fn restart(&self, object: &ObjectRef) -> Result<(), Error> {
+        Err(Error::CannotRestart {
+            object: object.to_string(),
+        })
+    }
+
+    /// The version of `query`'s collection now, for a watch that must see
+    /// every change after this moment (what discovery serves changes
+    /// with CRDs and APIServices, read after this). `None`, the default,
+    /// for a target that cannot watch.
+    ///
+    /// # Errors
+    /// When the read fails.
+    fn collection_version(&self, _query: &LookupQuery) -> Result<Option<String>, Error> {
+        Ok(None)
+    }
+
+    /// Waits, at most `timeout`, until something read as of `from` has
+    /// changed. [`WatchEnd::Unsupported`], the default, for a target that
+    /// cannot watch: the caller polls instead.
+    ///
+    /// # Errors
+    /// When a watch cannot be started or breaks off; the caller reads
+    /// again after a pause.
+    fn wait_for_change(&self, _from: &[WatchFrom], _timeout: Duration) -> Result<WatchEnd, Error> {
+        Ok(WatchEnd::Unsupported)
     }
 
     /// Records `event` for the operator; nothing, the default, for a

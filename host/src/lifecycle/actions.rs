@@ -14,8 +14,10 @@
 //! - `mirror-source`: a mirror copies from the app's namespaces, or from a
 //!   source the policy lists;
 //! - `max-owned`: at most the policy's number of owned objects;
-//! - `owned-only`: `delete` reaches only objects one of the app's releases
-//!   holds;
+//! - `owned-only`: `delete` and `restart` reach only objects one of the
+//!   app's releases holds;
+//! - `restartable`: `restart` names a Deployment, StatefulSet or
+//!   DaemonSet;
 //! - `known-chart`, `stored-user-overrides`, `override-size`: an override
 //!   patch names a chart of the version (or of the version an update
 //!   replaces), in an operation that uses the stored user overrides, and
@@ -46,6 +48,9 @@ pub const MAX_PATCHED_OVERRIDES_BYTES: usize = 1 << 20;
 pub const DEFAULT_STATUS_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// An error of the target reading or writing the owned release.
+/// The kinds a `restart` action may name (in `apps/v1`).
+const RESTARTABLE: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
+
 fn owned_error(source: kube::Error) -> Error {
     Error::Kube {
         chart: OWNED_CHART.into(),
@@ -170,11 +175,14 @@ impl Job<'_> {
                         observed.push(object.clone());
                     }
                 }
-                Action::Restart(_) => {
-                    return Err(Error::NotYetSupported {
-                        plugin: plugin.to_string(),
-                        what: format!("the restart action of its {hook} hook"),
-                    });
+                Action::Restart(object) => {
+                    self.target()
+                        .restart(object)
+                        .map_err(|source| Error::Kube {
+                            chart: OWNED_CHART.into(),
+                            source: Box::new(source),
+                        })?;
+                    self.note(format!("restarted {object} at a plugin's request"));
                 }
             }
         }
@@ -346,7 +354,25 @@ impl Job<'_> {
                 }
                 Ok(None)
             }
-            Action::RequestReapply(_) | Action::Observe(_) | Action::Restart(_) => Ok(None),
+            Action::Restart(object) => {
+                if object.api_version != "apps/v1" || !RESTARTABLE.contains(&object.kind.as_str()) {
+                    return deny(
+                        "restartable",
+                        format!(
+                            "only a Deployment, StatefulSet or DaemonSet (apps/v1) restarts, not {} ({})",
+                            object.kind, object.api_version
+                        ),
+                    );
+                }
+                if self.owning_release(prepared, object)?.is_none() {
+                    return deny(
+                        "owned-only",
+                        format!("no release of app {} holds {object}", self.app),
+                    );
+                }
+                Ok(None)
+            }
+            Action::RequestReapply(_) | Action::Observe(_) => Ok(None),
         }
     }
 

@@ -1,16 +1,23 @@
 //! Owns the facts derived from the cluster the daemon applies to: it reads
-//! the Nodes and the server's version through the target every
-//! [`POLL_INTERVAL`], derives the typed facts (nodes with their roles,
-//! labels and schedulability, controller and worker counts, the system
-//! mode, the Kubernetes version), and lays over them what the cluster
-//! cannot know (storage backends, `extra`, or any field the operator
-//! sets) from `serve --facts FILE` or a ConfigMap (`--facts-configmap
-//! NS/NAME`, key `facts.yaml`). A change bumps the generation and says
-//! what changed; re-evaluation waits on it.
+//! the Nodes, the StorageClasses and what the server serves (its version
+//! and API versions) through the target, derives the typed facts (nodes
+//! with their roles, labels and schedulability, controller and worker
+//! counts, the system mode, the Kubernetes version), and lays over them
+//! what the cluster cannot know (storage backends, `extra`, or any field
+//! the operator sets) from `serve --facts FILE` or a ConfigMap
+//! (`--facts-configmap NS/NAME`, key `facts.yaml`). A change bumps the
+//! generation and says what changed; re-evaluation waits on it.
 //!
-//! Reads only, through [`ApplyTarget::read_live`] and
-//! [`ApplyTarget::served`]; a failed read keeps the facts before it and is
-//! shown in [`FactsView::error`].
+//! When to read again: the thread watches what it read (the Nodes and
+//! StorageClasses from their lists' versions, the ConfigMap by name, and
+//! the CRDs and APIServices discovery follows), and reads again at the
+//! first change, or after [`RESYNC`] without one (the server's version
+//! has no watch). A target that cannot watch, or a watch that fails, is
+//! polled every [`POLL_INTERVAL`] instead.
+//!
+//! Reads only, through [`ApplyTarget::read_live`],
+//! [`ApplyTarget::served`] and the watches; a failed read keeps the facts
+//! before it and is shown in [`FactsView::error`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -21,14 +28,26 @@ use serde_json::Value;
 
 use super::facts_source::{FactsSource, FactsView, field_names};
 use crate::kube::ApplyTarget;
-use crate::model::LookupQuery;
+use crate::model::{LookupQuery, WatchEnd, WatchFrom};
 use crate::sandbox::{
     AdministrativeState, AvailabilityState, Facts, Node, NodeRole, OperationalState, StorageClass,
     SystemMode,
 };
 
-/// How often the cluster is read.
+/// How often the cluster is read when it cannot be watched.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long a watch waits for a change before everything is read again
+/// (the server's version, which no watch covers, is seen this late).
+pub const RESYNC: Duration = Duration::from_secs(30);
+
+/// The kinds whose objects change what discovery serves: a CRD or an
+/// aggregated API installed is watched for, so the API versions follow
+/// at once.
+const DISCOVERY_KINDS: [(&str, &str); 2] = [
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io/v1", "APIService"),
+];
 
 /// The kind whose objects become the `storageClasses` facts, listed only
 /// when the server says it serves it (an API server may not).
@@ -112,7 +131,7 @@ impl ClusterFacts {
             options,
             file,
         };
-        let (facts, sources) = source.read()?;
+        let (facts, sources, from) = source.read()?;
         {
             let mut state = source.lock();
             state.facts = facts;
@@ -122,7 +141,7 @@ impl ClusterFacts {
         let weak = Arc::downgrade(&source);
         std::thread::Builder::new()
             .name("capstan-facts".into())
-            .spawn(move || poll(weak))
+            .spawn(move || poll(weak, from))
             .map_err(|e| format!("starting the facts poller: {e}"))?;
         Ok(source)
     }
@@ -131,17 +150,40 @@ impl ClusterFacts {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The facts as the cluster and the overlays say now.
-    fn read(&self) -> Result<(Facts, BTreeMap<String, String>), String> {
+    /// The facts as the cluster and the overlays say now, their sources,
+    /// and where a watch for the next change starts.
+    fn read(&self) -> Result<(Facts, BTreeMap<String, String>, Vec<WatchFrom>), String> {
+        // Taken before discovery is read, so a CRD installed in between
+        // is a change the watch sees.
+        let mut watch: Vec<WatchFrom> = DISCOVERY_KINDS
+            .iter()
+            .filter_map(|(api_version, kind)| {
+                let query = LookupQuery {
+                    api_version: (*api_version).into(),
+                    kind: (*kind).into(),
+                    namespace: String::new(),
+                    name: String::new(),
+                };
+                // A server without the kind, or a target that cannot
+                // watch, has nothing to watch here.
+                let version = self.target.collection_version(&query).ok()??;
+                Some(WatchFrom {
+                    query,
+                    version: Some(version),
+                })
+            })
+            .collect();
+        let nodes_query = LookupQuery {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            namespace: String::new(),
+            name: String::new(),
+        };
         let nodes = self
             .target
-            .read_live(&LookupQuery {
-                api_version: "v1".into(),
-                kind: "Node".into(),
-                namespace: String::new(),
-                name: String::new(),
-            })
+            .read_live(&nodes_query)
             .map_err(|e| format!("listing nodes: {}", super::lookup::one_line(&e)))?;
+        watch.push(WatchFrom::of(nodes_query, &nodes));
         let served = self
             .target
             .served()
@@ -159,15 +201,19 @@ impl ClusterFacts {
                 .unwrap_or_default()
         };
         let classes = match served.api_versions.iter().any(|v| v == STORAGE_CLASS_KIND) {
-            true => self
-                .target
-                .read_live(&LookupQuery {
+            true => {
+                let query = LookupQuery {
                     api_version: "storage.k8s.io/v1".into(),
                     kind: "StorageClass".into(),
                     namespace: String::new(),
                     name: String::new(),
-                })
-                .map_err(|e| format!("listing StorageClasses: {}", super::lookup::one_line(&e)))?,
+                };
+                let list = self.target.read_live(&query).map_err(|e| {
+                    format!("listing StorageClasses: {}", super::lookup::one_line(&e))
+                })?;
+                watch.push(WatchFrom::of(query, &list));
+                list
+            }
             false => Value::Null,
         };
         let mut derived = derive(
@@ -190,20 +236,19 @@ impl ClusterFacts {
         }
         for overlay in &self.options.overlays {
             if let Overlay::ConfigMap { namespace, name } = overlay {
-                let map = self
-                    .target
-                    .read_live(&LookupQuery {
-                        api_version: "v1".into(),
-                        kind: "ConfigMap".into(),
-                        namespace: namespace.clone(),
-                        name: name.clone(),
-                    })
-                    .map_err(|e| {
-                        format!(
-                            "reading ConfigMap {namespace}/{name}: {}",
-                            super::lookup::one_line(&e)
-                        )
-                    })?;
+                let query = LookupQuery {
+                    api_version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                };
+                let map = self.target.read_live(&query).map_err(|e| {
+                    format!(
+                        "reading ConfigMap {namespace}/{name}: {}",
+                        super::lookup::one_line(&e)
+                    )
+                })?;
+                watch.push(WatchFrom::of(query, &map));
                 let text = map.pointer("/data/facts.yaml").and_then(Value::as_str);
                 if let Some(text) = text {
                     let fields = overlay_fields(text)
@@ -219,15 +264,17 @@ impl ClusterFacts {
                 sources.insert(field.clone(), source.clone());
             }
         }
-        Ok((facts, sources))
+        Ok((facts, sources, watch))
     }
 
-    /// One poll: reads, and if the facts changed, bumps the generation.
-    fn refresh(&self) {
+    /// One read, and if the facts changed, a new generation (logged with
+    /// what led to the read, `after`). Returns where to watch from, or
+    /// `None` when the read failed.
+    fn refresh(&self, after: &str) -> Option<Vec<WatchFrom>> {
         let read = self.read();
         let mut state = self.lock();
         match read {
-            Ok((facts, sources)) => {
+            Ok((facts, sources, watch)) => {
                 state.error = None;
                 if facts != state.facts {
                     state.changes = changes(&state.facts, &facts);
@@ -236,17 +283,20 @@ impl ClusterFacts {
                     tracing::info!(target: "capstan::facts",
                         generation = state.generation,
                         changes = %state.changes.join("; "),
+                        after,
                         "facts changed"
                     );
                     self.changed.notify_all();
                 }
                 state.sources = sources;
+                Some(watch)
             }
             Err(e) => {
                 if state.error.as_deref() != Some(e.as_str()) {
                     tracing::warn!(target: "capstan::facts", error = %e, "reading the facts failed; the last facts stay in effect");
                 }
                 state.error = Some(e);
+                None
             }
         }
     }
@@ -271,14 +321,47 @@ impl FactsSource for ClusterFacts {
     }
 }
 
-/// Polls until the source is dropped.
-fn poll(source: Weak<ClusterFacts>) {
+/// Waits for a change and reads again, until the source is dropped: a
+/// watch where the target can, a poll every [`POLL_INTERVAL`] where it
+/// cannot or a watch fails (logged once per distinct failure).
+fn poll(source: Weak<ClusterFacts>, mut from: Vec<WatchFrom>) {
+    let mut failed: Option<String> = None;
     loop {
-        std::thread::sleep(POLL_INTERVAL);
+        let Some(target) = source.upgrade().map(|s| Arc::clone(&s.target)) else {
+            return;
+        };
+        // The source is not held while waiting, so dropping it ends the
+        // thread after this wait at the latest.
+        let after = match target.wait_for_change(&from, RESYNC) {
+            Ok(WatchEnd::Changed) => {
+                failed = None;
+                "a watch event"
+            }
+            Ok(WatchEnd::Quiet) => {
+                failed = None;
+                "a quiet resync"
+            }
+            Ok(WatchEnd::Unsupported) => {
+                std::thread::sleep(POLL_INTERVAL);
+                "a poll"
+            }
+            Err(e) => {
+                let e = super::lookup::one_line(&e);
+                if failed.as_deref() != Some(e.as_str()) {
+                    tracing::warn!(target: "capstan::facts", error = %e, "watching the cluster failed; polling every second until a watch works");
+                }
+                failed = Some(e);
+                std::thread::sleep(POLL_INTERVAL);
+                "a poll"
+            }
+        };
+        drop(target);
         let Some(source) = source.upgrade() else {
             return;
         };
-        source.refresh();
+        if let Some(next) = source.refresh(after) {
+            from = next;
+        }
     }
 }
 

@@ -590,6 +590,7 @@ impl Lifecycle {
             warnings: Mutex::new(Vec::new()),
             requested_reapply: Mutex::new(None),
             redactor: Mutex::new(crate::secrets::Redactor::new()),
+            automatic: AtomicBool::new(false),
         }
     }
 
@@ -614,6 +615,8 @@ impl Lifecycle {
         let version = self.active_version_checked(app)?;
         let abort = Arc::new(AtomicBool::new(false));
         let job = self.dry_job(app, &abort);
+        // Only an automatic re-apply asks this.
+        job.automatic.store(true, Ordering::SeqCst);
         job.semantic_veto(&version)
     }
 
@@ -936,7 +939,10 @@ impl Lifecycle {
             }
         };
         Ok(self.spawn(app, op, Operation::Apply, move |job| {
+            // A note says why no person asked for it: its hooks are told
+            // the apply is automatic.
             if let Some(note) = note {
+                job.automatic.store(true, Ordering::SeqCst);
                 job.note(note);
             }
             let request = ApplyRequest {
@@ -1254,7 +1260,7 @@ impl Lifecycle {
                 rekind: &[],
                 adopt: false,
                 recreate: &[],
-                around: None,
+                around: Some((Hook::PreRecover, Hook::PostRecover)),
                 phase: "recover",
             };
             match job.apply_version(&request) {
@@ -1267,6 +1273,39 @@ impl Lifecycle {
                 Err(e) => Ending::new(failed(AppState::ApplyFailed, &e)),
             }
         }))
+    }
+
+    /// After an aborted operation: the `post-abort` hooks of the app's
+    /// active version ([`Job::post_abort`]), within the operation (its
+    /// actions are recorded with it; a second `app abort` interrupts
+    /// them). A failure is added to the operation's message; the
+    /// operation stays aborted.
+    fn post_abort(&self, job: &Job<'_>, ending: &mut Ending) {
+        let Ok(version) = self.active_version(&job.app) else {
+            return;
+        };
+        if !version
+            .metadata
+            .plugins
+            .iter()
+            .any(|p| p.hooks.contains(&Hook::PostAbort))
+        {
+            return;
+        }
+        job.abort.store(false, Ordering::SeqCst);
+        let result = self
+            .active_version_checked(&job.app)
+            .and_then(|version| job.post_abort(&version));
+        let added = match result {
+            Ok(()) => "post-abort hook called".to_string(),
+            Err(e) => format!("post-abort hook failed: {}", e.one_line()),
+        };
+        tracing::info!(target: "capstan::audit", app = %job.app, "{added}");
+        let message = match ending.finish.message.take() {
+            Some(message) => format!("{message}; {added}"),
+            None => added,
+        };
+        ending.finish.message = Some(message);
     }
 
     /// Runs `work` on its own thread as operation `op` of `app`, then
@@ -1328,6 +1367,7 @@ impl Lifecycle {
             warnings: Mutex::new(Vec::new()),
             requested_reapply: Mutex::new(None),
             redactor: Mutex::new(crate::secrets::Redactor::new()),
+            automatic: AtomicBool::new(false),
         };
         // At most `max_operations` run at once; the rest wait here, in
         // order, with their progress saying so.
@@ -1347,6 +1387,9 @@ impl Lifecycle {
             );
         });
         let mut ending = work(&job);
+        if ending.finish.outcome == Outcome::Aborted {
+            self.post_abort(&job, &mut ending);
+        }
         // No secret value an operation placed reaches its message.
         if let Some(message) = ending.finish.message.take() {
             ending.finish.message = Some(job.redact(&message));

@@ -143,15 +143,6 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// A contract 0.2 plugin asked for something this host does not do
-    /// yet (docs/src/plugins/contract-0.2.md says what is in place).
-    #[error("plugin {plugin} asked for {what}, which this capstan does not do yet")]
-    NotYetSupported {
-        /// The plugin's path in the bundle.
-        plugin: String,
-        /// What it asked for.
-        what: String,
-    },
     /// A plugin could not be loaded or a call to it failed.
     #[error("plugin {plugin} failed during {step}")]
     Plugin {
@@ -358,7 +349,6 @@ impl Error {
             | Error::NothingToAbort { .. }
             | Error::Busy { .. } => ErrorClass::Conflict,
             Error::Vetoed { .. }
-            | Error::NotYetSupported { .. }
             | Error::ActionDenied { .. }
             | Error::SecretValue { .. }
             | Error::StatusFailed { .. }

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 use super::context::Inner;
 use super::engine::{ApplyFlags, Lifecycle};
 use super::facts_source::FactsSource;
+use super::stored::StoredVersion;
 use crate::kube::ReleaseEvent;
 use crate::model::AppName;
-use crate::store::AppState;
+use crate::store::{AppState, Operation};
 
 /// How long the facts must rest before apps are evaluated again: a
 /// relabelled node often changes twice in a second.
@@ -97,14 +98,29 @@ impl Lifecycle {
                     marked += 1;
                     let before = marks.insert(app.name.to_string(), reason.clone());
                     drop(marks);
+                    // Read once for the Events and the automatic re-apply.
+                    let version = match self.active_version(&app.name) {
+                        Ok(version) => version,
+                        Err(e) => {
+                            tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not read the app's version");
+                            continue;
+                        }
+                    };
                     if before.is_none_or(|b| base_reason(&b) != reason) {
                         tracing::info!(target: "capstan::facts", app = %app.name, reason = %reason, "reapply needed");
                         self.inner.metrics.reapply_needed();
                         let message =
                             format!("{reason}; `capstan app diff {}` shows the change", app.name);
-                        self.record_events(&app.name, &changed, "ReapplyNeeded", &message, false);
+                        self.record_events(
+                            &app.name,
+                            &version,
+                            Some(&changed),
+                            "ReapplyNeeded",
+                            &message,
+                            false,
+                        );
                     }
-                    self.auto_reapply(&app.name, &reason);
+                    self.auto_reapply(&app.name, &version, &reason);
                 }
                 Err(e) => {
                     tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not plan the app");
@@ -115,27 +131,61 @@ impl Lifecycle {
         (planned, marked)
     }
 
-    /// [`Lifecycle::auto_reapply`] for every marked app whose interval has
-    /// passed since its last attempt: an app held by a veto, or marked
-    /// while its interval ran, is tried again without a change of facts.
+    /// [`Lifecycle::auto_reapply`] for every marked app that asked for it
+    /// (those with an attempt before; others are not read at all), once
+    /// its interval has passed: an app held by a veto, or marked while
+    /// its interval ran, is tried again without a change of facts.
     pub(super) fn auto_reapply_due(&self) {
-        let marks: Vec<(String, String)> = self
-            .reapply_marks()
-            .iter()
-            .map(|(app, reason)| (app.clone(), base_reason(reason).to_string()))
-            .collect();
+        let marks: Vec<(String, String)> = {
+            let attempts = self
+                .inner
+                .auto_reapplied
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.reapply_marks()
+                .iter()
+                .filter(|(app, _)| attempts.contains_key(app.as_str()))
+                .map(|(app, reason)| (app.clone(), base_reason(reason).to_string()))
+                .collect()
+        };
         for (app, reason) in marks {
             let Ok(name) = AppName::new(&app) else {
                 continue;
             };
-            if self
+            if !self
                 .store()
                 .app(&name)
                 .is_ok_and(|r| r.state == AppState::Applied)
             {
-                self.auto_reapply(&name, &reason);
+                continue;
+            }
+            if let Ok(version) = self.active_version(&name) {
+                self.auto_reapply(&name, &version, &reason);
             }
         }
+    }
+
+    /// When the last automatic re-apply of `app` started, from its
+    /// history, so that the interval holds across a daemon restart.
+    fn last_auto_reapply(&self, app: &AppName) -> Option<Instant> {
+        let history = self.store().history(app).ok()?;
+        let started = history
+            .iter()
+            .filter(|entry| {
+                entry.operation == Operation::Apply
+                    && entry
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.contains(AUTO_NOTE))
+            })
+            .map(|entry| entry.started_at)
+            .max()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_millis();
+        let ago = u64::try_from(now.saturating_sub(u128::try_from(started.max(0)).ok()?)).ok()?;
+        Instant::now().checked_sub(Duration::from_millis(ago))
     }
 
     /// Applies `app`, marked for `reason`, again on its own if its
@@ -144,28 +194,34 @@ impl Lifecycle {
     /// asked first, without its actions: a veto holds the re-apply and is
     /// added to the mark (and an Event); otherwise an apply starts whose
     /// history note says why. Failures are logged; nothing else waits.
-    fn auto_reapply(&self, app: &AppName, reason: &str) {
-        let Ok(version) = self.active_version(app) else {
-            return;
-        };
+    fn auto_reapply(&self, app: &AppName, version: &StoredVersion, reason: &str) {
         if !version.metadata.auto_reapply {
             return;
         }
+        let known = self
+            .inner
+            .auto_reapplied
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(app.as_str())
+            .copied();
+        // The first attempt since the daemon started: the history says
+        // when the last one was.
+        let last = known.or_else(|| self.last_auto_reapply(app));
         {
             let mut attempts = self
                 .inner
                 .auto_reapplied
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if attempts
-                .get(app.as_str())
-                .is_some_and(|at| at.elapsed() < version.metadata.auto_reapply_interval())
+            if let Some(last) = last
+                && last.elapsed() < version.metadata.auto_reapply_interval()
             {
+                attempts.entry(app.to_string()).or_insert(last);
                 return;
             }
             attempts.insert(app.to_string(), Instant::now());
         }
-        let every: Vec<String> = Vec::new();
         match self.semantic_veto(app) {
             Ok(None) => {}
             Ok(Some(veto)) => {
@@ -173,7 +229,7 @@ impl Lifecycle {
                 let before = self.reapply_marks().insert(app.to_string(), held.clone());
                 if before.as_deref() != Some(held.as_str()) {
                     tracing::warn!(target: "capstan::audit", app = %app, veto = %veto, "automatic re-apply held by a veto");
-                    self.record_events(app, &every, "AutoReapplyHeld", &held, true);
+                    self.record_events(app, version, None, "AutoReapplyHeld", &held, true);
                 }
                 return;
             }
@@ -182,7 +238,7 @@ impl Lifecycle {
                 return;
             }
         }
-        let note = format!("automatic re-apply: {reason}");
+        let note = format!("{AUTO_NOTE}{reason}");
         let flags = ApplyFlags {
             note: Some(note.clone()),
             ..ApplyFlags::default()
@@ -190,7 +246,7 @@ impl Lifecycle {
         match self.apply_with(app, flags) {
             Ok(started) => {
                 tracing::info!(target: "capstan::audit", app = %app, operation = started.operation.0, reason = %reason, "automatic re-apply started");
-                self.record_events(app, &every, "AutoReapply", &note, false);
+                self.record_events(app, version, None, "AutoReapply", &note, false);
             }
             Err(e) => {
                 tracing::warn!(target: "capstan::audit", app = %app, error = %e.one_line(), "automatic re-apply could not start");
@@ -198,29 +254,21 @@ impl Lifecycle {
         }
     }
 
-    /// An Event (`reason`, `message`) on each of `charts` of `app`, every
-    /// chart when `charts` is empty, on a target that records them (a
-    /// cluster); a failure is logged.
+    /// An Event (`reason`, `message`) on each of `charts` of `app`'s
+    /// `version`, every chart for `None`, on a target that records them
+    /// (a cluster); a failure is logged.
     fn record_events(
         &self,
         app: &AppName,
-        charts: &[String],
+        version: &StoredVersion,
+        charts: Option<&[String]>,
         reason: &str,
         message: &str,
         warning: bool,
     ) {
-        let version = match self.active_version(app) {
-            Ok(version) => version,
-            Err(e) => {
-                tracing::warn!(target: "capstan::facts", app = %app, error = %e.one_line(), "no {reason} event: the app's version could not be read");
-                return;
-            }
-        };
-        let chosen = version
-            .metadata
-            .charts
-            .iter()
-            .filter(|c| charts.is_empty() || charts.iter().any(|name| c.name.as_str() == name));
+        let chosen = version.metadata.charts.iter().filter(|c| {
+            charts.is_none_or(|charts| charts.iter().any(|name| c.name.as_str() == name))
+        });
         for chart in chosen {
             let event = ReleaseEvent {
                 release: version.release(app, chart),
@@ -234,6 +282,9 @@ impl Lifecycle {
         }
     }
 }
+
+/// How an automatic re-apply's history note begins.
+const AUTO_NOTE: &str = "automatic re-apply: ";
 
 /// What a held automatic re-apply adds to the mark, before the veto.
 const HELD: &str = "; automatic re-apply held: ";

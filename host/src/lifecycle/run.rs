@@ -23,7 +23,7 @@ use crate::kube::{
 };
 use crate::model::{
     AppName, ChartCall, ComponentSpec, Hook, HookAnswer, HookCall, HookOperation, HookOutcome,
-    Layer, Served,
+    Layer, Mode, Served,
 };
 use crate::render::{self, ReleaseInfo};
 use crate::sandbox::{self, App, CallContext, ComponentFacts, Facts, Plugin};
@@ -150,6 +150,9 @@ pub(crate) struct Job<'a> {
     /// Every secret value this operation placed, hidden from its messages
     /// and diffs.
     pub redactor: Mutex<crate::secrets::Redactor>,
+    /// Set when no person started the work (an automatic re-apply and the
+    /// semantic check before it): hooks are told `mode: auto`.
+    pub automatic: AtomicBool,
 }
 
 /// Everything the charts of one apply share.
@@ -211,6 +214,9 @@ impl Prepared<'_> {
     pub(super) fn hook_call(&self, job: &Job<'_>, hook: Hook) -> Result<HookCall, Error> {
         let version = self.request.version;
         let mut call = HookCall::new(hook, self.operation(), job.app.as_str(), &version.version);
+        if job.automatic.load(Ordering::SeqCst) {
+            call.mode = Mode::Auto;
+        }
         if let Some(from) = self.request.replacing
             && self.request.around.is_some()
         {
@@ -262,6 +268,7 @@ impl Prepared<'_> {
         match self.request.phase {
             "remove" => HookOperation::Remove,
             "recover" => HookOperation::Recover,
+            "abort" => HookOperation::Abort,
             "update" | "rollback" | "rollback-to" | "rollback-undo" => HookOperation::Update,
             _ if self.request.around.is_some() => HookOperation::Update,
             _ => HookOperation::Apply,
@@ -1348,6 +1355,29 @@ impl Job<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The `post-abort` hook of `version`'s plugins, after the operation
+    /// was aborted: each is called (told `operation: abort`) and its
+    /// actions are taken under the policy, as any hook's are. The abort
+    /// flag must be lowered first, or the calls would be interrupted.
+    ///
+    /// # Errors
+    /// A plugin's failure or a denied action; a veto (there is nothing
+    /// left to veto) is an error too, naming the plugin.
+    pub fn post_abort(&self, version: &StoredVersion) -> Result<(), Error> {
+        let request = ApplyRequest {
+            version,
+            replacing: None,
+            user: UserLayer::Stored,
+            rekind: &[],
+            adopt: false,
+            recreate: &[],
+            around: None,
+            phase: "abort",
+        };
+        let prepared = self.load(&request)?;
+        self.run_hook(&prepared, Hook::PostAbort)
     }
 
     /// Records `text` in the operation's history note (with its warnings)

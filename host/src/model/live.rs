@@ -1,7 +1,8 @@
 //! The vocabulary of reading a target while rendering: one `lookup`
 //! call ([`LookupQuery`]), the operator's rule for what a chart may read
-//! ([`LookupPolicy`]), and what an API server serves ([`Served`]) for
-//! `.Capabilities`.
+//! ([`LookupPolicy`]), what an API server serves ([`Served`]) for
+//! `.Capabilities`, and where a wait for a change to what was read starts
+//! ([`WatchFrom`]) and how it ends ([`WatchEnd`]).
 
 use std::collections::BTreeSet;
 
@@ -67,6 +68,49 @@ impl LookupPolicy {
     }
 }
 
+/// Where a watch starts: what was read, as of which resource version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchFrom {
+    /// The collection read (an empty name) or the one object read.
+    pub query: LookupQuery,
+    /// A collection's list `resourceVersion`; an object's own
+    /// `resourceVersion`, `None` when it was absent.
+    pub version: Option<String>,
+}
+
+impl WatchFrom {
+    /// A watch of `query` from what reading it returned: the list's or
+    /// the object's `metadata.resourceVersion` (an absent object has
+    /// none).
+    pub fn of(query: LookupQuery, read: &serde_json::Value) -> WatchFrom {
+        WatchFrom {
+            query,
+            version: resource_version(read),
+        }
+    }
+}
+
+/// `metadata.resourceVersion` of an object or a list, when it has one.
+pub fn resource_version(value: &serde_json::Value) -> Option<String> {
+    value
+        .pointer("/metadata/resourceVersion")
+        .and_then(serde_json::Value::as_str)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
+/// How a wait for a change to what was read ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// Something read has changed since, or may have (the server no
+    /// longer keeps the version watched from): read again.
+    Changed,
+    /// Nothing changed before the wait's timeout.
+    Quiet,
+    /// The target cannot watch; the caller polls.
+    Unsupported,
+}
+
 /// What an API server serves, for a connected render's `.Capabilities`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Served {
@@ -76,4 +120,31 @@ pub struct Served {
     /// group-version/kind (`apps/v1/Deployment`, subresources' kinds
     /// too), sorted, as Helm's `GetVersionSet` lists them.
     pub api_versions: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_watch_starts_from_the_version_read() {
+        let query = LookupQuery {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            namespace: String::new(),
+            name: String::new(),
+        };
+        let list = json!({"metadata": {"resourceVersion": "42"}, "items": []});
+        assert_eq!(
+            WatchFrom::of(query.clone(), &list).version.as_deref(),
+            Some("42")
+        );
+        assert_eq!(
+            resource_version(&json!({"metadata": {"resourceVersion": ""}})),
+            None
+        );
+        // An absent object (a lookup's empty map) has no version.
+        assert_eq!(WatchFrom::of(query, &json!({})).version, None);
+    }
 }

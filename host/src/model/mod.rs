@@ -7,7 +7,8 @@
 //! `capstan.yaml` declares them ([`ComponentSpec`]), storage [`Size`]s,
 //! the override [`Layer`]s, and the identity of a Kubernetes object
 //! ([`ObjectRef`], [`ObjectKey`]), what a connected render reads
-//! ([`LookupQuery`], [`LookupPolicy`], [`Served`]), and what a contract
+//! ([`LookupQuery`], [`LookupPolicy`], [`Served`]) and watches
+//! ([`WatchFrom`], [`WatchEnd`]), and what a contract
 //! 0.2 plugin is asked and answers ([`ChartCall`], [`ChartAnswer`],
 //! [`HookCall`], [`HookAnswer`] and its [`Action`]s).
 //!
@@ -31,7 +32,7 @@ mod workload;
 
 pub use hook::{Hook, HookOutcome, UnknownHook};
 pub use layer::Layer;
-pub use live::{LookupPolicy, LookupQuery, Served};
+pub use live::{LookupPolicy, LookupQuery, Served, WatchEnd, WatchFrom, resource_version};
 pub use names::{
     AppName, ChartName, ComponentName, InvalidName, MAX_APP_NAME_LEN, Name, NameKind, Namespace,
     PluginName, RESERVED_APP_NAMES, ReleaseName, SecretName, VolumeName, kinds,

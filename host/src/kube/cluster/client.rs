@@ -179,6 +179,29 @@ impl Cluster {
         Ok(found(answer))
     }
 
+    /// The events of a watch `request` (built with
+    /// `kube::core::Request::watch`), as they come. Not retried: the
+    /// caller reads again and watches anew.
+    ///
+    /// # Errors
+    /// [`Error::Watch`] when the watch cannot be started.
+    pub async fn watch(
+        &self,
+        target: &str,
+        request: http::Request<Vec<u8>>,
+    ) -> Result<
+        impl futures_util::Stream<Item = Result<kube::core::WatchEvent<Value>, kube::Error>> + use<>,
+        Error,
+    > {
+        self.client
+            .request_events::<Value>(request)
+            .await
+            .map_err(|source| Error::Watch {
+                target: target.to_string(),
+                source,
+            })
+    }
+
     /// The live object `id` of `kind` in `namespace`; `None` on 404.
     ///
     /// # Errors

@@ -28,6 +28,8 @@ pub enum Verb {
     MergePatch,
     /// `GET` of a discovery document.
     Discover,
+    /// `GET` of a collection with `watch=true`.
+    Watch,
 }
 
 impl fmt::Display for Verb {
@@ -40,6 +42,7 @@ impl fmt::Display for Verb {
             Verb::Delete => "delete",
             Verb::MergePatch => "merge patch",
             Verb::Discover => "discover",
+            Verb::Watch => "watch",
         })
     }
 }
@@ -270,6 +273,21 @@ pub enum Error {
         api_version: String,
         /// The `kind`.
         kind: String,
+    },
+    /// A watch could not be started or broke off.
+    #[error("watch {target}")]
+    Watch {
+        /// The collection's path.
+        target: String,
+        /// kube's complaint.
+        #[source]
+        source: kube::Error,
+    },
+    /// A collection to watch from was read without a resource version.
+    #[error("no resourceVersion to watch {target} from")]
+    NoVersion {
+        /// The collection's path.
+        target: String,
     },
     /// A `lookup` of a list found more objects than a render may hold.
     #[error("listing {target} found more than {limit} objects")]

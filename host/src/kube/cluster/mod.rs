@@ -22,6 +22,8 @@
 //!   Deployment/StatefulSet kind change, Released volumes made bindable;
 //! - [`diff`]: what an apply would change, by server-side dry run;
 //! - [`live`]: reads for a connected render (`lookup`, `.Capabilities`);
+//! - [`watch`]: waiting for a change to what the facts read (Nodes,
+//!   StorageClasses, a ConfigMap, CRDs), one watch each;
 //! - [`events`]: Kubernetes Events on a release's inventory Secret;
 //! - [`retry`]: transient failures retried within a budget;
 //! - [`error`]: one variant per failing step.
@@ -54,7 +56,10 @@ pub mod stages;
 mod tests;
 #[cfg(test)]
 mod tests_more;
+#[cfg(test)]
+mod tests_watch;
 pub mod wait;
+pub mod watch;
 
 use std::time::Duration;
 
@@ -69,7 +74,11 @@ use crate::kube::{
     Applied, ApplyPlan, ApplyTarget, HookEvent, LiveDiff, ObjectRef, Release, ReleaseEvent,
     Resource,
 };
-use crate::model::{LookupQuery, Served};
+use crate::model::{LookupQuery, Served, WatchEnd, WatchFrom};
+
+/// The Pod-template annotation whose new value restarts a workload, as
+/// `kubectl rollout restart` sets it.
+pub const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
 
 /// Settings of a [`ClusterTarget`], fixed when it connects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,6 +249,72 @@ impl ApplyTarget for ClusterTarget {
     fn served(&self) -> Result<Option<Served>, crate::kube::Error> {
         self.block_on_read("discovery", live::served(&self.cluster))
             .map(Some)
+    }
+
+    /// A merge patch of the Pod template's `restartedAt` annotation, as
+    /// `kubectl rollout restart` (its time to the second, UTC).
+    fn restart(&self, object: &ObjectRef) -> Result<(), crate::kube::Error> {
+        let at = k8s_openapi::jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let patch = serde_json::json!({"spec": {"template": {"metadata": {"annotations": {
+            RESTARTED_AT: at,
+        }}}}});
+        self.run(async {
+            let kind = self
+                .cluster
+                .discovery
+                .resolve(&self.cluster, &object.api_version, &object.kind)
+                .await?;
+            self.cluster
+                .merge_patch(&kind, object.namespace.as_deref(), object, &patch)
+                .await?;
+            Ok(())
+        })
+        .map_err(|source| crate::kube::Error::Restart {
+            object: object.to_string(),
+            source: Box::new(source),
+        })
+    }
+
+    /// A LIST of one item ([`watch::collection_version`]).
+    fn collection_version(
+        &self,
+        query: &LookupQuery,
+    ) -> Result<Option<String>, crate::kube::Error> {
+        self.block_on_read(query, async {
+            let kind = self
+                .cluster
+                .discovery
+                .resolve(&self.cluster, &query.api_version, &query.kind)
+                .await?;
+            watch::collection_version(&self.cluster, &kind, &query.namespace).await
+        })
+    }
+
+    /// One watch per entry, all at once ([`watch::first_change`]).
+    fn wait_for_change(
+        &self,
+        from: &[WatchFrom],
+        timeout: Duration,
+    ) -> Result<WatchEnd, crate::kube::Error> {
+        let what = from
+            .iter()
+            .map(|f| f.query.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.block_on_read(format!("changes to {what}"), async {
+            let mut watched = Vec::with_capacity(from.len());
+            for from in from {
+                let kind = self
+                    .cluster
+                    .discovery
+                    .resolve(&self.cluster, &from.query.api_version, &from.query.kind)
+                    .await?;
+                watched.push(watch::Watched { kind, from });
+            }
+            watch::first_change(&self.cluster, &watched, timeout).await
+        })
     }
 
     /// A `core/v1` Event on the release's inventory Secret

@@ -11,13 +11,17 @@
 //!   `auth.existing`.
 //! - every pre hook leaves the state `HOOK VERSION MODE OPERATION`; a post
 //!   hook vetoes with what it was handed when the user overrides of `web`
-//!   hold `vetoPost: true`; a pre hook asks for a `delete` when they hold
+//!   hold `vetoPost: true` (or `vetoPost: HOOK`, that hook only, spelled
+//!   `postrecover`); a pre hook asks for a `delete` when they hold
 //!   `askDelete: true`.
+//! - `post-abort` asks for another apply, with the reason `HOOK VERSION
+//!   MODE OPERATION`.
 //! - `semantic-check` vetoes when the user overrides of `web` hold
-//!   `vetoCheck: true`.
+//!   `vetoCheck: true`, saying who started the operation (`held by
+//!   vetoCheck (auto)`).
 //! - `pre-apply` asks for the actions the user overrides of `web` list:
-//!   `ensure` (a list of objects), `delete` (a list of `{apiVersion, kind,
-//!   namespace, name}`), `mirror` (a list of `{kind, from, to}`, `NS/NAME`
+//!   `ensure` (a list of objects), `delete` and `restart` (lists of
+//!   `{apiVersion, kind, namespace, name}`), `mirror` (a list of `{kind, from, to}`, `NS/NAME`
 //!   each), `patch` (`{chart, patch}`) and `requestReapply` (a reason).
 
 // The bindings that `export!` expands here are wit-bindgen's ABI glue
@@ -71,6 +75,9 @@ impl Guest for ContractV2 {
                 Hook::PostUpdate,
                 Hook::PreRemove,
                 Hook::PostRemove,
+                Hook::PreRecover,
+                Hook::PostRecover,
+                Hook::PostAbort,
             ],
             decides_workloads: false,
             facts: vec![
@@ -224,13 +231,26 @@ impl Guest for ContractV2 {
             }
         }
         if call.hook == Hook::SemanticCheck && flag(&user, "vetoCheck") {
-            answer.verdict = Verdict::Veto("held by vetoCheck".into());
+            answer.verdict = Verdict::Veto(format!("held by vetoCheck ({})", name(call.mode)));
         }
         let post = matches!(
             call.hook,
             Hook::PostApply | Hook::PostUpdate | Hook::PostRemove | Hook::PostRecover
         );
-        if post && flag(&user, "vetoPost") {
+        let veto_post = flag(&user, "vetoPost")
+            || serde_json::from_str::<Value>(&user)
+                .ok()
+                .and_then(|v| v.get("vetoPost").and_then(Value::as_str).map(String::from))
+                .is_some_and(|only| only == hook);
+        if call.hook == Hook::PostAbort {
+            answer.actions.push(Action::RequestReapply(format!(
+                "{hook} {} {} {}",
+                call.app.version,
+                name(call.mode),
+                name(call.operation)
+            )));
+        }
+        if post && veto_post {
             let state = call
                 .state
                 .as_deref()
@@ -278,6 +298,9 @@ fn actions_from(user: &str) -> Vec<Action> {
     }
     for object in list("delete") {
         out.push(Action::Delete(object_ref(&object)));
+    }
+    for object in list("restart") {
+        out.push(Action::Restart(object_ref(&object)));
     }
     for mirror in list("mirror") {
         let split = |key: &str| {
