@@ -361,6 +361,85 @@ fn recover_runs_its_pre_and_post_hooks_and_an_abort_its_post_abort_hook() {
     assert_eq!(last["outcome"], "aborted", "{history}");
 }
 
+/// `capstan platform event NAME [KEY=VALUE]...`: an applied app that
+/// declared a `platform-event` trigger for NAME has its
+/// `evaluate-reapply` hook asked (told the trigger, `auto`), and is marked
+/// `reapply-needed` when the plugin asks; another event asks nobody; a
+/// bad event is refused.
+#[test]
+fn a_platform_event_asks_the_apps_that_declared_it() {
+    let d = Daemon::start("contract_v2_event");
+    let dir = d.dir.join("app-contract");
+    write_app(&dir);
+    let meta = dir.join("capstan.yaml");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    std::fs::write(
+        &meta,
+        text.replace(
+            "post-abort], charts: [web]}",
+            "post-abort, evaluate-reapply], charts: [web]}",
+        ) + "reapply_triggers:\n  - {on: platform-event, name: storage-backend-changed}\n",
+    )
+    .unwrap();
+    let bundle = d.dir.join("event.tgz");
+    let built = d.build(&dir, &bundle);
+    assert!(
+        built.status.success(),
+        "{}",
+        crate::daemon::text(&built.stderr)
+    );
+    d.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    d.ok(&["app", "apply", "contract"]);
+
+    let event = |args: &[&str]| -> Value {
+        let mut all = vec!["platform", "event"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", "json"]);
+        serde_json::from_str(&d.ok(&all)).unwrap()
+    };
+    let nobody = event(&["other-event"]);
+    assert_eq!(nobody["evaluated"], json!([]), "{nobody}");
+    // Asked, and the plugin does not ask for a re-apply.
+    let asked = event(&["storage-backend-changed", "backend=ceph-store"]);
+    assert_eq!(asked["evaluated"], json!(["contract"]), "{asked}");
+    assert_eq!(asked["marked"], json!([]), "{asked}");
+    assert!(d.show("contract")["reapply_needed"].is_null());
+
+    set_user(&d, "askReapply: true\n");
+    let table = d.ok(&[
+        "platform",
+        "event",
+        "storage-backend-changed",
+        "backend=ceph-store",
+    ]);
+    assert!(table.contains("reapply-needed:   contract"), "{table}");
+    let mark = d.show("contract")["reapply_needed"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        mark.contains(
+            "plugins/v2.wasm asked on platform-event (name=storage-backend-changed, backend=ceph-store): \
+             platform-event [name=storage-backend-changed backend=ceph-store] auto evaluatereapply"
+        ),
+        "{mark}"
+    );
+    // An apply clears the mark.
+    d.ok(&["app", "apply", "contract"]);
+    assert!(d.show("contract")["reapply_needed"].is_null());
+
+    for (args, says) in [
+        (vec!["platform", "event", "bad name"], "1 to 63"),
+        (vec!["platform", "event", "ev", "novalue"], "not KEY=VALUE"),
+        (vec!["platform", "event", "ev", "name=x"], "not `name`"),
+    ] {
+        let out = d.cli(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = crate::daemon::text(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
 fn config_map(namespace: &str, name: &str) -> String {
     format!(
         "{{apiVersion: v1, kind: ConfigMap, metadata: {{name: {name}, namespace: {namespace}}}, data: {{k: v}}}}"
@@ -890,8 +969,7 @@ fn restart_rolls_an_owned_workload_and_nothing_else() {
     };
     assert_eq!(restarted_at(), None);
 
-    let target =
-        format!("{{apiVersion: apps/v1, kind: Deployment, namespace: {ns}, name: worker}}");
+    let target = format!("{{kind: Deployment, namespace: {ns}, name: worker}}");
     set_user(
         &d,
         &format!("ensure: [{deployment}]\nrestart: [{target}]\n"),
@@ -921,7 +999,7 @@ fn restart_rolls_an_owned_workload_and_nothing_else() {
     let message = denied_by(
         &d,
         &format!(
-            "ensure: [{deployment}]\nrestart: [{{apiVersion: v1, kind: ConfigMap, namespace: {ns}, name: web-values}}]\n"
+            "ensure: [{deployment}]\nrestart: [{{kind: ConfigMap, namespace: {ns}, name: web-values}}]\n"
         ),
         "restartable",
     );
@@ -929,7 +1007,7 @@ fn restart_rolls_an_owned_workload_and_nothing_else() {
     denied_by(
         &d,
         &format!(
-            "ensure: [{deployment}]\nrestart: [{{apiVersion: apps/v1, kind: Deployment, namespace: {ns}, name: someone-elses}}]\n"
+            "ensure: [{deployment}]\nrestart: [{{kind: Deployment, namespace: {ns}, name: someone-elses}}]\n"
         ),
         "owned-only",
     );

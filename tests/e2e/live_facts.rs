@@ -19,10 +19,14 @@ use crate::daemon::{Daemon, edit, text};
 const NODE: &str = "worker-facts";
 
 fn add_node(cp: &ControlPlane) {
-    let _ = cp.kubectl(&["delete", "node", NODE, "--ignore-not-found"]);
+    add_node_named(cp, NODE);
+}
+
+fn add_node_named(cp: &ControlPlane, name: &str) {
+    let _ = cp.kubectl(&["delete", "node", name, "--ignore-not-found"]);
     let node = format!(
-        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {NODE}\n  annotations:\n    kwok.x-k8s.io/node: fake\n  \
-         labels:\n    kubernetes.io/hostname: {NODE}\n    node-role.kubernetes.io/worker: \"\"\n\
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  annotations:\n    kwok.x-k8s.io/node: fake\n  \
+         labels:\n    kubernetes.io/hostname: {name}\n    node-role.kubernetes.io/worker: \"\"\n\
          spec:\n  unschedulable: true\n\
          status:\n  allocatable: {{cpu: \"32\", memory: 128Gi, ephemeral-storage: 500Gi, pods: \"110\"}}\n  \
          capacity: {{cpu: \"32\", memory: 128Gi, ephemeral-storage: 500Gi, pods: \"110\"}}\n"
@@ -361,5 +365,86 @@ fn auto_reapply_applies_on_its_own_and_a_veto_holds_it() {
     );
 
     d.ok(&["app", "remove", "contract"]);
+    cp.delete_namespace(ns);
+}
+
+/// `reapply_triggers` on the real control plane: an app that declared
+/// `node-relabelled` for one label key has its `evaluate-reapply` hook
+/// asked when that label of a node changes (and not for another key),
+/// handed the node and the label, and is marked when its plugin asks.
+#[test]
+fn a_relabelled_node_asks_the_apps_that_declared_that_label() {
+    let Some(cp) = control_plane() else { return };
+    const TRIGGER_NODE: &str = "worker-triggers";
+    let ns = "cp-triggers";
+    cp.delete_namespace(ns);
+    add_node_named(&cp, TRIGGER_NODE);
+    let mut d = cp.daemon("cp_triggers");
+    // The nodes from the cluster, not from the example facts file.
+    d.kill();
+    let overlay = d.state().with_file_name("site-facts.yaml");
+    std::fs::write(&overlay, "extra: {}\n").unwrap();
+    d.spawn_with_facts(&overlay);
+    let dir = d.dir.join("app-triggers");
+    crate::contract_v2::write_app(&dir);
+    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
+    std::fs::write(
+        dir.join("capstan.yaml"),
+        format!(
+            "name: contract\nversion: 1.0.0\n\
+             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
+             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
+             plugins:\n  - {{path: plugins/v2.wasm, hooks: [pre-apply, post-apply, evaluate-reapply], charts: [web]}}\n\
+             reapply_triggers:\n  - {{on: node-relabelled, label: capstan-test/rack}}\n"
+        ),
+    )
+    .unwrap();
+    let bundle = d.dir.join("triggers.tgz");
+    let built = d.build(&dir, &bundle);
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    crate::contract_v2::set_user(&d, "askReapply: true\n");
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(d.state_of("contract"), "applied", "{}", d.log());
+
+    // Another label: re-evaluated, not asked, not marked.
+    let before = reevaluations(&d);
+    cp.kubectl_ok(&[
+        "label",
+        "node",
+        TRIGGER_NODE,
+        "capstan-test/other=x",
+        "--overwrite",
+    ]);
+    wait_for("a re-evaluation", || reevaluations(&d) > before);
+    assert!(
+        d.show("contract")["reapply_needed"].is_null(),
+        "{}",
+        d.show("contract")
+    );
+
+    cp.kubectl_ok(&[
+        "label",
+        "node",
+        TRIGGER_NODE,
+        "capstan-test/rack=r1",
+        "--overwrite",
+    ]);
+    wait_for("the app marked by its plugin", || {
+        d.show("contract")["reapply_needed"].is_string()
+    });
+    let mark = d.show("contract")["reapply_needed"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        mark.contains(&format!(
+            "plugins/v2.wasm asked on node-relabelled (node={TRIGGER_NODE}, label=capstan-test/rack): \
+             node-relabelled [node={TRIGGER_NODE} label=capstan-test/rack] auto evaluatereapply"
+        )),
+        "{mark}"
+    );
+    d.ok(&["app", "remove", "contract"]);
+    let _ = cp.kubectl(&["delete", "node", TRIGGER_NODE, "--ignore-not-found"]);
     cp.delete_namespace(ns);
 }

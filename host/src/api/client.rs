@@ -467,6 +467,17 @@ impl Client {
         self.call_json(Method::POST, "/v1/volumes", request)
     }
 
+    /// `POST /v1/platform/events`: what the event did.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn platform_event(
+        &self,
+        request: &wire::PlatformEventRequest,
+    ) -> Result<wire::PlatformEventOutcome, ClientError> {
+        self.call_json(Method::POST, "/v1/platform/events", request)
+    }
+
     /// `GET /v1/facts`.
     ///
     /// # Errors

@@ -402,6 +402,21 @@ const ROUTES: &[Route] = &[
         ],
     },
     Route {
+        method: HttpMethod::Post,
+        path: "/v1/platform/events",
+        id: "postPlatformEvent",
+        summary: "Post a platform event: apps that declared a trigger for it are asked whether to re-apply",
+        query: None,
+        input: Input::Json("PlatformEventRequest", true),
+        output: Output::Json(200, "PlatformEventOutcome"),
+        errors: &[
+            E::BadRequest,
+            E::PayloadTooLarge,
+            E::RequestTimeout,
+            E::Invalid,
+        ],
+    },
+    Route {
         method: HttpMethod::Delete,
         path: "/v1/volumes/{name}",
         id: "removeVolume",
@@ -570,6 +585,8 @@ fn schemas(components: ComponentsBuilder) -> ComponentsBuilder {
         .schema_from::<wire::OverrideSet>()
         .schema_from::<wire::VolumeRequest>()
         .schema_from::<wire::VolumeView>()
+        .schema_from::<wire::PlatformEventRequest>()
+        .schema_from::<wire::PlatformEventOutcome>()
         .schema_from::<wire::FactsView>()
         // The types those bodies hold (a test checks that every `$ref`
         // resolves).

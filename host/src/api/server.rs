@@ -141,6 +141,7 @@ pub fn router_limited(
         .route("/v1/apps/{app}/history", get(history))
         .route("/v1/apps/{app}/operations/{id}", get(operation))
         .route("/v1/volumes", get(volume_list).post(volume_create))
+        .route("/v1/platform/events", post(platform_event))
         .route("/v1/volumes/{name}", axum::routing::delete(volume_remove))
         .route("/v1/apps/{app}/overrides", get(override_list))
         .route(
@@ -999,6 +1000,16 @@ async fn override_delete(State(api): State<Api>, path: AppAndPath) -> ApiResult 
     let lc = api.lifecycle.clone();
     let deleted = blocking(move || lc.override_delete(&app, &chart)).await?;
     json(StatusCode::OK, &wire::Deleted { deleted })
+}
+
+async fn platform_event(State(api): State<Api>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let body = body_of(body)?;
+    let request: wire::PlatformEventRequest = parse_json(&body)?;
+    let details: Vec<(String, String)> = request.details.into_iter().collect();
+    let lc = api.lifecycle.clone();
+    let outcome: wire::PlatformEventOutcome =
+        blocking(move || lc.platform_event(&request.name, &details)).await?;
+    json(StatusCode::OK, &outcome)
 }
 
 async fn volume_list(State(api): State<Api>) -> ApiResult {

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::lifecycle::{
     ChartDiff, ChartOverrides, ChartProgress, ChartState, FactsView, LayerValues, OperationCharts,
-    OverrideSet, OverrideSummary, VolumeRequest, VolumeView,
+    OverrideSet, OverrideSummary, PlatformEventOutcome, PlatformEventRequest, VolumeRequest,
+    VolumeView,
 };
 pub use crate::store::{AppRecord, DecisionRecord, HistoryEntry, OperationId, VolumeRecord};
 

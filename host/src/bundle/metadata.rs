@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use super::Error;
 use super::manifest::Manifest;
 use super::paths::check_path;
-use crate::model::{AppName, ChartName, ComponentSpec, Hook, Namespace, ReleaseName};
+use crate::model::{AppName, ChartName, ComponentSpec, Hook, Namespace, ReleaseName, TriggerSpec};
 
 /// An app's metadata, as read from `capstan.yaml`. Only [`Metadata::parse`]
 /// makes one, so a value has passed the consistency checks listed there.
@@ -54,6 +54,12 @@ pub struct Metadata {
     /// [`Metadata::auto_reapply_interval`]).
     #[serde(default, deserialize_with = "deserialize_interval")]
     pub auto_reapply_interval: Option<std::time::Duration>,
+    /// The platform changes the app's `evaluate-reapply` hook is asked
+    /// about (StarlingX's re-apply triggers): node added, removed or
+    /// relabelled, a facts section changed, a named platform event.
+    /// Needs a plugin that declares the hook.
+    #[serde(default)]
+    pub reapply_triggers: Vec<TriggerSpec>,
 }
 
 /// The least time between two automatic re-applies of one app unless its
@@ -451,7 +457,27 @@ impl Metadata {
         let chart_names = self.check_charts()?;
         self.check_groups(&chart_names)?;
         self.check_plugins(&chart_names)?;
-        self.check_components(&chart_names)
+        self.check_components(&chart_names)?;
+        self.check_triggers()
+    }
+
+    fn check_triggers(&self) -> Result<(), Error> {
+        for (index, trigger) in self.reapply_triggers.iter().enumerate() {
+            if let Some(problem) = trigger.problem() {
+                return Err(invalid(format!("reapply_triggers[{index}]"), problem));
+            }
+        }
+        let hooked = self
+            .plugins
+            .iter()
+            .any(|p| p.hooks.contains(&Hook::EvaluateReapply));
+        if !self.reapply_triggers.is_empty() && !hooked {
+            return Err(invalid(
+                "reapply_triggers".to_string(),
+                "no plugin declares the evaluate-reapply hook the triggers ask".to_string(),
+            ));
+        }
+        Ok(())
     }
 
     fn check_charts(&self) -> Result<BTreeSet<&ChartName>, Error> {
@@ -584,7 +610,7 @@ fn syntax_error(err: serde_yaml_ng::Error) -> Error {
 mod tests {
     use super::*;
     use crate::bundle::manifest::{Digest, ManifestEntry};
-    use crate::model::WorkloadKind;
+    use crate::model::{Trigger, WorkloadKind};
 
     const HELLO: &str = "\
 name: hello
@@ -742,6 +768,66 @@ components:
             error.contains("auto_reapply_interval \"soon\" is not a number of s, m or h"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn reapply_triggers_are_checked_and_need_the_evaluate_reapply_hook() {
+        let hooked = HELLO.replace(
+            "hooks: [pre-apply, semantic-check]",
+            "hooks: [pre-apply, semantic-check, evaluate-reapply]",
+        );
+        let with = |triggers: &str| format!("{hooked}reapply_triggers:\n{triggers}");
+        let metadata = Metadata::parse(&with(
+            "  - {on: node-relabelled, label: zone}\n  - {on: platform-event, name: storage-backend-changed}\n",
+        ))
+        .unwrap();
+        let relabel = Trigger::new(
+            crate::model::TriggerKind::NodeRelabelled,
+            &[("node", "worker-1"), ("label", "zone")],
+        );
+        let other = Trigger::new(
+            crate::model::TriggerKind::NodeRelabelled,
+            &[("node", "worker-1"), ("label", "rack")],
+        );
+        assert!(metadata.reapply_triggers[0].matches(&relabel));
+        assert!(!metadata.reapply_triggers[0].matches(&other));
+        let event = Trigger::new(
+            crate::model::TriggerKind::PlatformEvent,
+            &[("name", "storage-backend-changed"), ("backend", "ceph")],
+        );
+        assert!(metadata.reapply_triggers[1].matches(&event));
+        assert!(!metadata.reapply_triggers[0].matches(&event));
+
+        for (triggers, says) in [
+            (
+                "  - {on: node-added, label: zone}\n",
+                "label filters only node-relabelled triggers",
+            ),
+            ("  - {on: platform-event}\n", "needs the event's name"),
+            (
+                "  - {on: node-added, section: nodes}\n",
+                "section filters only facts-changed",
+            ),
+        ] {
+            let error = Metadata::parse(&with(triggers)).unwrap_err().to_string();
+            assert!(
+                error.contains("reapply_triggers[0]") && error.contains(says),
+                "{error}"
+            );
+        }
+        let error = Metadata::parse(&format!(
+            "{HELLO}reapply_triggers:\n  - {{on: node-added}}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("no plugin declares the evaluate-reapply hook"),
+            "{error}"
+        );
+        let error = Metadata::parse(&with("  - {on: node-moved}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("node-moved"), "{error}");
     }
 
     #[test]

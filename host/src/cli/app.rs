@@ -393,6 +393,83 @@ enum FactsCommand {
     Show,
 }
 
+/// `capstan platform`.
+#[derive(Debug, Args)]
+pub struct PlatformArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: PlatformCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum PlatformCommand {
+    /// Post a platform event: every applied app that declares a
+    /// `platform-event` trigger for NAME in its `capstan.yaml` has its
+    /// `evaluate-reapply` hook asked (handed `name=NAME` and each
+    /// KEY=VALUE), and is marked reapply-needed if a plugin asks.
+    #[command(
+        after_help = "Example: capstan platform event storage-backend-changed backend=ceph-store"
+    )]
+    Event {
+        /// The event's name.
+        name: String,
+        /// Details handed to the hooks, each KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE")]
+        details: Vec<String>,
+    },
+}
+
+/// Runs `capstan platform`.
+///
+/// # Errors
+/// A detail without `=`, the daemon's, or an unreachable daemon.
+pub fn run_platform(args: PlatformArgs) -> anyhow::Result<ExitCode> {
+    let client = args.connection.client()?;
+    let format = args.connection.output;
+    match args.command {
+        PlatformCommand::Event { name, details } => {
+            let mut request = crate::api::wire::PlatformEventRequest {
+                name,
+                details: std::collections::BTreeMap::new(),
+            };
+            for detail in details {
+                let Some((key, value)) = detail.split_once('=') else {
+                    anyhow::bail!("detail {detail:?} is not KEY=VALUE");
+                };
+                request.details.insert(key.to_string(), value.to_string());
+            }
+            let outcome = client.platform_event(&request)?;
+            print_value(format, &outcome, |o| {
+                let list = |apps: &[String]| match apps {
+                    [] => "none".to_string(),
+                    apps => apps.join(", "),
+                };
+                let mut out = format!(
+                    "event:            {}
+evaluated:        {}
+reapply-needed:   {}
+",
+                    o.event,
+                    list(&o.evaluated),
+                    list(&o.marked)
+                );
+                for failed in &o.failed {
+                    out.push_str(&format!(
+                        "failed:           {failed}
+"
+                    ));
+                }
+                out
+            })?;
+            if !outcome.failed.is_empty() {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs `capstan facts`.
 ///
 /// # Errors

@@ -74,6 +74,8 @@ enum Command {
     Volume(app::VolumeArgs),
     /// Show the facts plugins get and where they came from (talks to the daemon).
     Facts(app::FactsArgs),
+    /// Tell the daemon what changed on the platform (talks to the daemon).
+    Platform(app::PlatformArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
     #[command(after_help = "Example: capstan completions bash > /etc/bash_completion.d/capstan")]
     Completions {
@@ -144,6 +146,7 @@ pub fn main() -> ExitCode {
         Command::Override(args) => app::run_override(args),
         Command::Volume(args) => app::run_volume(args),
         Command::Facts(args) => app::run_facts(args),
+        Command::Platform(args) => app::run_platform(args),
         Command::Completions { shell } => {
             let mut command = examples::with_examples(Cli::command());
             clap_complete::generate(shell, &mut command, "capstan", &mut std::io::stdout());

@@ -19,7 +19,7 @@
 //! [`ApplyTarget::served`] and the watches; a failed read keeps the facts
 //! before it and is shown in [`FactsView::error`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::facts_source::{FactsSource, FactsView, field_names};
 use crate::kube::ApplyTarget;
-use crate::model::{LookupQuery, WatchEnd, WatchFrom};
+use crate::model::{LookupQuery, Trigger, TriggerKind, WatchEnd, WatchFrom};
 use crate::sandbox::{
     AdministrativeState, AvailabilityState, Facts, Node, NodeRole, OperationalState, StorageClass,
     SystemMode,
@@ -94,7 +94,14 @@ pub struct ClusterFacts {
     options: ClusterFactsOptions,
     /// The file overlay's fields, read once.
     file: Option<(String, serde_json::Map<String, Value>)>,
+    /// The triggers of the latest changes, with their generations (at
+    /// most [`MAX_TRIGGERS`]).
+    triggers: Mutex<VecDeque<(u64, Trigger)>>,
 }
+
+/// The most triggers kept for re-evaluation to read; older ones go
+/// first (re-evaluation reads them within a second of their change).
+const MAX_TRIGGERS: usize = 1024;
 
 impl ClusterFacts {
     /// Reads the facts once (failing when the cluster cannot be read),
@@ -130,6 +137,7 @@ impl ClusterFacts {
             target,
             options,
             file,
+            triggers: Mutex::new(VecDeque::new()),
         };
         let (facts, sources, from) = source.read()?;
         {
@@ -278,6 +286,18 @@ impl ClusterFacts {
                 state.error = None;
                 if facts != state.facts {
                     state.changes = changes(&state.facts, &facts);
+                    let generation = state.generation.saturating_add(1);
+                    let mut kept = self
+                        .triggers
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    for trigger in triggers(&state.facts, &facts) {
+                        if kept.len() == MAX_TRIGGERS {
+                            kept.pop_front();
+                        }
+                        kept.push_back((generation, trigger));
+                    }
+                    drop(kept);
                     state.facts = facts;
                     state.generation = state.generation.saturating_add(1);
                     tracing::info!(target: "capstan::facts",
@@ -309,6 +329,16 @@ impl FactsSource for ClusterFacts {
 
     fn changes(&self) -> bool {
         true
+    }
+
+    fn triggers_since(&self, seen: u64) -> Vec<Trigger> {
+        self.triggers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|(generation, _)| *generation > seen)
+            .map(|(_, trigger)| trigger.clone())
+            .collect()
     }
 
     fn wait_change(&self, seen: u64, timeout: Duration) -> u64 {
@@ -558,6 +588,46 @@ fn roles_of(labels: &BTreeMap<String, String>, role_label: Option<&str>) -> Vec<
             _ => NodeRole::Storage,
         })
         .collect()
+}
+
+/// The platform changes from `old` to `new` as `evaluate-reapply`
+/// triggers: each node added or removed, each label of a node added,
+/// changed or removed, and each top-level field of the facts that
+/// differs.
+pub fn triggers(old: &Facts, new: &Facts) -> Vec<Trigger> {
+    let mut out = Vec::new();
+    let before: BTreeMap<&str, &Node> = old.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let after: BTreeMap<&str, &Node> = new.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    for (name, node) in &after {
+        let Some(was) = before.get(name) else {
+            out.push(Trigger::new(TriggerKind::NodeAdded, &[("node", name)]));
+            continue;
+        };
+        let keys: BTreeSet<&String> = node.labels.keys().chain(was.labels.keys()).collect();
+        for key in keys {
+            if node.labels.get(key) != was.labels.get(key) {
+                out.push(Trigger::new(
+                    TriggerKind::NodeRelabelled,
+                    &[("node", name), ("label", key)],
+                ));
+            }
+        }
+    }
+    for name in before.keys().filter(|n| !after.contains_key(*n)) {
+        out.push(Trigger::new(TriggerKind::NodeRemoved, &[("node", name)]));
+    }
+    let fields = |facts: &Facts| match serde_json::to_value(facts) {
+        Ok(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let (was, now) = (fields(old), fields(new));
+    let keys: BTreeSet<&String> = was.keys().chain(now.keys()).collect();
+    for key in keys {
+        if was.get(key) != now.get(key) {
+            out.push(Trigger::new(TriggerKind::FactsChanged, &[("section", key)]));
+        }
+    }
+    out
 }
 
 /// What changed from `old` to `new`, one line each.

@@ -581,7 +581,7 @@ impl Lifecycle {
     /// A job outside any operation (operation 0, never recorded), for
     /// what plans without writing: `diff`, and the semantic check before
     /// an automatic re-apply.
-    fn dry_job<'a>(&'a self, app: &AppName, abort: &'a Arc<AtomicBool>) -> Job<'a> {
+    pub(super) fn dry_job<'a>(&'a self, app: &AppName, abort: &'a Arc<AtomicBool>) -> Job<'a> {
         Job {
             inner: &self.inner,
             app: app.clone(),
@@ -756,7 +756,7 @@ impl Lifecycle {
     }
 
     /// The active version, checked against its `MANIFEST`.
-    fn active_version_checked(&self, app: &AppName) -> Result<StoredVersion, Error> {
+    pub(super) fn active_version_checked(&self, app: &AppName) -> Result<StoredVersion, Error> {
         let record = self.store().app(app)?;
         StoredVersion::load(self.store(), app, &record.active_version)
     }

@@ -71,6 +71,14 @@ pub enum Error {
         /// The chart asked for.
         chart: String,
     },
+    /// A platform event's name or details are not acceptable.
+    #[error("platform event {name:?}: {reason}")]
+    BadPlatformEvent {
+        /// The event's name (cut at 64 characters).
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A component named by `--rekind` is not one of the app's components.
     #[error("app {app} has no component {component:?}")]
     UnknownComponent {
@@ -341,6 +349,7 @@ impl Error {
             | Error::WrongApp { .. }
             | Error::InvalidOverrides { .. }
             | Error::UnknownComponent { .. }
+            | Error::BadPlatformEvent { .. }
             | Error::Volume { .. } => ErrorClass::BadRequest,
             Error::UnknownChart { .. } | Error::UnknownVolume { .. } => ErrorClass::NotFound,
             Error::VolumeInUse { .. } => ErrorClass::Conflict,

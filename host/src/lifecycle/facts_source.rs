@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Trigger;
 use crate::sandbox::Facts;
 
 /// The facts in effect and their history.
@@ -130,6 +131,15 @@ pub trait FactsSource: Send + Sync {
         let _ = seen;
         std::thread::sleep(timeout);
         self.current().generation
+    }
+
+    /// The platform changes made by the generations after `seen`, for
+    /// the `evaluate-reapply` triggers apps declare (a node added,
+    /// removed or relabelled, a facts section changed). None, the
+    /// default, for a source that never changes.
+    fn triggers_since(&self, seen: u64) -> Vec<Trigger> {
+        let _ = seen;
+        Vec::new()
     }
 }
 

@@ -60,6 +60,7 @@ mod state_dir;
 mod stored;
 #[cfg(test)]
 mod tests;
+mod triggers;
 mod volumes;
 
 pub use actions::{MAX_PATCHED_OVERRIDES_BYTES, OWNED_CHART, merge_patch};
@@ -80,4 +81,7 @@ pub use reevaluate::DEBOUNCE;
 pub use run::ChartDiff;
 pub use slots::{DEFAULT_MAX_OPERATIONS, SlotCounts};
 pub use state_dir::StatePaths;
+pub use triggers::{
+    MAX_EVENT_DETAILS, MAX_EVENT_VALUE, PlatformEventOutcome, PlatformEventRequest,
+};
 pub use volumes::{VOLUMES_APP, VolumeRequest, VolumeView};

@@ -18,7 +18,7 @@ use super::engine::{ApplyFlags, Lifecycle};
 use super::facts_source::FactsSource;
 use super::stored::StoredVersion;
 use crate::kube::ReleaseEvent;
-use crate::model::AppName;
+use crate::model::{AppName, Trigger};
 use crate::store::{AppState, Operation};
 
 /// How long the facts must rest before apps are evaluated again: a
@@ -57,17 +57,28 @@ fn run(weak: Weak<Inner>, source: Arc<dyn FactsSource>) {
         }
         std::thread::sleep(DEBOUNCE);
         let view = source.current();
+        // Every change since the last evaluation, not only the last one:
+        // a node added and relabelled within the debounce is both.
+        let triggers = source.triggers_since(seen);
         seen = view.generation;
-        lifecycle.reevaluate(&view.changes.join("; "));
+        lifecycle.reevaluate_with(&view.changes.join("; "), &triggers);
     }
 }
 
 impl Lifecycle {
-    /// Plans every applied app again and marks those whose plan changed
-    /// with `because` (what changed in the facts); an app with
-    /// `auto_reapply` is then applied again (after its semantic check).
-    /// Returns how many apps were planned and how many marked.
+    /// [`Lifecycle::reevaluate_with`] without platform triggers.
     pub fn reevaluate(&self, because: &str) -> (usize, usize) {
+        self.reevaluate_with(because, &[])
+    }
+
+    /// Plans every applied app again and marks those whose plan changed
+    /// with `because` (what changed in the facts); an app whose plan did
+    /// not change but whose `reapply_triggers` match one of `triggers`
+    /// has its `evaluate-reapply` hook asked, and is marked if a plugin
+    /// asks for a re-apply. A marked app with `auto_reapply` is then
+    /// applied again (after its semantic check). Returns how many apps
+    /// were planned and how many marked.
+    pub fn reevaluate_with(&self, because: &str, triggers: &[Trigger]) -> (usize, usize) {
         let began = Instant::now();
         let apps = match self.list() {
             Ok(apps) => apps,
@@ -79,56 +90,86 @@ impl Lifecycle {
         let (mut planned, mut marked) = (0, 0);
         for app in apps.iter().filter(|a| a.state == AppState::Applied) {
             planned += 1;
-            match self.diff(&app.name) {
-                Ok(diffs) => {
-                    let changed: Vec<String> = diffs
-                        .iter()
-                        .filter(|d| d.added + d.changed + d.removed > 0)
-                        .map(|d| d.chart.clone())
-                        .collect();
-                    let mut marks = self.reapply_marks();
-                    if changed.is_empty() {
-                        marks.remove(app.name.as_str());
-                        continue;
-                    }
-                    let reason = format!(
-                        "facts changed ({because}): charts {} would change",
-                        changed.join(", ")
-                    );
-                    marked += 1;
-                    let before = marks.insert(app.name.to_string(), reason.clone());
-                    drop(marks);
-                    // Read once for the Events and the automatic re-apply.
-                    let version = match self.active_version(&app.name) {
-                        Ok(version) => version,
-                        Err(e) => {
-                            tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not read the app's version");
-                            continue;
-                        }
-                    };
-                    if before.is_none_or(|b| base_reason(&b) != reason) {
-                        tracing::info!(target: "capstan::facts", app = %app.name, reason = %reason, "reapply needed");
-                        self.inner.metrics.reapply_needed();
-                        let message =
-                            format!("{reason}; `capstan app diff {}` shows the change", app.name);
-                        self.record_events(
-                            &app.name,
-                            &version,
-                            Some(&changed),
-                            "ReapplyNeeded",
-                            &message,
-                            false,
-                        );
-                    }
-                    self.auto_reapply(&app.name, &version, &reason);
-                }
+            let diffs = match self.diff(&app.name) {
+                Ok(diffs) => diffs,
                 Err(e) => {
                     tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not plan the app");
+                    continue;
+                }
+            };
+            let changed: Vec<String> = diffs
+                .iter()
+                .filter(|d| d.added + d.changed + d.removed > 0)
+                .map(|d| d.chart.clone())
+                .collect();
+            // Read once for the triggers, the Events and the automatic
+            // re-apply.
+            let version = match self.active_version(&app.name) {
+                Ok(version) => version,
+                Err(e) => {
+                    tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not read the app's version");
+                    continue;
+                }
+            };
+            if !changed.is_empty() {
+                let reason = format!(
+                    "{FACTS_MARK}{because}): charts {} would change",
+                    changed.join(", ")
+                );
+                marked += 1;
+                self.mark_reapply(&app.name, &version, &reason, Some(&changed));
+                continue;
+            }
+            // Nothing would change: a mark re-evaluation made is out of
+            // date (one a plugin asked for stays until an apply).
+            {
+                let mut marks = self.reapply_marks();
+                if marks
+                    .get(app.name.as_str())
+                    .is_some_and(|m| m.starts_with(FACTS_MARK))
+                {
+                    marks.remove(app.name.as_str());
+                }
+            }
+            if triggers.is_empty() || version.metadata.reapply_triggers.is_empty() {
+                continue;
+            }
+            match self.evaluate_triggers(&app.name, &version, triggers) {
+                Ok(Some(reason)) => {
+                    marked += 1;
+                    self.mark_reapply(&app.name, &version, &reason, None);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "evaluate-reapply failed");
                 }
             }
         }
         tracing::info!(target: "capstan::facts", planned, marked, took_ms = began.elapsed().as_millis() as u64, "re-evaluated");
         (planned, marked)
+    }
+
+    /// Marks `app` `reapply-needed` for `reason`; when the mark is new,
+    /// counts it, logs it and writes a `ReapplyNeeded` Event on `charts`
+    /// (every chart for `None`); then an automatic re-apply if the app
+    /// has `auto_reapply`.
+    pub(super) fn mark_reapply(
+        &self,
+        app: &AppName,
+        version: &StoredVersion,
+        reason: &str,
+        charts: Option<&[String]>,
+    ) {
+        let before = self
+            .reapply_marks()
+            .insert(app.to_string(), reason.to_string());
+        if before.is_none_or(|b| base_reason(&b) != reason) {
+            tracing::info!(target: "capstan::facts", app = %app, reason = %reason, "reapply needed");
+            self.inner.metrics.reapply_needed();
+            let message = format!("{reason}; `capstan app diff {app}` shows the change");
+            self.record_events(app, version, charts, "ReapplyNeeded", &message, false);
+        }
+        self.auto_reapply(app, version, reason);
     }
 
     /// [`Lifecycle::auto_reapply`] for every marked app that asked for it
@@ -282,6 +323,9 @@ impl Lifecycle {
         }
     }
 }
+
+/// How a mark re-evaluation made from a change of plan begins.
+const FACTS_MARK: &str = "facts changed (";
 
 /// How an automatic re-apply's history note begins.
 const AUTO_NOTE: &str = "automatic re-apply: ";

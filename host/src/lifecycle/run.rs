@@ -269,6 +269,7 @@ impl Prepared<'_> {
             "remove" => HookOperation::Remove,
             "recover" => HookOperation::Recover,
             "abort" => HookOperation::Abort,
+            "evaluate-reapply" => HookOperation::EvaluateReapply,
             "update" | "rollback" | "rollback-to" | "rollback-undo" => HookOperation::Update,
             _ if self.request.around.is_some() => HookOperation::Update,
             _ => HookOperation::Apply,
@@ -635,7 +636,7 @@ impl Job<'_> {
     }
 
     /// The version's plugins and the current facts; no system overrides yet.
-    fn load<'r>(&self, request: &'r ApplyRequest<'r>) -> Result<Prepared<'r>, Error> {
+    pub(super) fn load<'r>(&self, request: &'r ApplyRequest<'r>) -> Result<Prepared<'r>, Error> {
         Ok(Prepared {
             request,
             plugins: self.load_plugins(request.version)?,
@@ -1334,8 +1335,12 @@ impl Job<'_> {
     fn run_hook(&self, prepared: &Prepared<'_>, hook: Hook) -> Result<(), Error> {
         let mut call = prepared.hook_call(self, hook)?;
         for p in prepared.plugins_with(hook) {
+            // Keyed by the plugin and the pair (pre-apply and post-apply,
+            // pre-update and post-update, ...): an update's pre-update,
+            // pre-apply, post-apply and post-update each hand on their own.
+            let key = format!("{}#{}", p.path, pair_of(hook));
             call.state = if is_post(hook) {
-                prepared.states().remove(&p.path)
+                prepared.states().remove(&key)
             } else {
                 None
             };
@@ -1351,7 +1356,7 @@ impl Job<'_> {
             if let Some(state) = answer.state
                 && !is_post(hook)
             {
-                prepared.states().insert(p.path.clone(), state);
+                prepared.states().insert(key, state);
             }
         }
         Ok(())
@@ -1486,6 +1491,18 @@ fn is_post(hook: Hook) -> bool {
         hook,
         Hook::PostApply | Hook::PostRemove | Hook::PostUpdate | Hook::PostRecover | Hook::PostAbort
     )
+}
+
+/// The pair a pre or post hook belongs to, for the state one hands the
+/// other.
+fn pair_of(hook: Hook) -> &'static str {
+    match hook {
+        Hook::PreApply | Hook::PostApply => "apply",
+        Hook::PreUpdate | Hook::PostUpdate => "update",
+        Hook::PreRemove | Hook::PostRemove => "remove",
+        Hook::PreRecover | Hook::PostRecover => "recover",
+        other => other.as_str(),
+    }
 }
 
 fn check_kubernetes(app: &AppName, metadata: &Metadata, facts: &Facts) -> Result<(), Error> {

@@ -42,7 +42,7 @@ pub use plugin::{
     Action, ActionPolicies, ActionPolicy, Charset, ChartAnswer, ChartCall, DEFAULT_MAX_OWNED,
     FactsSection, GeneratedKey, GeneratedSecret, HookAnswer, HookCall, HookOperation, Mirror,
     MirrorKind, Mode, Observed, ReleaseStatus, SecretKeyRef, SecretShape, SecretSource,
-    SecretValue, Trigger,
+    SecretValue, Trigger, TriggerKind, TriggerSpec,
 };
 pub use size::{InvalidSize, Size};
 pub use workload::{

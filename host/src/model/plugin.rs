@@ -279,6 +279,127 @@ pub struct Trigger {
     pub details: Vec<(String, String)>,
 }
 
+impl Trigger {
+    /// A trigger of `kind` with `details`.
+    pub fn new(kind: TriggerKind, details: &[(&str, &str)]) -> Trigger {
+        Trigger {
+            kind: kind.as_str().to_string(),
+            details: details
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect(),
+        }
+    }
+
+    /// The value of detail `key`, if it has one.
+    pub fn detail(&self, key: &str) -> Option<&str> {
+        self.details
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl fmt::Display for Trigger {
+    /// `node-relabelled (node=worker-1, label=zone)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.kind)?;
+        if !self.details.is_empty() {
+            let details: Vec<String> = self
+                .details
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            write!(f, " ({})", details.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The kinds of platform change an app may ask `evaluate-reapply` about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TriggerKind {
+    /// A node joined the cluster (detail `node`).
+    NodeAdded,
+    /// A node left it (detail `node`).
+    NodeRemoved,
+    /// A node's label was added, changed or removed (details `node`,
+    /// `label`).
+    NodeRelabelled,
+    /// A top-level field of the facts changed (detail `section`, the
+    /// field's name: `storageBackends`, `nodes`, ...).
+    FactsChanged,
+    /// `capstan platform event NAME [KEY=VALUE]...` was posted (detail
+    /// `name`, then the event's own).
+    PlatformEvent,
+}
+
+impl TriggerKind {
+    /// The kind as `capstan.yaml` and the hook call spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TriggerKind::NodeAdded => "node-added",
+            TriggerKind::NodeRemoved => "node-removed",
+            TriggerKind::NodeRelabelled => "node-relabelled",
+            TriggerKind::FactsChanged => "facts-changed",
+            TriggerKind::PlatformEvent => "platform-event",
+        }
+    }
+}
+
+/// One entry of `reapply_triggers` in `capstan.yaml`: a kind of platform
+/// change the app's `evaluate-reapply` hook is asked about, narrowed by
+/// a filter.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerSpec {
+    /// The kind of change.
+    pub on: TriggerKind,
+    /// For `node-relabelled`: only a change of this label key.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// For `facts-changed`: only a change of this top-level field.
+    #[serde(default)]
+    pub section: Option<String>,
+    /// For `platform-event`: the event's name (required).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl TriggerSpec {
+    /// Whether `trigger` is one this entry asks about.
+    pub fn matches(&self, trigger: &Trigger) -> bool {
+        if trigger.kind != self.on.as_str() {
+            return false;
+        }
+        let wanted = |filter: &Option<String>, key: &str| {
+            filter
+                .as_deref()
+                .is_none_or(|want| trigger.detail(key) == Some(want))
+        };
+        wanted(&self.label, "label")
+            && wanted(&self.section, "section")
+            && wanted(&self.name, "name")
+    }
+
+    /// Why the entry is inconsistent (a filter on the wrong kind, an
+    /// event without a name), if it is.
+    pub fn problem(&self) -> Option<String> {
+        let only = |filter: &Option<String>, field: &str, kind: TriggerKind| {
+            (filter.is_some() && self.on != kind)
+                .then(|| format!("{field} filters only {} triggers", kind.as_str()))
+        };
+        only(&self.label, "label", TriggerKind::NodeRelabelled)
+            .or_else(|| only(&self.section, "section", TriggerKind::FactsChanged))
+            .or_else(|| only(&self.name, "name", TriggerKind::PlatformEvent))
+            .or_else(|| {
+                (self.on == TriggerKind::PlatformEvent && self.name.is_none())
+                    .then(|| "a platform-event trigger needs the event's name".to_string())
+            })
+    }
+}
+
 /// An object as the host read it for a `status` call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -15,13 +15,16 @@
 //!   `postrecover`); a pre hook asks for a `delete` when they hold
 //!   `askDelete: true`.
 //! - `post-abort` asks for another apply, with the reason `HOOK VERSION
-//!   MODE OPERATION`.
+//!   MODE OPERATION`; `evaluate-reapply` does when the user overrides of
+//!   `web` hold `askReapply: true`, with the reason `KIND [K=V ...] MODE
+//!   OPERATION` from the trigger it was handed.
 //! - `semantic-check` vetoes when the user overrides of `web` hold
 //!   `vetoCheck: true`, saying who started the operation (`held by
 //!   vetoCheck (auto)`).
 //! - `pre-apply` asks for the actions the user overrides of `web` list:
-//!   `ensure` (a list of objects), `delete` and `restart` (lists of
-//!   `{apiVersion, kind, namespace, name}`), `mirror` (a list of `{kind, from, to}`, `NS/NAME`
+//!   `ensure` (a list of objects), `delete` (a list of `{apiVersion,
+//!   kind, namespace, name}`), `restart` (a list of `{kind, namespace,
+//!   name}`), `mirror` (a list of `{kind, from, to}`, `NS/NAME`
 //!   each), `patch` (`{chart, patch}`) and `requestReapply` (a reason).
 
 // The bindings that `export!` expands here are wit-bindgen's ABI glue
@@ -78,6 +81,7 @@ impl Guest for ContractV2 {
                 Hook::PreRecover,
                 Hook::PostRecover,
                 Hook::PostAbort,
+                Hook::EvaluateReapply,
             ],
             decides_workloads: false,
             facts: vec![
@@ -242,6 +246,22 @@ impl Guest for ContractV2 {
                 .ok()
                 .and_then(|v| v.get("vetoPost").and_then(Value::as_str).map(String::from))
                 .is_some_and(|only| only == hook);
+        if call.hook == Hook::EvaluateReapply && flag(&user, "askReapply") {
+            let trigger = call
+                .trigger
+                .as_ref()
+                .map(|t| {
+                    let details: Vec<String> =
+                        t.details.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    format!("{} [{}]", t.kind, details.join(" "))
+                })
+                .unwrap_or_default();
+            answer.actions.push(Action::RequestReapply(format!(
+                "{trigger} {} {}",
+                name(call.mode),
+                name(call.operation)
+            )));
+        }
         if call.hook == Hook::PostAbort {
             answer.actions.push(Action::RequestReapply(format!(
                 "{hook} {} {} {}",
@@ -300,7 +320,12 @@ fn actions_from(user: &str) -> Vec<Action> {
         out.push(Action::Delete(object_ref(&object)));
     }
     for object in list("restart") {
-        out.push(Action::Restart(object_ref(&object)));
+        let object = object_ref(&object);
+        out.push(Action::Restart(WorkloadRef {
+            kind: object.kind,
+            namespace: object.namespace.unwrap_or_default(),
+            name: object.name,
+        }));
     }
     for mirror in list("mirror") {
         let split = |key: &str| {
