@@ -76,6 +76,10 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
     ("volume list", "capstan volume list -o json"),
     ("facts", "capstan facts show -o yaml"),
+    (
+        "platform",
+        "capstan platform event storage-backend-changed backend=ceph-store",
+    ),
     ("volume remove", "capstan volume remove data"),
 ];
 
