@@ -99,6 +99,14 @@ pub struct ClusterFacts {
     triggers: Mutex<VecDeque<(u64, Trigger)>>,
 }
 
+/// One read of the facts: what they are, where each field came from,
+/// and where a watch for the next change starts.
+struct Reading {
+    facts: Facts,
+    sources: BTreeMap<String, String>,
+    watch: Vec<WatchFrom>,
+}
+
 /// The most triggers kept for re-evaluation to read; older ones go
 /// first (re-evaluation reads them within a second of their change).
 const MAX_TRIGGERS: usize = 1024;
@@ -139,7 +147,11 @@ impl ClusterFacts {
             file,
             triggers: Mutex::new(VecDeque::new()),
         };
-        let (facts, sources, from) = source.read()?;
+        let Reading {
+            facts,
+            sources,
+            watch: from,
+        } = source.read()?;
         {
             let mut state = source.lock();
             state.facts = facts;
@@ -160,7 +172,7 @@ impl ClusterFacts {
 
     /// The facts as the cluster and the overlays say now, their sources,
     /// and where a watch for the next change starts.
-    fn read(&self) -> Result<(Facts, BTreeMap<String, String>, Vec<WatchFrom>), String> {
+    fn read(&self) -> Result<Reading, String> {
         // Taken before discovery is read, so a CRD installed in between
         // is a change the watch sees.
         let mut watch: Vec<WatchFrom> = DISCOVERY_KINDS
@@ -272,7 +284,11 @@ impl ClusterFacts {
                 sources.insert(field.clone(), source.clone());
             }
         }
-        Ok((facts, sources, watch))
+        Ok(Reading {
+            facts,
+            sources,
+            watch,
+        })
     }
 
     /// One read, and if the facts changed, a new generation (logged with
@@ -282,7 +298,11 @@ impl ClusterFacts {
         let read = self.read();
         let mut state = self.lock();
         match read {
-            Ok((facts, sources, watch)) => {
+            Ok(Reading {
+                facts,
+                sources,
+                watch,
+            }) => {
                 state.error = None;
                 if facts != state.facts {
                     state.changes = changes(&state.facts, &facts);

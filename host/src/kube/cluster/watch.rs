@@ -10,9 +10,9 @@
 //! reads again and watches from the new version, as client-go's
 //! reflector relists.
 
-use std::pin::Pin;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use futures_util::{FutureExt as _, StreamExt as _};
 use kube::api::WatchParams;
 use kube::core::WatchEvent;
@@ -65,7 +65,7 @@ pub async fn first_change(
         return Ok(WatchEnd::Unsupported);
     }
     let seconds = u32::try_from(timeout.as_secs().max(1)).unwrap_or(u32::MAX);
-    let waits: Vec<Pin<Box<dyn Future<Output = Result<WatchEnd, Error>> + Send + '_>>> = watched
+    let waits: Vec<BoxFuture<'_, Result<WatchEnd, Error>>> = watched
         .iter()
         .map(|w| one(cluster, w, seconds).boxed())
         .collect();
