@@ -1014,3 +1014,147 @@ fn restart_rolls_an_owned_workload_and_nothing_else() {
     d.ok(&["app", "remove", "contract"]);
     cp.delete_namespace(ns);
 }
+
+/// A minimal CRD of cert-manager's `cert-manager.io/v1` KIND (plural
+/// PLURAL): what the certs example asks the host to apply.
+fn cert_manager_crd(kind: &str, plural: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+         metadata: {{name: {plural}.cert-manager.io}}\n\
+         spec:\n  group: cert-manager.io\n  scope: Namespaced\n  \
+         names: {{kind: {kind}, plural: {plural}, singular: {singular}, listKind: {kind}List}}\n  \
+         versions:\n    - name: v1\n      served: true\n      storage: true\n      \
+         schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}\n",
+        singular = kind.to_lowercase()
+    )
+}
+
+/// The certs example app end to end on the real control plane: its
+/// `status` hook asks the host to ensure a self-signed Issuer and a
+/// Certificate and to observe the Certificate's Secret, and the release is
+/// called ready only once the Secret exists. cert-manager's CRDs are
+/// installed and the test stands in for its controller: it writes the
+/// Secret once the Certificate appears. Removing the app removes what the
+/// hook ensured.
+#[test]
+fn the_certs_example_is_ready_only_once_its_certificate_is_issued() {
+    let Some(cp) = crate::control_plane::control_plane() else {
+        return;
+    };
+    let ns = "certs";
+    cp.delete_namespace(ns);
+    for (kind, plural) in [("Issuer", "issuers"), ("Certificate", "certificates")] {
+        let out = cp.kubectl_stdin(&["apply", "-f", "-"], &cert_manager_crd(kind, plural));
+        assert!(out.status.success(), "{}", crate::daemon::text(&out.stderr));
+    }
+    cp.eventually(
+        "cert-manager's kinds served",
+        std::time::Duration::from_secs(30),
+        || {
+            cp.kubectl(&["get", "issuers.cert-manager.io", "-A"])
+                .status
+                .success()
+                && cp
+                    .kubectl(&["get", "certificates.cert-manager.io", "-A"])
+                    .status
+                    .success()
+        },
+    );
+    let d = cp.daemon("cp_certs");
+    let bundle = d.app_bundle("certs", "1.0.0", |_| {});
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+
+    let issued = std::thread::scope(|s| {
+        // cert-manager's stand-in: the Secret once the Certificate exists.
+        let controller = s.spawn(|| {
+            let started = std::time::Instant::now();
+            while started.elapsed() < std::time::Duration::from_secs(90) {
+                let found = cp.kubectl(&[
+                    "get",
+                    "certificates.cert-manager.io",
+                    "capstan-test-cert",
+                    "-n",
+                    ns,
+                ]);
+                if found.status.success() {
+                    let made = cp.kubectl(&[
+                        "create",
+                        "secret",
+                        "generic",
+                        "capstan-test-cert-tls",
+                        "-n",
+                        ns,
+                        "--from-literal=tls.crt=issued-by-the-stand-in",
+                    ]);
+                    return made.status.success();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            false
+        });
+        let out = d.cli(&["app", "apply", "certs"]);
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            crate::daemon::text(&out.stderr),
+            d.log()
+        );
+        controller.join().unwrap_or(false)
+    });
+    assert!(issued, "the Certificate never appeared: {}", d.log());
+    assert_eq!(d.state_of("certs"), "applied");
+    let issuer = cp
+        .object("issuers.cert-manager.io", Some(ns), "capstan-test-issuer")
+        .unwrap_or_default();
+    assert_eq!(issuer["spec"]["selfSigned"], json!({}), "{issuer}");
+    let cert = cp
+        .object(
+            "certificates.cert-manager.io",
+            Some(ns),
+            "capstan-test-cert",
+        )
+        .unwrap_or_default();
+    assert_eq!(
+        cert["spec"]["secretName"], "capstan-test-cert-tls",
+        "{cert}"
+    );
+    assert_eq!(
+        cert["spec"]["dnsNames"],
+        json!(["test.example.invalid"]),
+        "{cert}"
+    );
+    // Waited for: the status hook was asked again until the Secret was
+    // observed.
+    let log = d.log();
+    let asked = log.find("asking for issuer capstan-test-issuer and certificate capstan-test-cert");
+    let issued = log.find("secret certs/capstan-test-cert-tls issued");
+    assert!(
+        asked.is_some() && issued.is_some() && asked < issued,
+        "the hook did not ask, then see the Secret: {log}"
+    );
+
+    d.ok(&["app", "remove", "certs"]);
+    assert!(
+        cp.object("issuers.cert-manager.io", Some(ns), "capstan-test-issuer")
+            .is_none(),
+        "the ensured Issuer outlived the app"
+    );
+    assert!(
+        cp.object(
+            "certificates.cert-manager.io",
+            Some(ns),
+            "capstan-test-cert"
+        )
+        .is_none(),
+        "the ensured Certificate outlived the app"
+    );
+    cp.delete_namespace(ns);
+    for plural in ["issuers", "certificates"] {
+        let _ = cp.kubectl(&[
+            "delete",
+            "crd",
+            &format!("{plural}.cert-manager.io"),
+            "--ignore-not-found",
+        ]);
+    }
+}

@@ -279,6 +279,7 @@ impl Daemon {
             ("capstan-example-storage", "storage.wasm"),
             ("capstan-example-platform-storage", "platform-storage.wasm"),
             ("capstan-example-oidc", "oidc.wasm"),
+            ("capstan-example-certs", "certs.wasm"),
         ] {
             if readme.contains(file) {
                 std::fs::copy(plugin_wasm(package), app.join("plugins").join(file)).unwrap();
