@@ -509,8 +509,30 @@ fn hook_actions_outside_the_policy_are_refused_naming_the_rule_and_nothing_is_do
     );
     denied_by(&d, "patch: {chart: nope, patch: {a: 1}}\n", "known-chart");
     assert!(!owned.exists());
-    // A 100 MiB patch cannot even leave the plugin: the sandbox's output
-    // cap ends the call first.
+    // A 2 MiB override patch cannot leave the plugin (its answer is over
+    // the sandbox's 1 MiB output cap), nor a 100 MiB one be made in its
+    // 64 MiB of memory: the call fails naming the limit, the app is
+    // apply-failed, and the stored overrides are as the user left them.
+    for (bytes, limit) in [
+        ("2097152", "output exceeded 1024 KiB"),
+        ("104857600", "memory"),
+    ] {
+        set_user(&d, &format!("patchBytes: {bytes}\n"));
+        let out = d.cli(&["app", "apply", "contract"]);
+        assert!(!out.status.success(), "{bytes}");
+        let shown = d.show("contract");
+        assert_eq!(shown["state"], "apply-failed", "{shown}");
+        let message = shown["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("plugins/v2.wasm failed during pre-apply") && message.contains(limit),
+            "{bytes}: {message}"
+        );
+        let stored = d.ok(&["override", "show", "contract", "web"]);
+        assert!(
+            stored.contains(&format!("patchBytes: {bytes}")) && !stored.contains("big"),
+            "{stored}"
+        );
+    }
 }
 
 #[test]

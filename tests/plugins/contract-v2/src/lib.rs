@@ -25,7 +25,8 @@
 //!   `ensure` (a list of objects), `delete` (a list of `{apiVersion,
 //!   kind, namespace, name}`), `restart` (a list of `{kind, namespace,
 //!   name}`), `mirror` (a list of `{kind, from, to}`, `NS/NAME`
-//!   each), `patch` (`{chart, patch}`) and `requestReapply` (a reason).
+//!   each), `patch` (`{chart, patch}`), `patchBytes` (a patch of chart
+//!   `web` about that many bytes long) and `requestReapply` (a reason).
 
 // The bindings that `export!` expands here are wit-bindgen's ABI glue
 // (`unsafe` and `export_name`); this crate writes no unsafe code itself.
@@ -358,6 +359,18 @@ fn actions_from(user: &str) -> Vec<Action> {
                 .cloned()
                 .unwrap_or(Value::Null)
                 .to_string(),
+        }));
+    }
+    if let Some(bytes) = user.get("patchBytes").and_then(Value::as_u64) {
+        // An override patch of about `bytes` bytes, however large.
+        let size = usize::try_from(bytes).unwrap_or(usize::MAX);
+        let mut patch = String::with_capacity(size.saturating_add(16));
+        patch.push_str("{\"big\":\"");
+        patch.extend(std::iter::repeat_n('x', size));
+        patch.push_str("\"}");
+        out.push(Action::PatchOverrides(OverridePatch {
+            chart: "web".into(),
+            patch,
         }));
     }
     if let Some(reason) = user.get("requestReapply").and_then(Value::as_str) {
