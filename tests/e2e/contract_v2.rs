@@ -1180,3 +1180,90 @@ fn the_certs_example_is_ready_only_once_its_certificate_is_issued() {
         ]);
     }
 }
+
+/// On the real control plane, whose inventory records identities, not
+/// content: a later operation's `ensure` applies only what it ensures
+/// (the Deployment an earlier one ensured is not sent again as a bare
+/// identity, which the server refuses), what no hook ensures again is
+/// pruned, and a `delete` of a chart's object prunes it alone (the chart,
+/// applied after, makes it again, whole).
+#[test]
+fn ensure_and_delete_leave_the_rest_of_a_release_as_it_is() {
+    let Some(cp) = crate::control_plane::control_plane() else {
+        return;
+    };
+    let ns = "cp-partial";
+    cp.delete_namespace(ns);
+    let d = cp.daemon("cp_partial");
+    let dir = d.dir.join("app-partial");
+    write_app(&dir);
+    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
+    std::fs::write(
+        dir.join("capstan.yaml"),
+        format!(
+            "name: contract\nversion: 1.0.0\n\
+             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
+             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
+             plugins:\n  - {{path: plugins/v2.wasm, hooks: [pre-apply, post-apply], charts: [web]}}\n"
+        ),
+    )
+    .unwrap();
+    let bundle = d.dir.join("partial.tgz");
+    let built = d.build(&dir, &bundle);
+    assert!(
+        built.status.success(),
+        "{}",
+        crate::daemon::text(&built.stderr)
+    );
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    let deployment = format!(
+        "{{apiVersion: apps/v1, kind: Deployment, metadata: {{name: worker, namespace: {ns}}}, \
+         spec: {{replicas: 1, selector: {{matchLabels: {{app: worker}}}}, \
+         template: {{metadata: {{labels: {{app: worker}}}}, \
+         spec: {{containers: [{{name: w, image: registry.k8s.io/pause:3.10}}]}}}}}}}}"
+    );
+    set_user(
+        &d,
+        &format!("ensure: [{deployment}, {}]\n", config_map(ns, "a")),
+    );
+    d.ok(&["app", "apply", "contract"]);
+    assert!(cp.object("deployment", Some(ns), "worker").is_some());
+
+    set_user(&d, &format!("ensure: [{}]\n", config_map(ns, "b")));
+    let out = d.cli(&["app", "apply", "contract"]);
+    assert!(out.status.success(), "{}", d.show("contract"));
+    assert!(cp.object("configmap", Some(ns), "b").is_some());
+    for gone in ["worker", "a"] {
+        let kind = if gone == "worker" {
+            "deployment"
+        } else {
+            "configmap"
+        };
+        cp.eventually(
+            &format!("{gone} pruned"),
+            std::time::Duration::from_secs(30),
+            || cp.object(kind, Some(ns), gone).is_none(),
+        );
+    }
+
+    set_user(
+        &d,
+        &format!(
+            "ensure: [{}]\ndelete: [{{apiVersion: v1, kind: ConfigMap, namespace: {ns}, name: web-values}}]\n",
+            config_map(ns, "b")
+        ),
+    );
+    let out = d.cli(&["app", "apply", "contract"]);
+    assert!(out.status.success(), "{}", d.show("contract"));
+    let values = cp
+        .object("configmap", Some(ns), "web-values")
+        .unwrap_or_default();
+    assert!(
+        values["data"]["values"]
+            .as_str()
+            .is_some_and(|v| v.contains("web-values")),
+        "the chart's ConfigMap is not whole again: {values}"
+    );
+    d.ok(&["app", "remove", "contract"]);
+    cp.delete_namespace(ns);
+}

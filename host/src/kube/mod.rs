@@ -56,7 +56,8 @@ pub use hooks::HookEvent;
 pub use live_diff::{LiveChange, LiveDiff, MASK, MASK_CHANGED};
 pub use manifest::{Resource, parse_manifests};
 pub use plan::{
-    ApplyPlan, Changed, Diff, INSTALL_ORDER, UNINSTALL_ORDER, diff, plan_apply, plan_remove,
+    ApplyPlan, Changed, Diff, INSTALL_ORDER, UNINSTALL_ORDER, diff, plan_apply, plan_partial,
+    plan_remove,
 };
 pub use target::{
     Applied, ApplyEvent, ApplyOptions, ApplyTarget, Change, NoProgress, ProgressSink, Purge,

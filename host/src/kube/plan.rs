@@ -139,6 +139,22 @@ impl ApplyPlan {
     }
 }
 
+/// Plans applying `objects` into a release and pruning `prune` from it,
+/// leaving every other object it holds as it is: for a target whose
+/// record of a release outlives a plan that does not name an object (the
+/// cluster's inventory), never for one that writes a release whole.
+///
+/// # Errors
+/// [`Error::Duplicate`] when `objects` holds one object twice.
+pub fn plan_partial(objects: &[Resource], prune: &[ObjectRef]) -> Result<ApplyPlan, Error> {
+    let matched = match_desired(&[], objects)?;
+    Ok(ApplyPlan {
+        to_apply: matched.into_iter().map(|(new, _)| new.clone()).collect(),
+        to_prune: removal_order(prune.iter()),
+        unchanged: 0,
+    })
+}
+
 /// Plans applying `desired` over `applied` (what the target applied last
 /// for the same release): `desired` in install order, the applied objects
 /// that `desired` no longer holds as the prune set, in removal order.

@@ -170,6 +170,37 @@ pub trait ApplyTarget: Send + Sync {
         Ok(None)
     }
 
+    /// Applies `objects` into `release` and prunes `prune` from it,
+    /// leaving every other object the release holds as it is (a hook's
+    /// `ensure` and `delete`). The default applies what the target holds
+    /// again, whole, around them: right for a target whose
+    /// [`ApplyTarget::applied`] returns whole objects (the directory
+    /// target). A target that records only objects' identities (the
+    /// cluster's inventory) must not re-apply them, and overrides this.
+    ///
+    /// # Errors
+    /// As [`ApplyTarget::apply`].
+    fn apply_some(
+        &self,
+        release: &Release,
+        objects: &[Resource],
+        prune: &[ObjectRef],
+    ) -> Result<Applied, Error> {
+        let held = self.applied(release)?;
+        let replaced = |r: &Resource| {
+            let key = r.id().key();
+            objects.iter().any(|o| o.id().key() == key) || prune.iter().any(|p| p.key() == key)
+        };
+        let desired: Vec<Resource> = held
+            .iter()
+            .filter(|r| !replaced(r))
+            .cloned()
+            .chain(objects.iter().cloned())
+            .collect();
+        let plan = super::plan_apply(&held, &desired)?;
+        self.apply(release, &plan)
+    }
+
     /// Restarts the workload `object` (a Deployment, StatefulSet or
     /// DaemonSet) as `kubectl rollout restart` does: a new
     /// `kubectl.kubernetes.io/restartedAt` annotation on its Pod

@@ -406,24 +406,19 @@ impl Job<'_> {
         Ok(None)
     }
 
-    /// Applies the owned release with `object` added to what this
-    /// operation ensured so far, keeping what it held before (nothing is
-    /// pruned until [`Job::settle_owned`]).
+    /// Applies `object` in the owned release and counts it among what
+    /// this operation ensured; what the release held before stays as it
+    /// is (nothing is pruned until [`Job::settle_owned`]).
     fn ensure(&self, prepared: &Prepared<'_>, object: Resource) -> Result<(), Error> {
         let release = self.owned_release(prepared);
-        let held = self.target().applied(&release).map_err(owned_error)?;
         let id = object.id().clone();
         let mut ensured = prepared.ensured();
         ensured.retain(|r| r.id().key() != object.id().key());
-        ensured.push(object);
-        let mut desired: Vec<Resource> = held
-            .iter()
-            .filter(|h| !ensured.iter().any(|e| e.id().key() == h.id().key()))
-            .cloned()
-            .collect();
-        desired.extend(ensured.iter().cloned());
-        let plan = kube::plan_apply(&held, &desired).map_err(owned_error)?;
-        self.target().apply(&release, &plan).map_err(owned_error)?;
+        ensured.push(object.clone());
+        drop(ensured);
+        self.target()
+            .apply_some(&release, &[object], &[])
+            .map_err(owned_error)?;
         tracing::info!(target: "capstan::audit", app = %self.app, object = %id, "applied at a plugin's request in the owned release");
         Ok(())
     }
@@ -474,8 +469,8 @@ impl Job<'_> {
             .map_err(owned_error)
     }
 
-    /// Deletes an object one of the app's releases holds: the release is
-    /// applied again without it.
+    /// Deletes an object one of the app's releases holds: pruned from
+    /// that release, the rest of it left as it is.
     fn delete_owned(&self, prepared: &Prepared<'_>, object: &ObjectRef) -> Result<(), Error> {
         let Some(release) = self.owning_release(prepared, object)? else {
             return Ok(());
@@ -484,15 +479,10 @@ impl Job<'_> {
             chart: release.chart.clone(),
             source: Box::new(source),
         };
-        let held = self.target().applied(&release).map_err(kube_err)?;
         let key = object.key();
-        let desired: Vec<Resource> = held
-            .iter()
-            .filter(|r| r.id().key() != key)
-            .cloned()
-            .collect();
-        let plan = kube::plan_apply(&held, &desired).map_err(kube_err)?;
-        self.target().apply(&release, &plan).map_err(kube_err)?;
+        self.target()
+            .apply_some(&release, &[], std::slice::from_ref(object))
+            .map_err(kube_err)?;
         prepared.ensured().retain(|r| r.id().key() != key);
         self.note(format!("deleted {object} at a plugin's request"));
         Ok(())

@@ -251,6 +251,19 @@ impl ApplyTarget for ClusterTarget {
             .map(Some)
     }
 
+    /// Only `objects` applied and `prune` pruned: the inventory keeps
+    /// every other entry as it is (it holds identities, not content, so
+    /// applying them again would strip their fields).
+    fn apply_some(
+        &self,
+        release: &Release,
+        objects: &[Resource],
+        prune: &[ObjectRef],
+    ) -> Result<Applied, crate::kube::Error> {
+        let plan = crate::kube::plan_partial(objects, prune)?;
+        self.apply(release, &plan)
+    }
+
     /// A merge patch of the Pod template's `restartedAt` annotation, as
     /// `kubectl rollout restart` (its time to the second, UTC).
     fn restart(&self, object: &ObjectRef) -> Result<(), crate::kube::Error> {
