@@ -802,11 +802,57 @@ fn a_generated_secret_is_made_once_placed_at_render_and_shown_nowhere() {
         "{message}"
     );
 
-    // Removing the app removes the Secret that kept the generated one.
+    // `remove --keep-secrets` keeps the Secret that holds the generated
+    // one (and nothing else of the owned release): applying again hands
+    // out the same password. `app delete` then removes it.
+    set_user(
+        &d,
+        &format!(
+            "askSecret: true\nensure: [{}]\n",
+            config_map("web-ns", "extra")
+        ),
+    );
+    d.ok(&["app", "apply", "contract"]);
+    let owned = d.applied().join("contract/capstan-owned.yaml");
+    assert!(
+        std::fs::read_to_string(&owned)
+            .unwrap()
+            .contains("name: extra")
+    );
+    d.ok(&["app", "remove", "contract", "--keep-secrets"]);
+    let kept = std::fs::read_to_string(&owned).unwrap_or_default();
+    assert!(
+        kept.contains("name: contract-db") && !kept.contains("name: extra"),
+        "{kept}"
+    );
+    assert!(!d.applied().join("contract/web.yaml").exists());
+    let message = d.show("contract")["message"].to_string();
+    assert!(
+        message.contains("kept the generated secrets web-ns/contract-db"),
+        "{message}"
+    );
+    assert!(!message.contains(&password), "{message}");
+    d.ok(&["app", "apply", "contract"]);
+    assert_eq!(
+        generated_password(&d),
+        password,
+        "a kept secret was made anew"
+    );
+    d.ok(&["app", "remove", "contract", "--keep-secrets"]);
+    d.ok(&["app", "delete", "contract"]);
+    assert!(!owned.exists(), "app delete left the kept secrets");
+
+    // A plain remove removes the Secret that kept the generated one.
+    d.ok(&["app", "upload", bundle.to_str().unwrap()]);
     set_user(&d, "askSecret: true\n");
     d.ok(&["app", "apply", "contract"]);
+    assert_ne!(
+        generated_password(&d),
+        password,
+        "a deleted app's secret came back"
+    );
     d.ok(&["app", "remove", "contract"]);
-    assert!(!d.applied().join("contract/capstan-owned.yaml").exists());
+    assert!(!owned.exists());
 }
 
 /// The oidc example app (issue 25): values from the OAM network and the

@@ -880,7 +880,7 @@ async fn remove(
     let app = app_name(&path_of(app)?)?;
     let request: wire::RemoveRequest = parse_json(&body)?;
     let lc = api.lifecycle.clone();
-    started(blocking(move || lc.remove(&app, request.force)).await?)
+    started(blocking(move || lc.remove_with(&app, request.force, request.keep_secrets)).await?)
 }
 
 async fn abort(State(api): State<Api>, app: AppPath) -> ApiResult {

@@ -286,7 +286,10 @@ fn every_endpoint_round_trips_through_the_wire_types() {
     let started: wire::Started = d.raw(
         Method::POST,
         "/v1/apps/demo/remove",
-        Daemon::body(&wire::RemoveRequest { force: false }),
+        Daemon::body(&wire::RemoveRequest {
+            force: false,
+            keep_secrets: false,
+        }),
         StatusCode::ACCEPTED,
     );
     assert_eq!(d.wait("demo", &started).outcome, Outcome::Succeeded);

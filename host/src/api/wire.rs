@@ -215,6 +215,11 @@ pub struct RemoveRequest {
     /// Go on past failing charts and hooks; also from `uploaded`.
     #[serde(default)]
     pub force: bool,
+    /// Keep the secrets the host generated for the app's plugins (their
+    /// Secrets stay in the owned release), so that applying the app again
+    /// hands out the same passwords and keys; `app delete` removes them.
+    #[serde(default)]
+    pub keep_secrets: bool,
 }
 
 /// The query of `POST /v1/updates`.

@@ -170,6 +170,11 @@ enum AppCommand {
         /// Go on past failing charts and hooks; also from `uploaded`.
         #[arg(long)]
         force: bool,
+        /// Keep the secrets the host generated for the app's plugins, so
+        /// that applying it again hands out the same passwords and keys
+        /// (`app delete` removes them).
+        #[arg(long)]
+        keep_secrets: bool,
         /// Return once started.
         #[arg(long)]
         no_wait: bool,
@@ -712,9 +717,16 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
         AppCommand::Remove {
             name,
             force,
+            keep_secrets,
             no_wait,
         } => {
-            let started = client.remove(&name, &RemoveRequest { force })?;
+            let started = client.remove(
+                &name,
+                &RemoveRequest {
+                    force,
+                    keep_secrets,
+                },
+            )?;
             follow(&client, format, &name, &started, no_wait)
         }
         AppCommand::Delete { name, force } => {
@@ -728,7 +740,13 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                         "{name} is {}; removing it from the target first (--force)",
                         app.state
                     ));
-                    let started = client.remove(&name, &RemoveRequest { force: true })?;
+                    let started = client.remove(
+                        &name,
+                        &RemoveRequest {
+                            force: true,
+                            keep_secrets: false,
+                        },
+                    )?;
                     let entry = wait_for(&client, &name, started.operation, format)?;
                     if entry.outcome != Outcome::Succeeded {
                         anyhow::bail!(

@@ -26,10 +26,11 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use crate::bundle::Metadata;
 use crate::kube::{self, Release, Resource};
 use crate::model::{
-    Action, ActionPolicy, Hook, HookAnswer, HookOutcome, LookupQuery, MirrorKind, ObjectRef,
-    Observed, ReleaseStatus,
+    Action, ActionPolicy, AppName, Hook, HookAnswer, HookOutcome, LookupQuery, MirrorKind,
+    ObjectRef, Observed, ReleaseStatus,
 };
 use crate::store::OverrideLayer;
 
@@ -103,15 +104,26 @@ fn is_rbac(api_version: &str) -> bool {
     api_version.starts_with("rbac.authorization.k8s.io/")
 }
 
+/// The release that holds what `app`'s hooks ensured and mirrored, and
+/// its generated secrets: chart [`OWNED_CHART`], release `APP-owned`, in
+/// the namespace of the version's first chart.
+pub(super) fn owned_release_of(app: &AppName, metadata: &Metadata) -> Release {
+    Release {
+        app: app.to_string(),
+        chart: OWNED_CHART.to_string(),
+        namespace: metadata
+            .charts
+            .first()
+            .map(|c| c.namespace.to_string())
+            .unwrap_or_default(),
+        release_name: format!("{app}-owned"),
+    }
+}
+
 impl Job<'_> {
     /// The release that holds what the app's hooks ensured and mirrored.
     pub(super) fn owned_release(&self, prepared: &Prepared<'_>) -> Release {
-        Release {
-            app: self.app.to_string(),
-            chart: OWNED_CHART.to_string(),
-            namespace: prepared.namespaces().first().cloned().unwrap_or_default(),
-            release_name: format!("{}-owned", self.app),
-        }
+        owned_release_of(&self.app, &prepared.request.version.metadata)
     }
 
     fn policy(&self) -> &ActionPolicy {
@@ -460,13 +472,65 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// Removes the owned release (with the app).
-    pub(super) fn remove_owned(&self, prepared: &Prepared<'_>) -> Result<(), Error> {
+    /// Removes the owned release (with the app); with `keep_secrets`, the
+    /// Secrets labelled as generated secrets stay in it and the rest is
+    /// pruned.
+    pub(super) fn remove_owned(
+        &self,
+        prepared: &Prepared<'_>,
+        keep_secrets: bool,
+    ) -> Result<(), Error> {
         let release = self.owned_release(prepared);
+        let held = self.target().applied(&release).map_err(owned_error)?;
+        let mut kept = Vec::new();
+        if keep_secrets {
+            for resource in &held {
+                let id = resource.id();
+                if id.api_version != "v1" || id.kind != "Secret" {
+                    continue;
+                }
+                let live = self
+                    .target()
+                    .read_live(&LookupQuery {
+                        api_version: "v1".into(),
+                        kind: "Secret".into(),
+                        namespace: id.namespace.clone().unwrap_or_default(),
+                        name: id.name.clone(),
+                    })
+                    .map_err(owned_error)?;
+                let generated = live
+                    .pointer("/metadata/labels")
+                    .and_then(|labels| labels.get(super::secret_values::GENERATED_LABEL))
+                    .is_some();
+                if generated {
+                    kept.push(id.clone());
+                }
+            }
+        }
+        if kept.is_empty() {
+            return self
+                .target()
+                .remove(&release)
+                .map(drop)
+                .map_err(owned_error);
+        }
+        let prune: Vec<ObjectRef> = held
+            .iter()
+            .map(|r| r.id().clone())
+            .filter(|id| !kept.iter().any(|k| k.key() == id.key()))
+            .collect();
         self.target()
-            .remove(&release)
-            .map(drop)
-            .map_err(owned_error)
+            .apply_some(&release, &[], &prune)
+            .map_err(owned_error)?;
+        let names: Vec<String> = kept
+            .iter()
+            .map(|k| format!("{}/{}", k.namespace.as_deref().unwrap_or_default(), k.name))
+            .collect();
+        self.note(format!(
+            "kept the generated secrets {} (`app delete` removes them)",
+            names.join(", ")
+        ));
+        Ok(())
     }
 
     /// Deletes an object one of the app's releases holds: pruned from

@@ -462,6 +462,32 @@ impl Lifecycle {
     /// [`crate::store::Error::UnknownApp`]; a busy or illegal-transition error when
     /// it is not `uploaded` or `upload-failed`.
     pub fn delete(&self, app: &AppName) -> Result<(), Error> {
+        // Secrets a `remove --keep-secrets` kept go with the app. Only an
+        // app that may be deleted is looked at; a failure deletes nothing.
+        let record = self.store().app(app)?;
+        if rules::DELETE_FROM.contains(&record.state)
+            && let Ok(version) = self.active_version(app)
+        {
+            let release = super::actions::owned_release_of(app, &version.metadata);
+            let held = self
+                .inner
+                .target
+                .applied(&release)
+                .map_err(|source| Error::Kube {
+                    chart: super::OWNED_CHART.into(),
+                    source: Box::new(source),
+                })?;
+            if !held.is_empty() {
+                self.inner
+                    .target
+                    .remove(&release)
+                    .map_err(|source| Error::Kube {
+                        chart: super::OWNED_CHART.into(),
+                        source: Box::new(source),
+                    })?;
+                tracing::info!(target: "capstan::audit", app = %app, objects = held.len(), "kept generated secrets removed with the app");
+            }
+        }
         let versions = self.store().delete_app(app, rules::DELETE_FROM)?;
         self.inner.checkpoints.reach("delete:rows-deleted");
         for version in versions {
@@ -969,6 +995,22 @@ impl Lifecycle {
     /// # Errors
     /// The store's busy and illegal-transition errors.
     pub fn remove(&self, app: &AppName, force: bool) -> Result<Started, Error> {
+        self.remove_with(app, force, false)
+    }
+
+    /// [`Lifecycle::remove`]; with `keep_secrets`, the Secrets the host
+    /// generated for the app's plugins stay (the owned release is pruned
+    /// down to them), so that applying the app again hands out the same
+    /// values; [`Lifecycle::delete`] removes them.
+    ///
+    /// # Errors
+    /// The store's busy and illegal-transition errors.
+    pub fn remove_with(
+        &self,
+        app: &AppName,
+        force: bool,
+        keep_secrets: bool,
+    ) -> Result<Started, Error> {
         let from = if force {
             rules::FORCE_REMOVE_FROM
         } else {
@@ -986,7 +1028,7 @@ impl Lifecycle {
             }
         };
         Ok(self.spawn(app, op, Operation::Remove, move |job| {
-            let result = job.remove_version(&version, target.as_ref(), force);
+            let result = job.remove_version(&version, target.as_ref(), force, keep_secrets);
             Ending {
                 finish: match result {
                     Ok(()) => with_note(

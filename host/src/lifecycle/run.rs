@@ -433,12 +433,14 @@ impl Job<'_> {
     /// Removes every chart of `version` (and of a failed update's `target`)
     /// from the target, chart groups in reverse order, between the
     /// `pre-remove` and `post-remove` hooks. With `force`, failures are
-    /// collected as warnings and the removal goes on.
+    /// collected as warnings and the removal goes on; with `keep_secrets`
+    /// the generated secrets stay ([`Job::remove_owned`]).
     pub fn remove_version(
         &self,
         version: &StoredVersion,
         target: Option<&StoredVersion>,
         force: bool,
+        keep_secrets: bool,
     ) -> Result<(), Error> {
         let request = ApplyRequest {
             version,
@@ -514,7 +516,7 @@ impl Job<'_> {
             self.forced(force, after.map(drop))?;
             board.done();
         }
-        self.forced(force, self.remove_owned(&prepared))?;
+        self.forced(force, self.remove_owned(&prepared, keep_secrets))?;
         self.step("remove", "post-remove", "post-remove hook")?;
         self.forced(force, self.run_hook(&prepared, Hook::PostRemove))
     }
