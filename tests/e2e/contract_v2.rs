@@ -1313,3 +1313,56 @@ fn ensure_and_delete_leave_the_rest_of_a_release_as_it_is() {
     d.ok(&["app", "remove", "contract"]);
     cp.delete_namespace(ns);
 }
+
+/// A 0.1 component built before contract 0.2 existed (the storage
+/// example at commit 42a9c76, kept as a binary in
+/// `tests/fixtures/contract-0.1`) still answers through today's host
+/// exactly as the shared vectors, which predate 0.2 too, say: every
+/// chart's values on every facts vector, byte for byte.
+#[test]
+fn a_0_1_component_built_before_0_2_answers_the_shared_vectors_byte_for_byte() {
+    let root = crate::support::workspace_root();
+    let wasm = root.join("tests/fixtures/contract-0.1/storage-42a9c76.wasm");
+    let vectors = root.join("example-plugins/vectors");
+    let inspect = crate::support::capstan()
+        .args(["plugin", "inspect"])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    let shown = crate::daemon::text(&inspect.stdout);
+    assert!(inspect.status.success() && shown.contains("0.1"), "{shown}");
+    let mut checked = 0;
+    // The facts the storage vectors are for (simplex and standard: the
+    // duplex facts have no Ceph backend, which the plugin refuses).
+    for facts in ["simplex", "standard"] {
+        let out = crate::support::capstan()
+            .args(["plugin", "run"])
+            .arg(&wasm)
+            .arg("--facts")
+            .arg(vectors.join("facts").join(format!("{facts}.json")))
+            .args(["-o", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::daemon::text(&out.stderr));
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for entry in std::fs::read_dir(vectors.join("storage")).unwrap() {
+            let path = entry.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some((vector_facts, chart)) = file.trim_end_matches(".json").split_once('.') else {
+                continue;
+            };
+            if vector_facts != facts {
+                continue;
+            }
+            let text = serde_json::to_string_pretty(&answer["overrides"][chart]).unwrap() + "\n";
+            assert_eq!(
+                text,
+                std::fs::read_to_string(&path).unwrap(),
+                "{}",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4, "the storage vectors");
+}
