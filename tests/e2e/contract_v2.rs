@@ -1366,3 +1366,108 @@ fn a_0_1_component_built_before_0_2_answers_the_shared_vectors_byte_for_byte() {
     }
     assert_eq!(checked, 4, "the storage vectors");
 }
+
+/// Secrecy on the real control plane: a generated password lives in its
+/// Secret and where the chart puts it, and in none of the daemon log, the
+/// live diff (a server-side dry run), `override show`, `app show`, the
+/// history, the metrics, the status page, the API or the Kubernetes
+/// Events the daemon writes.
+#[test]
+fn a_generated_secret_is_shown_nowhere_on_the_real_control_plane() {
+    use base64::Engine as _;
+    let Some(cp) = crate::control_plane::control_plane() else {
+        return;
+    };
+    let ns = "cp-secrecy";
+    cp.delete_namespace(ns);
+    let d = cp.daemon("cp_secrecy");
+    let dir = d.dir.join("app-secrecy");
+    write_app(&dir);
+    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
+    std::fs::write(
+        dir.join("capstan.yaml"),
+        format!(
+            "name: contract\nversion: 1.0.0\n\
+             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
+             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
+             plugins:\n  - {{path: plugins/v2.wasm, hooks: [pre-apply, post-apply], charts: [web]}}\n"
+        ),
+    )
+    .unwrap();
+    let bundle = d.dir.join("secrecy.tgz");
+    let built = d.build(&dir, &bundle);
+    assert!(
+        built.status.success(),
+        "{}",
+        crate::daemon::text(&built.stderr)
+    );
+    d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
+    set_user(&d, "askSecret: true\n");
+    d.ok(&["app", "apply", "contract"]);
+    let encoded = cp.kubectl_ok(&[
+        "get",
+        "secret",
+        "contract-db",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.data.password}",
+    ]);
+    let password = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(password.len(), 24, "{password:?}");
+    let values = cp
+        .object("configmap", Some(ns), "web-values")
+        .unwrap_or_default();
+    assert!(
+        values["data"]["values"]
+            .as_str()
+            .is_some_and(|v| v.contains(&password)),
+        "the chart does not get the value: {values}"
+    );
+
+    // A change, diffed by the server and applied: the diff shows the
+    // change and hides the value.
+    set_user(&d, "askSecret: true\ngreeting: again\n");
+    let diff = d.ok(&["app", "diff", "contract"]);
+    assert!(diff.contains("again"), "{diff}");
+    d.ok(&["app", "apply", "contract"]);
+    let mut seen = vec![
+        ("diff", diff),
+        ("log", d.log()),
+        (
+            "override show",
+            d.ok(&["override", "show", "contract", "web", "-o", "json"]),
+        ),
+        ("app show", d.ok(&["app", "show", "contract", "-o", "json"])),
+        (
+            "history",
+            d.ok(&["app", "history", "contract", "-o", "json"]),
+        ),
+        (
+            "events",
+            cp.kubectl_ok(&["get", "events", "-n", ns, "-o", "json"]),
+        ),
+    ];
+    for (path, label) in [
+        ("/metrics", "metrics"),
+        ("/ui", "status page"),
+        ("/ui/apps/contract", "app page"),
+        ("/v1/apps/contract", "api"),
+    ] {
+        let (_, body) = d.http("GET", path, "text/plain", b"");
+        seen.push((label, body));
+    }
+    for (label, text) in &seen {
+        assert!(
+            !text.contains(&password),
+            "the generated secret is in the {label}"
+        );
+    }
+    d.ok(&["app", "remove", "contract"]);
+    cp.delete_namespace(ns);
+}
