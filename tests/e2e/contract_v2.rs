@@ -1471,3 +1471,86 @@ fn a_generated_secret_is_shown_nowhere_on_the_real_control_plane() {
     d.ok(&["app", "remove", "contract"]);
     cp.delete_namespace(ns);
 }
+
+/// The platform-storage example on the real control plane: its values
+/// from the storage facts (laid over the cluster's with `--facts`), and an
+/// update whose CSIDriver changes a field the server refuses to change in
+/// place (`attachRequired`): the plugin's `pre-update` delete removes the
+/// old one and the chart, applied after, creates the new one. Its
+/// StorageClass is named after the backend (not the default `general`,
+/// which the control plane's own StorageClasses hold).
+#[test]
+fn the_platform_storage_example_replaces_its_immutable_csi_driver_on_a_real_cluster() {
+    let Some(cp) = crate::control_plane::control_plane() else {
+        return;
+    };
+    let ns = "kube-storage";
+    cp.delete_namespace(ns);
+    let _ = cp.kubectl(&[
+        "delete",
+        "csidriver",
+        "rbd.csi.example.dev",
+        "--ignore-not-found",
+    ]);
+    let _ = cp.kubectl(&["delete", "storageclass", "ceph-store", "--ignore-not-found"]);
+    let mut d = cp.daemon("cp_platform_storage");
+    d.kill();
+    let facts = d.dir.join("ceph-facts.yaml");
+    std::fs::write(
+        &facts,
+        std::fs::read_to_string(example_facts("platform-storage", "duplex-ceph.yaml"))
+            .unwrap()
+            .replace("isDefault: true", "isDefault: false"),
+    )
+    .unwrap();
+    d.spawn_with_facts(&facts);
+    let v1 = d.app_bundle("platform-storage", "1.0.0", |_| {});
+    d.ok(&["app", "upload", v1.to_str().unwrap()]);
+    d.ok(&["app", "apply", "platform-storage"]);
+    assert_eq!(d.state_of("platform-storage"), "applied", "{}", d.log());
+    let class = cp
+        .object("storageclass", None, "ceph-store")
+        .unwrap_or_default();
+    assert_eq!(
+        class["parameters"]["clusterID"], "6b3e2f4a-0c1d-4c9e-9f7a-2d5b8e1a3c70",
+        "{class}"
+    );
+    let driver = cp
+        .object("csidriver", None, "rbd.csi.example.dev")
+        .unwrap_or_default();
+    assert_eq!(driver["spec"]["attachRequired"], true, "{driver}");
+    let uid = driver["metadata"]["uid"].clone();
+
+    let v11 = d.app_bundle("platform-storage", "1.1.0", |app| {
+        let file = app.join("charts/csi-rbd/templates/csidriver.yaml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(
+            &file,
+            text.replace("attachRequired: true", "attachRequired: false"),
+        )
+        .unwrap();
+    });
+    d.ok(&["app", "update", v11.to_str().unwrap()]);
+    assert_eq!(d.state_of("platform-storage"), "applied", "{}", d.log());
+    let driver = cp
+        .object("csidriver", None, "rbd.csi.example.dev")
+        .unwrap_or_default();
+    assert_eq!(driver["spec"]["attachRequired"], false, "{driver}");
+    assert_ne!(
+        driver["metadata"]["uid"], uid,
+        "the CSIDriver was not made anew"
+    );
+    assert!(
+        d.log().contains(
+            "deleted CSIDriver rbd.csi.example.dev (storage.k8s.io/v1) at a plugin's request"
+        ),
+        "{}",
+        d.log()
+    );
+    d.ok(&["app", "remove", "platform-storage"]);
+    assert!(
+        cp.object("csidriver", None, "rbd.csi.example.dev")
+            .is_none()
+    );
+    cp.delete_namespace(ns);
+}
