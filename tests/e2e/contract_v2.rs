@@ -1554,3 +1554,148 @@ fn the_platform_storage_example_replaces_its_immutable_csi_driver_on_a_real_clus
     );
     cp.delete_namespace(ns);
 }
+
+/// The oidc example on the real control plane: the platform CA mirrored
+/// into its namespace (the operator's policy lists the source), a client
+/// secret generated once and placed in the Dex config Secret, and version
+/// 2's renamed chart taking the user overrides its `pre-update` hook
+/// moves across, with the same client secret and the old release gone.
+#[test]
+fn the_oidc_example_mirrors_generates_and_moves_overrides_on_a_real_cluster() {
+    use base64::Engine as _;
+    let Some(cp) = crate::control_plane::control_plane() else {
+        return;
+    };
+    for ns in ["oidc", "platform-ca"] {
+        cp.delete_namespace(ns);
+    }
+    cp.kubectl_ok(&["create", "namespace", "platform-ca"]);
+    cp.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "ca",
+        "-n",
+        "platform-ca",
+        "--from-literal=ca.crt=ca-bytes",
+    ]);
+    let policy = crate::support::fresh_dir("cp_oidc_policy").join("policy.yaml");
+    std::fs::create_dir_all(policy.parent().unwrap()).unwrap();
+    std::fs::write(
+        &policy,
+        "apps:\n  oidc:\n    mirrorFrom: [platform-ca/ca]\n",
+    )
+    .unwrap();
+    let mut d = Daemon::start_with_target(
+        "cp_oidc",
+        vec![
+            "--kubeconfig".into(),
+            cp.capstan_kubeconfig().display().to_string(),
+            "--action-policy".into(),
+            policy.display().to_string(),
+        ],
+    );
+    d.kill();
+    d.spawn_with_facts(&example_facts("oidc", "duplex-oam.yaml"));
+    let v1 = d.app_bundle("oidc", "1.0.0", |_| {});
+    d.ok(&["app", "upload", v1.to_str().unwrap()]);
+    d.ok(&[
+        "override",
+        "set",
+        "oidc",
+        "dex",
+        "--set",
+        "image=registry.example.invalid/dex:2.42",
+    ]);
+    d.ok(&["app", "apply", "oidc"]);
+    assert_eq!(d.state_of("oidc"), "applied", "{}", d.show("oidc"));
+    let decoded = |name: &str, key: &str| -> String {
+        let encoded = cp.kubectl_ok(&[
+            "get",
+            "secret",
+            name,
+            "-n",
+            "oidc",
+            "-o",
+            &format!("jsonpath={{.data.{}}}", key.replace('.', "\\.")),
+        ]);
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .unwrap_or_default(),
+        )
+        .unwrap_or_default()
+    };
+    assert_eq!(decoded("oidc-ca", "ca.crt"), "ca-bytes");
+    let mirrored = cp
+        .object("secret", Some("oidc"), "oidc-ca")
+        .unwrap_or_default();
+    assert_eq!(
+        mirrored["metadata"]["annotations"]["capstan.dev/mirrored-from"], "platform-ca/ca",
+        "{mirrored}"
+    );
+    let secret = decoded("oidc-client-secret", "password");
+    assert_eq!(secret.len(), 32, "{secret:?}");
+    let config = decoded("dex-config", "config.yaml");
+    assert!(
+        config.contains("issuer: https://[fd00:10::2]:30556/dex")
+            && config.contains(&format!("secret: \"{secret}\"")),
+        "{config}"
+    );
+    let deployment = cp
+        .object("deployment", Some("oidc"), "dex")
+        .unwrap_or_default();
+    assert!(deployment.to_string().contains("dex:2.42"), "{deployment}");
+
+    let v2 = d.app_bundle("oidc", "2.0.0", |app| {
+        std::fs::rename(app.join("charts/dex"), app.join("charts/oidc-dex")).unwrap();
+        let chart = app.join("charts/oidc-dex/Chart.yaml");
+        let text = std::fs::read_to_string(&chart)
+            .unwrap()
+            .replace("name: dex", "name: oidc-dex");
+        std::fs::write(&chart, text).unwrap();
+        let manifest = app.join("capstan.yaml");
+        let text = std::fs::read_to_string(&manifest)
+            .unwrap()
+            .replace(
+                "  - name: dex\n    path: charts/dex",
+                "  - name: oidc-dex\n    path: charts/oidc-dex",
+            )
+            .replace("release: dex", "release: oidc-dex")
+            .replace("charts: [dex]", "charts: [oidc-dex]")
+            .replace(
+                "from_versions: [\">=1.0, <2.0\"]",
+                "from_versions: [\">=1.0, <3.0\"]",
+            );
+        std::fs::write(&manifest, text).unwrap();
+    });
+    d.ok(&["app", "update", v2.to_str().unwrap()]);
+    assert_eq!(d.state_of("oidc"), "applied", "{}", d.show("oidc"));
+    assert_eq!(decoded("oidc-client-secret", "password"), secret);
+    // The renamed chart's release took the old one's objects over (same
+    // names), and removing the old release left them.
+    for (kind, name) in [("secret", "dex-config"), ("deployment", "dex")] {
+        let object = cp.object(kind, Some("oidc"), name).unwrap_or_default();
+        assert_eq!(
+            object["metadata"]["annotations"]["app.capstan.dev/release"], "oidc/oidc-dex",
+            "{object}"
+        );
+    }
+    assert!(decoded("dex-config", "config.yaml").contains(&secret));
+    let moved: Value =
+        serde_json::from_str(&d.ok(&["override", "show", "oidc", "oidc-dex", "-o", "json"]))
+            .unwrap();
+    assert_eq!(
+        moved["merged"]["image"], "registry.example.invalid/dex:2.42",
+        "{moved}"
+    );
+    d.ok(&["app", "remove", "oidc"]);
+    assert!(cp.object("secret", Some("oidc"), "oidc-ca").is_none());
+    assert!(
+        cp.object("secret", Some("oidc"), "oidc-client-secret")
+            .is_none()
+    );
+    for ns in ["oidc", "platform-ca"] {
+        cp.delete_namespace(ns);
+    }
+}

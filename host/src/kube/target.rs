@@ -371,6 +371,11 @@ pub struct ApplyOptions {
     /// field and this option. A StatefulSet is deleted with orphan
     /// propagation, so its Pods and claims survive the recreate.
     pub recreate: Vec<String>,
+    /// Releases of the same app (`APP/CHART`, as [`Release`] displays)
+    /// whose objects this apply may take over without `adopt`: those of
+    /// the charts an update drops or renames, which are removed after it
+    /// (their removal leaves what another release took). Empty by default.
+    pub take_over: Vec<String>,
     /// The revision this apply was rendered as (`.Release.Revision`): a
     /// cluster target records it in the release Secret when the apply
     /// writes or deletes something. `None` counts one up from the

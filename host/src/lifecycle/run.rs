@@ -103,6 +103,9 @@ struct RenderedChart {
     timeout: Option<std::time::Duration>,
     adopt: bool,
     recreate: Vec<String>,
+    /// The releases of charts this operation lets go of, whose objects
+    /// the chart may take over ([`ApplyOptions::take_over`]).
+    take_over: Vec<String>,
 }
 
 /// A chart group's rendered charts, in order.
@@ -414,6 +417,7 @@ impl Job<'_> {
                     timeout: chart.timeout,
                     adopt: prepared.request.adopt,
                     recreate: prepared.request.recreate.to_vec(),
+                    take_over: self.let_go(prepared.request),
                 });
             }
             let added: BTreeSet<String> = charts
@@ -718,6 +722,7 @@ impl Job<'_> {
             adopt: chart.adopt,
             timeout: chart.timeout,
             recreate: chart.recreate.clone(),
+            take_over: chart.take_over.clone(),
             revision: Some(chart.revision),
             ..ApplyOptions::default()
         };
@@ -798,6 +803,23 @@ impl Job<'_> {
     /// Removes the releases of charts that were (or may have been) applied
     /// but are not part of this apply: charts of the replaced version this
     /// one lacks, and this version's disabled charts.
+    /// The releases (`APP/CHART`) of the charts the version `request`
+    /// replaces and does not have itself: [`Job::prune_charts`] removes
+    /// them after the apply, so the charts of this version may take
+    /// their objects over (a renamed chart's).
+    fn let_go(&self, request: &ApplyRequest<'_>) -> Vec<String> {
+        let Some(replacing) = request.replacing else {
+            return Vec::new();
+        };
+        replacing
+            .metadata
+            .charts
+            .iter()
+            .filter(|old| request.version.metadata.chart(&old.name).is_none())
+            .map(|old| replacing.release(&self.app, old).to_string())
+            .collect()
+    }
+
     fn prune_charts(
         &self,
         request: &ApplyRequest<'_>,

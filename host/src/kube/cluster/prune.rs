@@ -9,6 +9,9 @@
 //! everything in them) and PersistentVolumeClaims (the data). Deletion
 //! uses Background propagation, as Helm does; an entry leaves the
 //! inventory only once a GET gives 404 ([`super::delete::until_gone`]).
+//! An object whose ownership annotation names another release now (an
+//! update's renamed chart took it over) is never deleted: it leaves this
+//! release's inventory.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +22,7 @@ use super::client::Cluster;
 use super::delete::{Doomed, until_gone};
 use super::discovery::Kind;
 use super::error::Error;
+use super::inventory::{Owner, owner};
 use super::wait::Awaited;
 use crate::kube::target::{ApplyEvent, ProgressSink, Purge};
 use crate::kube::{ObjectRef, Release};
@@ -123,7 +127,18 @@ pub async fn start_deleting(
         record.inventory.forget(id);
         return Ok(None);
     };
-    if let Some(reason) = protection(&scoped, &live) {
+    // Handed over: another release took the object (an update's renamed
+    // chart); deleting it would take it from that release.
+    let handed_over = match owner(&live) {
+        Owner::Release(named) => named != release.to_string(),
+        _ => false,
+    };
+    let protected = if handed_over {
+        Some("owned by another release now")
+    } else {
+        protection(&scoped, &live)
+    };
+    if let Some(reason) = protected {
         record.inventory.forget(id);
         progress.event(&ApplyEvent::Kept {
             object: &scoped,
