@@ -90,6 +90,8 @@ mod real_cluster;
 /// objects under the lookup policy, `.Capabilities` from the server.
 mod connected;
 
+/// Leader election on a Lease, on the real control plane (issue 26).
+mod lease;
 /// Facts from the cluster and re-evaluation on the real control plane.
 mod live_facts;
 

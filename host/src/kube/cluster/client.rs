@@ -311,6 +311,69 @@ impl Cluster {
         }
     }
 
+    /// `POST` of `body` (the object `id`) into its collection, as field
+    /// manager `capstan`. A 409 (it exists) is [`Error::Refused`] with
+    /// code 409.
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
+    pub async fn create(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        body: &Value,
+    ) -> Result<Value, Error> {
+        let request = kube::core::Request::new(kind.collection_path(namespace));
+        let params = kube::api::PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..kube::api::PostParams::default()
+        };
+        let bytes = serde_json::to_vec(body).map_err(|source| Error::Decode {
+            verb: Verb::Create,
+            target: id.to_string(),
+            source,
+        })?;
+        let op = object_op(Verb::Create, id);
+        let answer = send(&self.client, &self.policy, &op, || {
+            request.create(&params, bytes.clone())
+        })
+        .await?;
+        expect_found(answer, Verb::Create, id)
+    }
+
+    /// `PUT` of `body` (the object `id`, carrying the
+    /// `metadata.resourceVersion` it was read at): the server refuses it
+    /// with 409 when the object changed since, which is optimistic
+    /// concurrency.
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
+    pub async fn replace(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        body: &Value,
+    ) -> Result<Value, Error> {
+        let request = kube::core::Request::new(kind.collection_path(namespace));
+        let params = kube::api::PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..kube::api::PostParams::default()
+        };
+        let bytes = serde_json::to_vec(body).map_err(|source| Error::Decode {
+            verb: Verb::Replace,
+            target: id.to_string(),
+            source,
+        })?;
+        let op = object_op(Verb::Replace, id);
+        let answer = send(&self.client, &self.policy, &op, || {
+            request.replace(&id.name, &params, bytes.clone())
+        })
+        .await?;
+        expect_found(answer, Verb::Replace, id)
+    }
+
     /// A JSON merge patch (`application/merge-patch+json`) of `id`, as
     /// field manager `capstan`: for what server-side apply cannot say,
     /// such as clearing a field another manager set (a `null` removes
@@ -380,6 +443,20 @@ fn object_op(verb: Verb, id: &ObjectRef) -> Op<'_> {
         verb,
         target: id.to_string(),
         object: Some(id),
+    }
+}
+
+/// The object of a write's answer; a 404 is an error naming it.
+fn expect_found(answer: Answer, verb: Verb, id: &ObjectRef) -> Result<Value, Error> {
+    match answer {
+        Answer::Found(object) => Ok(object),
+        Answer::NotFound => Err(Error::Refused {
+            verb,
+            target: id.to_string(),
+            code: 404,
+            reason: "NotFound".into(),
+            message: "the object or its collection is gone".into(),
+        }),
     }
 }
 

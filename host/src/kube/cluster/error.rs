@@ -30,6 +30,10 @@ pub enum Verb {
     Discover,
     /// `GET` of a collection with `watch=true`.
     Watch,
+    /// `POST` of a new object.
+    Create,
+    /// `PUT` of a whole object, guarded by its `resourceVersion`.
+    Replace,
 }
 
 impl fmt::Display for Verb {
@@ -43,6 +47,8 @@ impl fmt::Display for Verb {
             Verb::MergePatch => "merge patch",
             Verb::Discover => "discover",
             Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Replace => "replace",
         })
     }
 }
@@ -274,6 +280,9 @@ pub enum Error {
         /// The `kind`.
         kind: String,
     },
+    /// Leader-election timings that cannot work.
+    #[error("{0}")]
+    BadLease(String),
     /// A watch could not be started or broke off.
     #[error("watch {target}")]
     Watch {

@@ -25,6 +25,7 @@
 //! - [`watch`]: waiting for a change to what the facts read (Nodes,
 //!   StorageClasses, a ConfigMap, CRDs), one watch each;
 //! - [`events`]: Kubernetes Events on a release's inventory Secret;
+//! - [`lease`]: leader election on a `coordination.k8s.io/v1` Lease;
 //! - [`retry`]: transient failures retried within a budget;
 //! - [`error`]: one variant per failing step.
 //!
@@ -46,6 +47,7 @@ pub mod error;
 pub mod events;
 pub mod hooks;
 pub mod inventory;
+pub mod lease;
 pub mod live;
 pub mod prune;
 pub mod readiness;
@@ -196,6 +198,28 @@ impl Drop for ClusterTarget {
 }
 
 impl ClusterTarget {
+    /// Starts leader election on the Lease of `config`, on this target's
+    /// connection and runtime ([`lease`]).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the runtime is shut down; timings that
+    /// cannot work ([`lease::LeaseConfig::problem`]) as
+    /// [`Error::BadLease`].
+    pub fn elect(&self, config: lease::LeaseConfig) -> Result<lease::Election, Error> {
+        if let Some(problem) = config.problem() {
+            return Err(Error::BadLease(problem));
+        }
+        let runtime = self
+            .runtime
+            .as_ref()
+            .ok_or_else(|| Error::Runtime(std::io::Error::other("runtime shut down")))?;
+        let elector = lease::Elector::new(self.cluster.clone(), config);
+        Ok(lease::Election::start(runtime.handle(), elector))
+    }
+}
+
+impl ClusterTarget {
+    /// [`ClusterTarget::block_on`] for reads that belong to no release.impl ClusterTarget {
     /// [`ClusterTarget::block_on`] for reads that belong to no release.
     fn block_on_read<T>(
         &self,
