@@ -483,7 +483,7 @@ pub(super) fn check_owner(
         Owner::Release(named) if named == release.to_string() => Ok(()),
         // A release of the same app that this operation lets go of (an
         // update's renamed or dropped chart) hands its objects over.
-        Owner::Release(named) if options.take_over.iter().any(|r| *r == named) => Ok(()),
+        Owner::Release(named) if options.take_over.contains(&named) => Ok(()),
         owner => Err(Error::Ownership {
             object: Box::new(p.id.clone()),
             owner,

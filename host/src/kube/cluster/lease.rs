@@ -397,10 +397,11 @@ pub async fn run(
             () = tokio::time::sleep(pause) => {}
             changed = stop.changed() => {
                 let release = changed.is_ok() && (*stop.borrow()).unwrap_or(true);
-                if release && leadership.is_leader() {
-                    if let Err(e) = elector.release().await {
-                        tracing::warn!(target: "capstan::lease", error = %e, "releasing the lease failed");
-                    }
+                if release
+                    && leadership.is_leader()
+                    && let Err(e) = elector.release().await
+                {
+                    tracing::warn!(target: "capstan::lease", error = %e, "releasing the lease failed");
                 }
                 leadership.set(false, None);
                 return;
