@@ -218,6 +218,34 @@ pub(crate) fn write_app(dir: &Path) {
     .unwrap();
 }
 
+/// The contract fixture as app `contract` for a cluster: its chart `web`
+/// in namespace `ns` (the Secret it keeps in `platform-ca` left out), its
+/// plugin routed with `hooks`, and `extra` added to `capstan.yaml`; built
+/// and signed, the bundle's path.
+pub(crate) fn cluster_app(d: &Daemon, ns: &str, hooks: &str, extra: &str) -> PathBuf {
+    let dir = d.dir.join(format!("app-{ns}"));
+    write_app(&dir);
+    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
+    std::fs::write(
+        dir.join("capstan.yaml"),
+        format!(
+            "name: contract\nversion: 1.0.0\n\
+             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
+             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
+             plugins:\n  - {{path: plugins/v2.wasm, hooks: [{hooks}], charts: [web]}}\n{extra}"
+        ),
+    )
+    .unwrap();
+    let bundle = d.dir.join(format!("{ns}.tgz"));
+    let built = d.build(&dir, &bundle);
+    assert!(
+        built.status.success(),
+        "{}",
+        crate::daemon::text(&built.stderr)
+    );
+    bundle
+}
+
 fn bundle(d: &Daemon) -> PathBuf {
     let dir = d.dir.join("app-contract");
     write_app(&dir);
@@ -923,28 +951,7 @@ fn the_oidc_example_generates_mirrors_and_moves_overrides_to_its_renamed_chart()
         "{rendered}"
     );
 
-    let v2 = d.app_bundle("oidc", "2.0.0", |app| {
-        std::fs::rename(app.join("charts/dex"), app.join("charts/oidc-dex")).unwrap();
-        let chart = app.join("charts/oidc-dex/Chart.yaml");
-        let text = std::fs::read_to_string(&chart)
-            .unwrap()
-            .replace("name: dex", "name: oidc-dex");
-        std::fs::write(&chart, text).unwrap();
-        let manifest = app.join("capstan.yaml");
-        let text = std::fs::read_to_string(&manifest)
-            .unwrap()
-            .replace(
-                "  - name: dex\n    path: charts/dex",
-                "  - name: oidc-dex\n    path: charts/oidc-dex",
-            )
-            .replace("release: dex", "release: oidc-dex")
-            .replace("charts: [dex]", "charts: [oidc-dex]")
-            .replace(
-                "from_versions: [\">=1.0, <2.0\"]",
-                "from_versions: [\">=1.0, <3.0\"]",
-            );
-        std::fs::write(&manifest, text).unwrap();
-    });
+    let v2 = d.app_bundle("oidc", "2.0.0", oidc_v2);
     d.ok(&["app", "update", v2.to_str().unwrap()]);
     assert_eq!(d.state_of("oidc"), "applied", "{}", d.show("oidc"));
     let rendered = std::fs::read_to_string(d.applied().join("oidc/oidc-dex.yaml")).unwrap();
@@ -964,6 +971,31 @@ fn the_oidc_example_generates_mirrors_and_moves_overrides_to_its_renamed_chart()
         moved["merged"]["image"], "registry.example.invalid/dex:2.42",
         "{moved}"
     );
+}
+
+/// The oidc example's version 2 made from its folder: the chart `dex`
+/// renamed `oidc-dex` (its release too), updating from 1.x.
+fn oidc_v2(app: &Path) {
+    std::fs::rename(app.join("charts/dex"), app.join("charts/oidc-dex")).unwrap();
+    let chart = app.join("charts/oidc-dex/Chart.yaml");
+    let text = std::fs::read_to_string(&chart)
+        .unwrap()
+        .replace("name: dex", "name: oidc-dex");
+    std::fs::write(&chart, text).unwrap();
+    let manifest = app.join("capstan.yaml");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace(
+            "  - name: dex\n    path: charts/dex",
+            "  - name: oidc-dex\n    path: charts/oidc-dex",
+        )
+        .replace("release: dex", "release: oidc-dex")
+        .replace("charts: [dex]", "charts: [oidc-dex]")
+        .replace(
+            "from_versions: [\">=1.0, <2.0\"]",
+            "from_versions: [\">=1.0, <3.0\"]",
+        );
+    std::fs::write(&manifest, text).unwrap();
 }
 
 /// A key of the Secret `name` in a YAML stream, decoded.
@@ -998,26 +1030,7 @@ fn restart_rolls_an_owned_workload_and_nothing_else() {
     let ns = "cp-restart";
     cp.delete_namespace(ns);
     let d = cp.daemon("cp_restart");
-    let dir = d.dir.join("app-restart");
-    write_app(&dir);
-    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
-    std::fs::write(
-        dir.join("capstan.yaml"),
-        format!(
-            "name: contract\nversion: 1.0.0\n\
-             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
-             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
-             plugins:\n  - {{path: plugins/v2.wasm, hooks: [pre-apply, post-apply], charts: [web]}}\n"
-        ),
-    )
-    .unwrap();
-    let bundle = d.dir.join("restart.tgz");
-    let built = d.build(&dir, &bundle);
-    assert!(
-        built.status.success(),
-        "{}",
-        crate::daemon::text(&built.stderr)
-    );
+    let bundle = cluster_app(&d, ns, "pre-apply, post-apply", "");
     d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
     let deployment = format!(
         "{{apiVersion: apps/v1, kind: Deployment, metadata: {{name: worker, namespace: {ns}}}, \
@@ -1241,26 +1254,7 @@ fn ensure_and_delete_leave_the_rest_of_a_release_as_it_is() {
     let ns = "cp-partial";
     cp.delete_namespace(ns);
     let d = cp.daemon("cp_partial");
-    let dir = d.dir.join("app-partial");
-    write_app(&dir);
-    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
-    std::fs::write(
-        dir.join("capstan.yaml"),
-        format!(
-            "name: contract\nversion: 1.0.0\n\
-             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
-             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
-             plugins:\n  - {{path: plugins/v2.wasm, hooks: [pre-apply, post-apply], charts: [web]}}\n"
-        ),
-    )
-    .unwrap();
-    let bundle = d.dir.join("partial.tgz");
-    let built = d.build(&dir, &bundle);
-    assert!(
-        built.status.success(),
-        "{}",
-        crate::daemon::text(&built.stderr)
-    );
+    let bundle = cluster_app(&d, ns, "pre-apply, post-apply", "");
     d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
     let deployment = format!(
         "{{apiVersion: apps/v1, kind: Deployment, metadata: {{name: worker, namespace: {ns}}}, \
@@ -1381,26 +1375,7 @@ fn a_generated_secret_is_shown_nowhere_on_the_real_control_plane() {
     let ns = "cp-secrecy";
     cp.delete_namespace(ns);
     let d = cp.daemon("cp_secrecy");
-    let dir = d.dir.join("app-secrecy");
-    write_app(&dir);
-    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
-    std::fs::write(
-        dir.join("capstan.yaml"),
-        format!(
-            "name: contract\nversion: 1.0.0\n\
-             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
-             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
-             plugins:\n  - {{path: plugins/v2.wasm, hooks: [pre-apply, post-apply], charts: [web]}}\n"
-        ),
-    )
-    .unwrap();
-    let bundle = d.dir.join("secrecy.tgz");
-    let built = d.build(&dir, &bundle);
-    assert!(
-        built.status.success(),
-        "{}",
-        crate::daemon::text(&built.stderr)
-    );
+    let bundle = cluster_app(&d, ns, "pre-apply, post-apply", "");
     d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
     set_user(&d, "askSecret: true\n");
     d.ok(&["app", "apply", "contract"]);
@@ -1647,28 +1622,7 @@ fn the_oidc_example_mirrors_generates_and_moves_overrides_on_a_real_cluster() {
         .unwrap_or_default();
     assert!(deployment.to_string().contains("dex:2.42"), "{deployment}");
 
-    let v2 = d.app_bundle("oidc", "2.0.0", |app| {
-        std::fs::rename(app.join("charts/dex"), app.join("charts/oidc-dex")).unwrap();
-        let chart = app.join("charts/oidc-dex/Chart.yaml");
-        let text = std::fs::read_to_string(&chart)
-            .unwrap()
-            .replace("name: dex", "name: oidc-dex");
-        std::fs::write(&chart, text).unwrap();
-        let manifest = app.join("capstan.yaml");
-        let text = std::fs::read_to_string(&manifest)
-            .unwrap()
-            .replace(
-                "  - name: dex\n    path: charts/dex",
-                "  - name: oidc-dex\n    path: charts/oidc-dex",
-            )
-            .replace("release: dex", "release: oidc-dex")
-            .replace("charts: [dex]", "charts: [oidc-dex]")
-            .replace(
-                "from_versions: [\">=1.0, <2.0\"]",
-                "from_versions: [\">=1.0, <3.0\"]",
-            );
-        std::fs::write(&manifest, text).unwrap();
-    });
+    let v2 = d.app_bundle("oidc", "2.0.0", oidc_v2);
     d.ok(&["app", "update", v2.to_str().unwrap()]);
     assert_eq!(d.state_of("oidc"), "applied", "{}", d.show("oidc"));
     assert_eq!(decoded("oidc-client-secret", "password"), secret);

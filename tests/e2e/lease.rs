@@ -37,6 +37,21 @@ fn candidate(cp: &ControlPlane, identity: &str) -> (ClusterTarget, Election) {
     (target, election)
 }
 
+/// A field of the Lease's spec, as kubectl prints it.
+fn lease_field(cp: &ControlPlane, field: &str) -> String {
+    cp.kubectl_ok(&[
+        "get",
+        "lease",
+        "capstan",
+        "-n",
+        NAMESPACE,
+        "-o",
+        &format!("jsonpath={{.spec.{field}}}"),
+    ])
+    .trim()
+    .to_string()
+}
+
 fn wait(what: &str, within: Duration, check: impl Fn() -> bool) -> Duration {
     let started = Instant::now();
     while !check() {
@@ -70,16 +85,7 @@ fn one_candidate_leads_and_the_other_takes_over_only_when_the_lease_expires() {
         (&b, &a, "candidate-b", "candidate-a")
     };
     assert_eq!(follower.leadership().holder().as_deref(), Some(leader_name));
-    let holder = cp.kubectl_ok(&[
-        "get",
-        "lease",
-        "capstan",
-        "-n",
-        NAMESPACE,
-        "-o",
-        "jsonpath={.spec.holderIdentity}",
-    ]);
-    assert_eq!(holder.trim(), leader_name);
+    assert_eq!(lease_field(&cp, "holderIdentity"), leader_name);
 
     // The leader stops without releasing (a crash): the follower waits
     // for the Lease to expire on its own clock, then takes it.

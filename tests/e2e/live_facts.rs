@@ -261,23 +261,12 @@ fn auto_reapply_applies_on_its_own_and_a_veto_holds_it() {
             format!("{ns}/capstan-facts"),
         ],
     );
-    let dir = d.dir.join("app-auto");
-    crate::contract_v2::write_app(&dir);
-    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
-    std::fs::write(
-        dir.join("capstan.yaml"),
-        format!(
-            "name: contract\nversion: 1.0.0\n\
-             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
-             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
-             plugins:\n  - {{path: plugins/v2.wasm, hooks: [semantic-check, pre-apply, post-apply], charts: [web]}}\n\
-             auto_reapply: true\nauto_reapply_interval: 1s\n"
-        ),
-    )
-    .unwrap();
-    let bundle = d.dir.join("auto.tgz");
-    let built = d.build(&dir, &bundle);
-    assert!(built.status.success(), "{}", text(&built.stderr));
+    let bundle = crate::contract_v2::cluster_app(
+        &d,
+        ns,
+        "semantic-check, pre-apply, post-apply",
+        "auto_reapply: true\nauto_reapply_interval: 1s\n",
+    );
     d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
     d.ok(&["app", "apply", "contract"]);
     assert_eq!(d.state_of("contract"), "applied", "{}", d.log());
@@ -385,23 +374,12 @@ fn a_relabelled_node_asks_the_apps_that_declared_that_label() {
     let overlay = d.state().with_file_name("site-facts.yaml");
     std::fs::write(&overlay, "extra: {}\n").unwrap();
     d.spawn_with_facts(&overlay);
-    let dir = d.dir.join("app-triggers");
-    crate::contract_v2::write_app(&dir);
-    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
-    std::fs::write(
-        dir.join("capstan.yaml"),
-        format!(
-            "name: contract\nversion: 1.0.0\n\
-             charts:\n  - {{name: web, path: charts/web, namespace: {ns}, release: web}}\n\
-             chart_groups:\n  - {{name: all, mode: sequential, charts: [web]}}\n\
-             plugins:\n  - {{path: plugins/v2.wasm, hooks: [pre-apply, post-apply, evaluate-reapply], charts: [web]}}\n\
-             reapply_triggers:\n  - {{on: node-relabelled, label: capstan-test/rack}}\n"
-        ),
-    )
-    .unwrap();
-    let bundle = d.dir.join("triggers.tgz");
-    let built = d.build(&dir, &bundle);
-    assert!(built.status.success(), "{}", text(&built.stderr));
+    let bundle = crate::contract_v2::cluster_app(
+        &d,
+        ns,
+        "pre-apply, post-apply, evaluate-reapply",
+        "reapply_triggers:\n  - {on: node-relabelled, label: capstan-test/rack}\n",
+    );
     d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
     crate::contract_v2::set_user(&d, "askReapply: true\n");
     d.ok(&["app", "apply", "contract"]);

@@ -75,6 +75,25 @@ pub(crate) struct ApplyRequest<'a> {
     pub phase: &'static str,
 }
 
+impl<'a> ApplyRequest<'a> {
+    /// A request of `version` with the stored user overrides and no
+    /// flags, for work that loads the plugins without applying (a hook
+    /// called on its own: `semantic-check`, `post-abort`,
+    /// `evaluate-reapply`), under checkpoint prefix `phase`.
+    pub fn plain(version: &'a StoredVersion, phase: &'static str) -> ApplyRequest<'a> {
+        ApplyRequest {
+            version,
+            replacing: None,
+            user: UserLayer::Stored,
+            rekind: &[],
+            adopt: false,
+            recreate: &[],
+            around: None,
+            phase,
+        }
+    }
+}
+
 /// What an apply would change in one chart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChartDiff {
@@ -860,16 +879,7 @@ impl Job<'_> {
     /// actions are not taken (the apply that follows calls it again).
     /// The veto's reason, naming the plugin, when one vetoes.
     pub fn semantic_veto(&self, version: &StoredVersion) -> Result<Option<String>, Error> {
-        let request = ApplyRequest {
-            version,
-            replacing: None,
-            user: UserLayer::Stored,
-            rekind: &[],
-            adopt: false,
-            recreate: &[],
-            around: None,
-            phase: "apply",
-        };
+        let request = ApplyRequest::plain(version, "apply");
         let prepared = self.load(&request)?;
         let call = prepared.hook_call(self, Hook::SemanticCheck)?;
         for p in prepared.plugins_with(Hook::SemanticCheck) {
@@ -1395,16 +1405,7 @@ impl Job<'_> {
     /// A plugin's failure or a denied action; a veto (there is nothing
     /// left to veto) is an error too, naming the plugin.
     pub fn post_abort(&self, version: &StoredVersion) -> Result<(), Error> {
-        let request = ApplyRequest {
-            version,
-            replacing: None,
-            user: UserLayer::Stored,
-            rekind: &[],
-            adopt: false,
-            recreate: &[],
-            around: None,
-            phase: "abort",
-        };
+        let request = ApplyRequest::plain(version, "abort");
         let prepared = self.load(&request)?;
         self.run_hook(&prepared, Hook::PostAbort)
     }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Error;
 use super::engine::Lifecycle;
-use super::run::{ApplyRequest, Job, UserLayer};
+use super::run::{ApplyRequest, Job};
 use super::stored::StoredVersion;
 use crate::model::{Action, AppName, Hook, Mode, Trigger, TriggerKind};
 use crate::store::AppState;
@@ -109,16 +109,7 @@ impl Job<'_> {
         version: &StoredVersion,
         trigger: &Trigger,
     ) -> Result<Option<String>, Error> {
-        let request = ApplyRequest {
-            version,
-            replacing: None,
-            user: UserLayer::Stored,
-            rekind: &[],
-            adopt: false,
-            recreate: &[],
-            around: None,
-            phase: "evaluate-reapply",
-        };
+        let request = ApplyRequest::plain(version, "evaluate-reapply");
         let prepared = self.load(&request)?;
         let mut call = prepared.hook_call(self, Hook::EvaluateReapply)?;
         call.mode = Mode::Auto;

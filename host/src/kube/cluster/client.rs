@@ -324,22 +324,7 @@ impl Cluster {
         id: &ObjectRef,
         body: &Value,
     ) -> Result<Value, Error> {
-        let request = kube::core::Request::new(kind.collection_path(namespace));
-        let params = kube::api::PostParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..kube::api::PostParams::default()
-        };
-        let bytes = serde_json::to_vec(body).map_err(|source| Error::Decode {
-            verb: Verb::Create,
-            target: id.to_string(),
-            source,
-        })?;
-        let op = object_op(Verb::Create, id);
-        let answer = send(&self.client, &self.policy, &op, || {
-            request.create(&params, bytes.clone())
-        })
-        .await?;
-        expect_found(answer, Verb::Create, id)
+        self.write(Verb::Create, kind, namespace, id, body).await
     }
 
     /// `PUT` of `body` (the object `id`, carrying the
@@ -356,22 +341,35 @@ impl Cluster {
         id: &ObjectRef,
         body: &Value,
     ) -> Result<Value, Error> {
+        self.write(Verb::Replace, kind, namespace, id, body).await
+    }
+
+    /// A `POST` ([`Verb::Create`]) or `PUT` (any other verb) of `body`.
+    async fn write(
+        &self,
+        verb: Verb,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        body: &Value,
+    ) -> Result<Value, Error> {
         let request = kube::core::Request::new(kind.collection_path(namespace));
         let params = kube::api::PostParams {
             field_manager: Some(FIELD_MANAGER.into()),
             ..kube::api::PostParams::default()
         };
         let bytes = serde_json::to_vec(body).map_err(|source| Error::Decode {
-            verb: Verb::Replace,
+            verb,
             target: id.to_string(),
             source,
         })?;
-        let op = object_op(Verb::Replace, id);
-        let answer = send(&self.client, &self.policy, &op, || {
-            request.replace(&id.name, &params, bytes.clone())
+        let op = object_op(verb, id);
+        let answer = send(&self.client, &self.policy, &op, || match verb {
+            Verb::Create => request.create(&params, bytes.clone()),
+            _ => request.replace(&id.name, &params, bytes.clone()),
         })
         .await?;
-        expect_found(answer, Verb::Replace, id)
+        expect_found(answer, verb, id)
     }
 
     /// A JSON merge patch (`application/merge-patch+json`) of `id`, as

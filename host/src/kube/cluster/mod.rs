@@ -219,6 +219,14 @@ impl ClusterTarget {
 }
 
 impl ClusterTarget {
+    /// The kind `api_version`/`kind` as discovery has it.
+    async fn resolve(&self, api_version: &str, kind: &str) -> Result<discovery::Kind, Error> {
+        self.cluster
+            .discovery
+            .resolve(&self.cluster, api_version, kind)
+            .await
+    }
+
     /// [`ClusterTarget::block_on`] for reads that belong to no release.impl ClusterTarget {
     /// [`ClusterTarget::block_on`] for reads that belong to no release.
     fn block_on_read<T>(
@@ -259,11 +267,7 @@ impl ApplyTarget for ClusterTarget {
     /// `GET` of the object, or the list in pages ([`live::read`]).
     fn read_live(&self, query: &LookupQuery) -> Result<serde_json::Value, crate::kube::Error> {
         self.block_on_read(query, async {
-            let kind = self
-                .cluster
-                .discovery
-                .resolve(&self.cluster, &query.api_version, &query.kind)
-                .await?;
+            let kind = self.resolve(&query.api_version, &query.kind).await?;
             live::read(&self.cluster, &kind, &query.namespace, &query.name).await
         })
     }
@@ -298,11 +302,7 @@ impl ApplyTarget for ClusterTarget {
             RESTARTED_AT: at,
         }}}}});
         self.run(async {
-            let kind = self
-                .cluster
-                .discovery
-                .resolve(&self.cluster, &object.api_version, &object.kind)
-                .await?;
+            let kind = self.resolve(&object.api_version, &object.kind).await?;
             self.cluster
                 .merge_patch(&kind, object.namespace.as_deref(), object, &patch)
                 .await?;
@@ -320,11 +320,7 @@ impl ApplyTarget for ClusterTarget {
         query: &LookupQuery,
     ) -> Result<Option<String>, crate::kube::Error> {
         self.block_on_read(query, async {
-            let kind = self
-                .cluster
-                .discovery
-                .resolve(&self.cluster, &query.api_version, &query.kind)
-                .await?;
+            let kind = self.resolve(&query.api_version, &query.kind).await?;
             watch::collection_version(&self.cluster, &kind, &query.namespace).await
         })
     }
@@ -344,9 +340,7 @@ impl ApplyTarget for ClusterTarget {
             let mut watched = Vec::with_capacity(from.len());
             for from in from {
                 let kind = self
-                    .cluster
-                    .discovery
-                    .resolve(&self.cluster, &from.query.api_version, &from.query.kind)
+                    .resolve(&from.query.api_version, &from.query.kind)
                     .await?;
                 watched.push(watch::Watched { kind, from });
             }
