@@ -14,9 +14,11 @@ use capstan::kube::{ClusterOptions, ClusterTarget, Connect};
 use crate::control_plane::{ControlPlane, control_plane};
 
 const NAMESPACE: &str = "capstan-lease-test";
-const LEASE: Duration = Duration::from_secs(3);
-const RENEW: Duration = Duration::from_secs(2);
-const RETRY: Duration = Duration::from_millis(500);
+// Short enough for a test, long enough that a loaded CI machine's
+// stalls do not end a healthy leader's term (client-go's ratios).
+const LEASE: Duration = Duration::from_secs(6);
+const RENEW: Duration = Duration::from_secs(4);
+const RETRY: Duration = Duration::from_secs(1);
 
 fn candidate(cp: &ControlPlane, identity: &str) -> (ClusterTarget, Election) {
     let target = ClusterTarget::connect(
