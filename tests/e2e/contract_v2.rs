@@ -468,6 +468,17 @@ fn a_platform_event_asks_the_apps_that_declared_it() {
     }
 }
 
+/// A Deployment `worker` of one Pod in `namespace`, as a hook's `ensure`
+/// names it (flow YAML).
+fn worker_deployment(namespace: &str) -> String {
+    format!(
+        "{{apiVersion: apps/v1, kind: Deployment, metadata: {{name: worker, namespace: {namespace}}}, \
+         spec: {{replicas: 1, selector: {{matchLabels: {{app: worker}}}}, \
+         template: {{metadata: {{labels: {{app: worker}}}}, \
+         spec: {{containers: [{{name: w, image: registry.k8s.io/pause:3.10}}]}}}}}}}}"
+    )
+}
+
 fn config_map(namespace: &str, name: &str) -> String {
     format!(
         "{{apiVersion: v1, kind: ConfigMap, metadata: {{name: {name}, namespace: {namespace}}}, data: {{k: v}}}}"
@@ -1032,12 +1043,7 @@ fn restart_rolls_an_owned_workload_and_nothing_else() {
     let d = cp.daemon("cp_restart");
     let bundle = cluster_app(&d, ns, "pre-apply, post-apply", "");
     d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
-    let deployment = format!(
-        "{{apiVersion: apps/v1, kind: Deployment, metadata: {{name: worker, namespace: {ns}}}, \
-         spec: {{replicas: 1, selector: {{matchLabels: {{app: worker}}}}, \
-         template: {{metadata: {{labels: {{app: worker}}}}, \
-         spec: {{containers: [{{name: w, image: registry.k8s.io/pause:3.10}}]}}}}}}}}"
-    );
+    let deployment = worker_deployment(ns);
     set_user(&d, &format!("ensure: [{deployment}]\n"));
     d.ok(&["app", "apply", "contract"]);
     assert_eq!(d.state_of("contract"), "applied", "{}", d.log());
@@ -1256,12 +1262,7 @@ fn ensure_and_delete_leave_the_rest_of_a_release_as_it_is() {
     let d = cp.daemon("cp_partial");
     let bundle = cluster_app(&d, ns, "pre-apply, post-apply", "");
     d.ok(&["app", "upload", bundle.to_str().unwrap_or_default()]);
-    let deployment = format!(
-        "{{apiVersion: apps/v1, kind: Deployment, metadata: {{name: worker, namespace: {ns}}}, \
-         spec: {{replicas: 1, selector: {{matchLabels: {{app: worker}}}}, \
-         template: {{metadata: {{labels: {{app: worker}}}}, \
-         spec: {{containers: [{{name: w, image: registry.k8s.io/pause:3.10}}]}}}}}}}}"
-    );
+    let deployment = worker_deployment(ns);
     set_user(
         &d,
         &format!("ensure: [{deployment}, {}]\n", config_map(ns, "a")),

@@ -48,11 +48,11 @@ pub const MAX_PATCHED_OVERRIDES_BYTES: usize = 1 << 20;
 /// release when the chart sets no timeout.
 pub const DEFAULT_STATUS_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// An error of the target reading or writing the owned release.
 /// The kinds a `restart` action may name (in `apps/v1`).
 const RESTARTABLE: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
 
-fn owned_error(source: kube::Error) -> Error {
+/// An error of the target reading or writing the owned release.
+pub(super) fn owned_error(source: kube::Error) -> Error {
     Error::Kube {
         chart: OWNED_CHART.into(),
         source: Box::new(source),
@@ -188,12 +188,7 @@ impl Job<'_> {
                     }
                 }
                 Action::Restart(object) => {
-                    self.target()
-                        .restart(object)
-                        .map_err(|source| Error::Kube {
-                            chart: OWNED_CHART.into(),
-                            source: Box::new(source),
-                        })?;
+                    self.target().restart(object).map_err(owned_error)?;
                     self.note(format!("restarted {object} at a plugin's request"));
                 }
             }
@@ -491,12 +486,12 @@ impl Job<'_> {
                 }
                 let live = self
                     .target()
-                    .read_live(&LookupQuery {
-                        api_version: "v1".into(),
-                        kind: "Secret".into(),
-                        namespace: id.namespace.clone().unwrap_or_default(),
-                        name: id.name.clone(),
-                    })
+                    .read_live(&LookupQuery::new(
+                        "v1",
+                        "Secret",
+                        id.namespace.as_deref().unwrap_or_default(),
+                        &id.name,
+                    ))
                     .map_err(owned_error)?;
                 let generated = live
                     .pointer("/metadata/labels")

@@ -178,12 +178,7 @@ impl ClusterFacts {
         let mut watch: Vec<WatchFrom> = DISCOVERY_KINDS
             .iter()
             .filter_map(|(api_version, kind)| {
-                let query = LookupQuery {
-                    api_version: (*api_version).into(),
-                    kind: (*kind).into(),
-                    namespace: String::new(),
-                    name: String::new(),
-                };
+                let query = LookupQuery::new(api_version, kind, "", "");
                 // A server without the kind, or a target that cannot
                 // watch, has nothing to watch here.
                 let version = self.target.collection_version(&query).ok()??;
@@ -193,12 +188,7 @@ impl ClusterFacts {
                 })
             })
             .collect();
-        let nodes_query = LookupQuery {
-            api_version: "v1".into(),
-            kind: "Node".into(),
-            namespace: String::new(),
-            name: String::new(),
-        };
+        let nodes_query = LookupQuery::new("v1", "Node", "", "");
         let nodes = self
             .target
             .read_live(&nodes_query)
@@ -222,12 +212,7 @@ impl ClusterFacts {
         };
         let classes = match served.api_versions.iter().any(|v| v == STORAGE_CLASS_KIND) {
             true => {
-                let query = LookupQuery {
-                    api_version: "storage.k8s.io/v1".into(),
-                    kind: "StorageClass".into(),
-                    namespace: String::new(),
-                    name: String::new(),
-                };
+                let query = LookupQuery::new("storage.k8s.io/v1", "StorageClass", "", "");
                 let list = self.target.read_live(&query).map_err(|e| {
                     format!("listing StorageClasses: {}", super::lookup::one_line(&e))
                 })?;
@@ -256,12 +241,7 @@ impl ClusterFacts {
         }
         for overlay in &self.options.overlays {
             if let Overlay::ConfigMap { namespace, name } = overlay {
-                let query = LookupQuery {
-                    api_version: "v1".into(),
-                    kind: "ConfigMap".into(),
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                };
+                let query = LookupQuery::new("v1", "ConfigMap", namespace, name);
                 let map = self.target.read_live(&query).map_err(|e| {
                     format!(
                         "reading ConfigMap {namespace}/{name}: {}",
@@ -319,7 +299,7 @@ impl ClusterFacts {
                     }
                     drop(kept);
                     state.facts = facts;
-                    state.generation = state.generation.saturating_add(1);
+                    state.generation = generation;
                     tracing::info!(target: "capstan::facts",
                         generation = state.generation,
                         changes = %state.changes.join("; "),

@@ -469,23 +469,13 @@ impl Lifecycle {
             && let Ok(version) = self.active_version(app)
         {
             let release = super::actions::owned_release_of(app, &version.metadata);
-            let held = self
+            let removed = self
                 .inner
                 .target
-                .applied(&release)
-                .map_err(|source| Error::Kube {
-                    chart: super::OWNED_CHART.into(),
-                    source: Box::new(source),
-                })?;
-            if !held.is_empty() {
-                self.inner
-                    .target
-                    .remove(&release)
-                    .map_err(|source| Error::Kube {
-                        chart: super::OWNED_CHART.into(),
-                        source: Box::new(source),
-                    })?;
-                tracing::info!(target: "capstan::audit", app = %app, objects = held.len(), "kept generated secrets removed with the app");
+                .remove(&release)
+                .map_err(super::actions::owned_error)?;
+            if !removed.is_empty() {
+                tracing::info!(target: "capstan::audit", app = %app, objects = removed.len(), "kept generated secrets removed with the app");
             }
         }
         let versions = self.store().delete_app(app, rules::DELETE_FROM)?;

@@ -197,12 +197,7 @@ mod tests {
     use crate::kube::DirTarget;
 
     fn query(kind: &str, namespace: &str, name: &str) -> LookupQuery {
-        LookupQuery {
-            api_version: "v1".into(),
-            kind: kind.into(),
-            namespace: namespace.into(),
-            name: name.into(),
-        }
+        LookupQuery::new("v1", kind, namespace, name)
     }
 
     fn answerer(policy: LookupPolicy) -> TargetLookup {

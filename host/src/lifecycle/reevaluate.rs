@@ -102,16 +102,19 @@ impl Lifecycle {
                 .filter(|d| d.added + d.changed + d.removed > 0)
                 .map(|d| d.chart.clone())
                 .collect();
-            // Read once for the triggers, the Events and the automatic
-            // re-apply.
-            let version = match self.active_version(&app.name) {
-                Ok(version) => version,
+            // Read only for an app to mark or to ask, once for the
+            // triggers, the Events and the automatic re-apply.
+            let version = || match self.active_version(&app.name) {
+                Ok(version) => Some(version),
                 Err(e) => {
                     tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not read the app's version");
-                    continue;
+                    None
                 }
             };
             if !changed.is_empty() {
+                let Some(version) = version() else {
+                    continue;
+                };
                 let reason = format!(
                     "{FACTS_MARK}{because}): charts {} would change",
                     changed.join(", ")
@@ -131,7 +134,13 @@ impl Lifecycle {
                     marks.remove(app.name.as_str());
                 }
             }
-            if triggers.is_empty() || version.metadata.reapply_triggers.is_empty() {
+            if triggers.is_empty() {
+                continue;
+            }
+            let Some(version) = version() else {
+                continue;
+            };
+            if version.metadata.reapply_triggers.is_empty() {
                 continue;
             }
             match self.evaluate_triggers(&app.name, &version, triggers) {

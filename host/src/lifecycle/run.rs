@@ -397,6 +397,7 @@ impl Job<'_> {
     /// stops the apply with the store and the target untouched.
     fn render_all(&self, prepared: &Prepared<'_>) -> Result<Vec<RenderedGroup>, Error> {
         let version = prepared.request.version;
+        let take_over = self.let_go(prepared.request);
         let mut groups = Vec::new();
         for group in &version.metadata.chart_groups {
             let mut charts = Vec::new();
@@ -436,7 +437,7 @@ impl Job<'_> {
                     timeout: chart.timeout,
                     adopt: prepared.request.adopt,
                     recreate: prepared.request.recreate.to_vec(),
-                    take_over: self.let_go(prepared.request),
+                    take_over: take_over.clone(),
                 });
             }
             let added: BTreeSet<String> = charts
@@ -819,9 +820,6 @@ impl Job<'_> {
         super::progress::ChartRun::start(&self.inner.charts, self.app.as_str(), self.op, chart)
     }
 
-    /// Removes the releases of charts that were (or may have been) applied
-    /// but are not part of this apply: charts of the replaced version this
-    /// one lacks, and this version's disabled charts.
     /// The releases (`APP/CHART`) of the charts the version `request`
     /// replaces and does not have itself: [`Job::prune_charts`] removes
     /// them after the apply, so the charts of this version may take
@@ -839,6 +837,9 @@ impl Job<'_> {
             .collect()
     }
 
+    /// Removes the releases of charts that were (or may have been) applied
+    /// but are not part of this apply: charts of the replaced version this
+    /// one lacks, and this version's disabled charts.
     fn prune_charts(
         &self,
         request: &ApplyRequest<'_>,

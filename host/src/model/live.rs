@@ -20,6 +20,20 @@ pub struct LookupQuery {
     pub name: String,
 }
 
+impl LookupQuery {
+    /// The object `name` of `kind` in `api_version` and `namespace`; an
+    /// empty `name` for the list (every namespace when `namespace` is
+    /// empty too).
+    pub fn new(api_version: &str, kind: &str, namespace: &str, name: &str) -> LookupQuery {
+        LookupQuery {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for LookupQuery {
     /// `v1/Secret shop/db`, `v1/Secret shop/*` for a list,
     /// `v1/Namespace shop` for a cluster-scoped object.
@@ -129,12 +143,7 @@ mod tests {
 
     #[test]
     fn a_watch_starts_from_the_version_read() {
-        let query = LookupQuery {
-            api_version: "v1".into(),
-            kind: "Node".into(),
-            namespace: String::new(),
-            name: String::new(),
-        };
+        let query = LookupQuery::new("v1", "Node", "", "");
         let list = json!({"metadata": {"resourceVersion": "42"}, "items": []});
         assert_eq!(
             WatchFrom::of(query.clone(), &list).version.as_deref(),

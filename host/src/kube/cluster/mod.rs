@@ -216,9 +216,7 @@ impl ClusterTarget {
         let elector = lease::Elector::new(self.cluster.clone(), config);
         Ok(lease::Election::start(runtime.handle(), elector))
     }
-}
 
-impl ClusterTarget {
     /// The kind `api_version`/`kind` as discovery has it.
     async fn resolve(&self, api_version: &str, kind: &str) -> Result<discovery::Kind, Error> {
         self.cluster

@@ -12,12 +12,7 @@ use crate::kube::ApplyTarget;
 use crate::model::{LookupQuery, WatchEnd, WatchFrom};
 
 fn query(kind: &str, namespace: &str, name: &str) -> LookupQuery {
-    LookupQuery {
-        api_version: "v1".into(),
-        kind: kind.into(),
-        namespace: namespace.into(),
-        name: name.into(),
-    }
+    LookupQuery::new("v1", kind, namespace, name)
 }
 
 fn node(name: &str, zone: &str) -> serde_json::Value {
