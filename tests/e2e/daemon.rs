@@ -125,6 +125,40 @@ impl Daemon {
         }
     }
 
+    /// Sends `signal` (`TERM`, `STOP`, `CONT`) to the daemon.
+    pub fn signal(&self, signal: &str) {
+        let pid = self
+            .child
+            .as_ref()
+            .map(Child::id)
+            .expect("a running daemon");
+        let out = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kill -{signal}: {}",
+            text(&out.stderr)
+        );
+    }
+
+    /// Waits up to `within` for the daemon to exit; its status.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("daemon.log")).unwrap_or_default()
     }

@@ -90,6 +90,10 @@ mod real_cluster;
 /// objects under the lookup policy, `.Capabilities` from the server.
 mod connected;
 
+/// The cluster store: state in App objects, guarded writes (issue 26).
+mod cluster_store;
+/// Two daemons in cluster mode: a leader, a follower, failover (issue 26).
+mod ha;
 /// Leader election on a Lease, on the real control plane (issue 26).
 mod lease;
 /// Facts from the cluster and re-evaluation on the real control plane.

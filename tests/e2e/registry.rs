@@ -23,7 +23,7 @@ use crate::token_server::TokenServer;
 const BINARY: &str = "docker-registry";
 
 /// A registry process, killed when dropped.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
     port: u16,
     root: PathBuf,
@@ -33,7 +33,7 @@ impl Registry {
     /// Starts a registry storing under `dir/registry`; with `users`, behind
     /// htpasswd basic auth. `None` (after printing why) when the binary is
     /// not installed and this is not CI.
-    fn start(dir: &Path, users: &[(&str, &str)]) -> Option<Registry> {
+    pub(crate) fn start(dir: &Path, users: &[(&str, &str)]) -> Option<Registry> {
         Registry::start_with(dir, |root| {
             if users.is_empty() {
                 return String::new();
@@ -121,7 +121,7 @@ impl Registry {
         std::fs::read_to_string(self.root.join("registry.log")).unwrap_or_default()
     }
 
-    fn reference(&self, repo_and_target: &str) -> String {
+    pub(crate) fn reference(&self, repo_and_target: &str) -> String {
         format!("oci://127.0.0.1:{}/{repo_and_target}", self.port)
     }
 

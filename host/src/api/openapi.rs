@@ -107,6 +107,27 @@ const ROUTES: &[Route] = &[
     },
     Route {
         method: HttpMethod::Get,
+        path: "/healthz",
+        id: "healthz",
+        summary: "Whether the daemon lives (no token, on every listener): 200 on any live daemon",
+        query: None,
+        input: Input::None,
+        output: Output::Json(200, "Health"),
+        errors: &[],
+    },
+    Route {
+        method: HttpMethod::Get,
+        path: "/readyz",
+        id: "readyz",
+        summary: "Whether this daemon takes changes (no token, on every listener): 200 on the \
+                  leader or the only daemon, 503 `not-leader` on a follower",
+        query: None,
+        input: Input::None,
+        output: Output::Json(200, "Health"),
+        errors: &[E::NotLeader],
+    },
+    Route {
+        method: HttpMethod::Get,
         path: "/v1/facts",
         id: "facts",
         summary: "The facts in effect, where each field came from, and what changed last",
@@ -748,7 +769,8 @@ fn operation(route: &Route) -> utoipa::openapi::path::Operation {
                 ),
         ),
     };
-    for (status, codes) in errors_by_status(route.errors) {
+    let changes = !matches!(route.method, HttpMethod::Get);
+    for (status, codes) in errors_by_status(route.errors, changes) {
         let listed: Vec<String> = codes.iter().map(|c| format!("`{c}`")).collect();
         let mut response = ResponseBuilder::new()
             .description(format!("An error: {}", listed.join(", ")))
@@ -799,12 +821,14 @@ fn name_schema(max: usize) -> RefOr<Schema> {
         .into()
 }
 
-/// The codes a route may answer with (its own and [`COMMON`]), grouped by
-/// status, in status order.
-fn errors_by_status(own: &[ErrorCode]) -> Vec<(u16, Vec<ErrorCode>)> {
+/// The codes a route may answer with (its own and [`COMMON`], and for a
+/// route that `changes` something, `not-leader` from a follower in
+/// cluster mode), grouped by status, in status order.
+fn errors_by_status(own: &[ErrorCode], changes: bool) -> Vec<(u16, Vec<ErrorCode>)> {
     let mut grouped: Vec<(u16, Vec<ErrorCode>)> = Vec::new();
     for code in ErrorCode::ALL {
-        if !own.contains(&code) && !COMMON.contains(&code) {
+        let follower = changes && code == ErrorCode::NotLeader;
+        if !own.contains(&code) && !COMMON.contains(&code) && !follower {
             continue;
         }
         let status = code.status().as_u16();

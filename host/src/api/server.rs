@@ -165,7 +165,11 @@ pub fn router_limited(
         .merge(page)
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(api.clone(), leader_only))
         .layer(middleware::from_fn_with_state(api.clone(), authenticate))
+        // Probes: no token, so a kubelet and a Service can ask.
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .with_state(api)
 }
 
@@ -364,6 +368,7 @@ pub(super) fn code_of(error: &lifecycle::Error) -> ErrorCode {
         L::Rollback { .. } => ErrorCode::Conflict,
         L::Bundle(_) | L::AppName { .. } | L::WrongApp { .. } => ErrorCode::InvalidBundle,
         L::Vetoed { .. } => ErrorCode::Vetoed,
+        L::Store(S::NotLeading | S::Fenced) => ErrorCode::NotLeader,
         _ => match error.class() {
             ErrorClass::BadRequest => ErrorCode::Invalid,
             ErrorClass::NotFound => ErrorCode::NotFound,
@@ -383,7 +388,7 @@ impl From<lifecycle::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.code.status();
-        if status.is_server_error() {
+        if status.is_server_error() && self.code != ErrorCode::NotLeader {
             tracing::error!(%status, code = %self.code, error = %self.message, "request failed");
         } else {
             tracing::info!(%status, code = %self.code, error = %self.message, "request refused");
@@ -758,6 +763,46 @@ type AppAndPath = Result<Path<(String, String)>, PathRejection>;
 
 async fn health() -> ApiResult {
     json(StatusCode::OK, &wire::Health::ok())
+}
+
+/// `GET /healthz`: 200 from any live daemon.
+async fn healthz() -> ApiResult {
+    json(StatusCode::OK, &wire::Health::ok())
+}
+
+/// `GET /readyz`: 200 where changes are taken (the leader, or the only
+/// daemon), so a Service routes to it; 503 `not-leader` elsewhere.
+async fn readyz(State(api): State<Api>) -> ApiResult {
+    match api.lifecycle.role() {
+        lifecycle::Role::Follower { leader } => Err(not_leader(leader.as_deref())),
+        _ => json(StatusCode::OK, &wire::Health::ok()),
+    }
+}
+
+fn not_leader(leader: Option<&str>) -> ApiError {
+    ApiError::new(
+        ErrorCode::NotLeader,
+        match leader {
+            Some(leader) => format!(
+                "this daemon does not lead; {leader} does: send changes to it (its GET /readyz \
+                 answers 200)"
+            ),
+            None => "this daemon does not lead, and no leader is known yet; retry shortly".into(),
+        },
+    )
+}
+
+/// Refuses a change (any method but GET and HEAD, the status page's login
+/// aside) on a follower, naming the leader.
+async fn leader_only(State(api): State<Api>, request: Request, next: Next) -> Response {
+    let read = matches!(*request.method(), Method::GET | Method::HEAD);
+    if read || super::ui::is_public(request.uri().path()) {
+        return next.run(request).await;
+    }
+    match api.lifecycle.role() {
+        lifecycle::Role::Follower { leader } => not_leader(leader.as_deref()).into_response(),
+        _ => next.run(request).await,
+    }
 }
 
 async fn facts(State(api): State<Api>) -> ApiResult {

@@ -101,6 +101,9 @@ pub enum ErrorCode {
     TooManyRequests,
     /// 500: the daemon's own state is broken (database, files).
     Internal,
+    /// 503: this daemon follows (cluster mode): another leads and takes
+    /// changes; the message names it.
+    NotLeader,
     /// A code this client does not know (from a newer daemon), or none.
     #[default]
     #[serde(other)]
@@ -109,7 +112,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code the daemon sends, in the order of the table in `docs/src/reference/error-codes.md`.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::BadRequest,
         ErrorCode::InvalidBundle,
         ErrorCode::Invalid,
@@ -130,6 +133,7 @@ impl ErrorCode {
         ErrorCode::Failed,
         ErrorCode::TooManyRequests,
         ErrorCode::Internal,
+        ErrorCode::NotLeader,
     ];
 
     /// The HTTP status the daemon answers with this code.
@@ -153,6 +157,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::Vetoed | ErrorCode::Failed => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::Internal | ErrorCode::Unknown => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::NotLeader => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -179,6 +184,7 @@ impl ErrorCode {
             ErrorCode::Vetoed => "vetoed",
             ErrorCode::Failed => "failed",
             ErrorCode::Internal => "internal",
+            ErrorCode::NotLeader => "not-leader",
             ErrorCode::Unknown => "unknown",
         }
     }

@@ -19,6 +19,7 @@ mod progress;
 mod reference;
 mod scaffold;
 mod serve;
+mod serve_cluster;
 mod template;
 
 use std::io::Write;
@@ -65,7 +66,7 @@ enum Command {
     /// Write a new ed25519 signing key pair (`NAME.key`, mode 0600, and `NAME.pub`).
     Keygen(bundle::KeygenArgs),
     /// Run the daemon: app lifecycle behind an HTTP JSON API.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Upload, apply, update, remove and inspect apps (talks to the daemon).
     App(app::AppArgs),
     /// List, show, set and delete an app's override layers (talks to the daemon).
@@ -141,7 +142,7 @@ pub fn main() -> ExitCode {
         }
         Command::Keygen(args) => bundle::run_keygen(args),
         Command::Template(args) => template::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::App(args) => app::run(args),
         Command::Override(args) => app::run_override(args),
         Command::Volume(args) => app::run_volume(args),
@@ -176,7 +177,9 @@ fn exit_status_of(error: &anyhow::Error) -> u8 {
 fn init_logging(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
-        (false, 0) => "warn,capstan::sandbox=info,capstan::audit=info,capstan::facts=info",
+        (false, 0) => {
+            "warn,capstan::sandbox=info,capstan::audit=info,capstan::facts=info,capstan::lease=info"
+        }
         (false, 1) => "info",
         (false, _) => "debug",
     };

@@ -143,6 +143,56 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = api::limits::DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
           value_parser = seconds)]
     pub idle_timeout: f64,
+    /// Where the state lives: `sqlite` (a database in --state, one
+    /// daemon) or `cluster` (App objects on the API server of --kubeconfig
+    /// or --in-cluster, shared by replicas that elect a leader on a Lease).
+    #[arg(long, value_enum, default_value_t = StoreKind::Sqlite)]
+    pub store: StoreKind,
+    /// With --store cluster: the namespace of the App objects and the
+    /// Lease (default: the Pod's namespace in a cluster, else
+    /// capstan-system).
+    #[arg(long, value_name = "NAMESPACE", value_parser = super::serve_cluster::namespace)]
+    pub store_namespace: Option<String>,
+    /// With --store cluster: the Lease the replicas elect a leader on.
+    #[arg(long, value_name = "NAME", default_value = "capstan")]
+    pub lease: String,
+    /// With --store cluster: this replica's identity in the Lease
+    /// (default: $POD_NAME, else host name and process id).
+    #[arg(long, value_name = "NAME")]
+    pub identity: Option<String>,
+    /// Seconds a Lease not renewed stays its holder's (client-go: 15).
+    #[arg(long, value_name = "SECS", default_value_t = 15.0, value_parser = seconds)]
+    pub lease_duration: f64,
+    /// Seconds a leader may fail to renew before it stops leading
+    /// (client-go: 10); less than --lease-duration.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = seconds)]
+    pub renew_deadline: f64,
+    /// Seconds between two attempts to take or renew the Lease
+    /// (client-go: 2).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = seconds)]
+    pub retry_period: f64,
+    /// With --store cluster: seconds a SIGTERM waits for running
+    /// operations to end before the Lease is released and the daemon
+    /// exits (what is still running is the next leader's to reconcile).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = seconds)]
+    pub shutdown_grace: f64,
+    /// Keep every uploaded bundle in this OCI registry
+    /// (`oci://HOST[:PORT]/REPO`; one repository per app under it), so
+    /// replicas sharing a cluster store pull what their folder lacks,
+    /// verified by digest and signature. The state folder is then a cache.
+    #[arg(long, value_name = "OCI")]
+    pub bundle_registry: Option<String>,
+    #[command(flatten)]
+    pub registry: super::bundle::RegistryArgs,
+}
+
+/// Where the daemon's state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreKind {
+    /// A SQLite database in the state folder.
+    Sqlite,
+    /// App objects on the cluster's API server.
+    Cluster,
 }
 
 /// `NAMESPACE/NAME` of a ConfigMap.
@@ -218,8 +268,24 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("creating state folder {}", state.display()))?;
     let trust = TrustStore::load_dir(&args.trust)
         .with_context(|| format!("loading trusted keys from {}", args.trust.display()))?;
-    let target = target(&args, &state)?;
+    let (target, cluster_target) = target(&args, &state)?;
     let mut options = Options::new(state.clone(), trust, target);
+    if let Some(base) = &args.bundle_registry {
+        let home = crate::lifecycle::RegistryHome::new(base, args.registry.options())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        options.bundle_home = Some(Arc::new(home));
+    }
+    let election = match (args.store, &cluster_target) {
+        (StoreKind::Sqlite, _) => None,
+        (StoreKind::Cluster, None) => {
+            anyhow::bail!("--store cluster needs a cluster (--kubeconfig or --in-cluster)")
+        }
+        (StoreKind::Cluster, Some(cluster_target)) => Some(super::serve_cluster::join(
+            &args,
+            cluster_target,
+            &mut options,
+        )?),
+    };
     options.checkpoints_from_env = true;
     anyhow::ensure!(
         args.keep_versions >= 1,
@@ -306,16 +372,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(api::serve_with(
-        lifecycle,
+        lifecycle.clone(),
         &address,
         token,
         listen,
         shutdown_signal(),
     ))?;
+    if let Some(election) = election {
+        super::serve_cluster::drain(
+            &lifecycle,
+            &election,
+            std::time::Duration::from_secs_f64(args.shutdown_grace),
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Arc<dyn ApplyTarget>> {
+/// The target, and the same as a cluster target when it is one.
+type Targets = (Arc<dyn ApplyTarget>, Option<Arc<ClusterTarget>>);
+
+fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Targets> {
     let connect = match (&args.kubeconfig, args.in_cluster) {
         (Some(path), _) => Some(Connect::Kubeconfig {
             path: path.clone(),
@@ -328,7 +404,8 @@ fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Arc<dyn A
         let target = ClusterTarget::connect(&connect, ClusterOptions::default())
             .map_err(|e| anyhow::anyhow!(one_line(&e)))?;
         tracing::info!(url = target.url(), "applying to the cluster");
-        return Ok(Arc::new(target));
+        let target = Arc::new(target);
+        return Ok((target.clone(), Some(target)));
     }
     let dir = match &args.target {
         None => state.join("applied"),
@@ -338,11 +415,11 @@ fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Arc<dyn A
         },
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating target {}", dir.display()))?;
-    Ok(Arc::new(DirTarget::new(dir)))
+    Ok((Arc::new(DirTarget::new(dir)), None))
 }
 
 /// An error and its causes on one line, each cause once.
-fn one_line(error: &dyn std::error::Error) -> String {
+pub(super) fn one_line(error: &dyn std::error::Error) -> String {
     let mut line = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

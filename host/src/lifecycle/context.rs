@@ -52,6 +52,13 @@ pub(crate) struct Inner {
     pub charts: super::progress::ChartBoard,
     /// The bound on operations running at once, across apps.
     pub slots: super::slots::Slots,
+    /// The election this daemon takes part in (cluster mode); `None`
+    /// for the only daemon on its state.
+    pub leadership: Option<super::leading::Leadership>,
+    /// Where archives are kept for other replicas (cluster mode).
+    pub bundle_home: Option<Arc<dyn super::BundleHome>>,
+    /// Held while a missing bundle folder is fetched and unpacked.
+    pub restoring: Mutex<()>,
     pub _lock: File,
 }
 

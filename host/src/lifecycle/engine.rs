@@ -68,6 +68,15 @@ pub struct Options {
     /// ([`super::DEFAULT_MAX_OPERATIONS`]; at least 1); the others wait
     /// their turn, queued in the order they were started.
     pub max_operations: usize,
+    /// The store, in place of SQLite in the state folder (cluster mode:
+    /// [`crate::store::cluster::ClusterStore`]).
+    pub store: Option<Arc<dyn Store>>,
+    /// The election this daemon takes part in: it then reconciles and
+    /// works only while it leads ([`super::Role`]).
+    pub leading: Option<Arc<dyn super::Leading>>,
+    /// Where uploaded archives are kept for other replicas
+    /// ([`super::RegistryHome`]); `None`: the state folder only.
+    pub bundle_home: Option<Arc<dyn super::BundleHome>>,
 }
 
 /// The default of [`Options::keep_versions`]: the active version and the
@@ -90,6 +99,9 @@ impl Options {
             checkpoints_from_env: false,
             keep_versions: DEFAULT_KEEP_VERSIONS,
             max_operations: super::DEFAULT_MAX_OPERATIONS,
+            store: None,
+            leading: None,
+            bundle_home: None,
         }
     }
 }
@@ -279,8 +291,13 @@ impl Lifecycle {
         let paths = StatePaths::new(&options.state);
         create_private_dir(paths.root())?;
         let lock = lock_state(&paths)?;
-        make_private(&paths, crate::store::DATABASE_FILE)?;
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(paths.root())?);
+        let store: Arc<dyn Store> = match options.store {
+            Some(store) => store,
+            None => {
+                make_private(&paths, crate::store::DATABASE_FILE)?;
+                Arc::new(SqliteStore::open(paths.root())?)
+            }
+        };
         let secret = load_secret(&paths.secret_file())?;
         let cache = ComponentCache::open(paths.cache()).map_err(|source| Error::PluginCache {
             path: paths.cache().display().to_string(),
@@ -316,12 +333,21 @@ impl Lifecycle {
             running: Mutex::new(HashMap::new()),
             charts: Default::default(),
             slots: super::slots::Slots::new(options.max_operations),
+            leadership: options.leading.map(|election| super::leading::Leadership {
+                election,
+                working: std::sync::atomic::AtomicBool::new(false),
+            }),
+            bundle_home: options.bundle_home,
+            restoring: Mutex::new(()),
             _lock: lock,
         };
         let lifecycle = Lifecycle {
             inner: Arc::new(inner),
         };
-        lifecycle.reconcile()?;
+        if lifecycle.inner.leadership.is_none() {
+            lifecycle.reconcile()?;
+        }
+        super::leading::spawn(&lifecycle);
         super::reevaluate::spawn(&lifecycle);
         Ok(lifecycle)
     }
@@ -349,7 +375,7 @@ impl Lifecycle {
     /// Startup reconciliation: interrupted operations end in their failed
     /// state with a reason; leftovers of interrupted uploads, deletes and
     /// updates are removed.
-    fn reconcile(&self) -> Result<(), Error> {
+    pub(super) fn reconcile(&self) -> Result<(), Error> {
         for moved in self.store().reconcile_after_restart()? {
             tracing::warn!(app = %moved.app, from = %moved.from, to = %moved.to,
                 "operation interrupted by a restart; app moved to its failed state");
@@ -425,9 +451,10 @@ impl Lifecycle {
         archive: impl Read,
         source: Option<String>,
     ) -> Result<AppRecord, Error> {
-        let (bundle, digest) = self.verify(archive)?;
+        let mut capture = Capture::new(archive, self.inner.bundle_home.is_some());
+        let (bundle, digest) = self.verify(&mut capture)?;
         let mut record = self.version_record(&bundle, &digest)?;
-        record.source = source;
+        record.source = self.keep_bundle(&record, capture, source)?;
         let app = record.app.clone();
         let op = self.store().begin_upload(&record)?;
         self.inner.checkpoints.reach("upload:begun");
@@ -570,7 +597,7 @@ impl Lifecycle {
                 source: v.source,
             })
             .collect();
-        let charts = match StoredVersion::load_metadata(self.store(), app, &record.active_version) {
+        let charts = match self.stored_metadata(app, &record.active_version) {
             Ok(version) => chart_summaries(&version),
             Err(_) => Vec::new(),
         };
@@ -654,7 +681,7 @@ impl Lifecycle {
                 bundle: named.to_owned(),
             });
         }
-        let active = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let active = self.stored(app, &record.active_version)?;
         let statics = static_layer(bundle.root(), bundle.metadata())?;
         let version = StoredVersion {
             version: bundle.metadata().version.to_string(),
@@ -731,7 +758,7 @@ impl Lifecycle {
     /// every version an operation works from.
     fn target_version(&self, record: &AppRecord) -> Result<Option<StoredVersion>, Error> {
         match record.target_version.as_deref() {
-            Some(version) => StoredVersion::load(self.store(), &record.name, version).map(Some),
+            Some(version) => self.stored(&record.name, version).map(Some),
             None => Ok(None),
         }
     }
@@ -740,7 +767,7 @@ impl Lifecycle {
     /// re-evaluation's events.
     pub(super) fn active_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
         let record = self.store().app(app)?;
-        StoredVersion::load_metadata(self.store(), app, &record.active_version)
+        self.stored_metadata(app, &record.active_version)
     }
 
     /// Finishes an operation that failed before its work started, leaving
@@ -774,7 +801,7 @@ impl Lifecycle {
     /// The active version, checked against its `MANIFEST`.
     pub(super) fn active_version_checked(&self, app: &AppName) -> Result<StoredVersion, Error> {
         let record = self.store().app(app)?;
-        StoredVersion::load(self.store(), app, &record.active_version)
+        self.stored(app, &record.active_version)
     }
 
     /// The active version and a failed update's target, both checked.
@@ -783,7 +810,7 @@ impl Lifecycle {
         app: &AppName,
     ) -> Result<(StoredVersion, Option<StoredVersion>), Error> {
         let record = self.store().app(app)?;
-        let version = StoredVersion::load(self.store(), app, &record.active_version)?;
+        let version = self.stored(app, &record.active_version)?;
         Ok((version, self.target_version(&record)?))
     }
 
@@ -795,7 +822,7 @@ impl Lifecycle {
                 state: record.state,
             });
         }
-        StoredVersion::load_metadata(self.store(), app, &record.active_version)
+        self.stored_metadata(app, &record.active_version)
     }
 
     // ---- local volumes ----
@@ -1064,9 +1091,9 @@ impl Lifecycle {
         force: bool,
         source: Option<String>,
     ) -> Result<Started, Error> {
-        let (bundle, digest) = self.verify(archive)?;
+        let mut capture = Capture::new(archive, self.inner.bundle_home.is_some());
+        let (bundle, digest) = self.verify(&mut capture)?;
         let mut record = self.version_record(&bundle, &digest)?;
-        record.source = source;
         let app = record.app.clone();
         let current = self.store().app(&app)?;
         let active =
@@ -1100,6 +1127,7 @@ impl Lifecycle {
             Vec::new()
         };
         let keep_user = reuse_user_overrides.unwrap_or(bundle.metadata().maintain_user_overrides);
+        record.source = self.keep_bundle(&record, capture, source)?;
         let op = self.store().begin_operation(
             &app,
             Operation::Update,
@@ -1113,8 +1141,8 @@ impl Lifecycle {
         let staged = self
             .stage_update(bundle, &record, &current.active_version)
             .and_then(|()| {
-                let old = StoredVersion::load(self.store(), &app, &current.active_version)?;
-                let new = StoredVersion::load(self.store(), &app, &record.version)?;
+                let old = self.stored(&app, &current.active_version)?;
+                let new = self.stored(&app, &record.version)?;
                 Ok((old, new))
             });
         let (old, new) = match staged {
@@ -1189,8 +1217,8 @@ impl Lifecycle {
                 .cloned()
                 .ok_or_else(|| refuse(format!("no earlier version is kept ({})", names())))?,
         };
-        let current = StoredVersion::load(self.store(), app, &record.active_version)?;
-        let to = StoredVersion::load(self.store(), app, &snapshot.version)?;
+        let current = self.stored(app, &record.active_version)?;
+        let to = self.stored(app, &snapshot.version)?;
         let op = self.store().begin_operation(
             app,
             Operation::Rollback,
@@ -1518,6 +1546,84 @@ impl Lifecycle {
     }
 
     // ---- bundles ----
+
+    /// Keeps a verified archive where other replicas find it (cluster
+    /// mode); the source the version records.
+    fn keep_bundle(
+        &self,
+        record: &VersionRecord,
+        capture: Capture<impl Read>,
+        source: Option<String>,
+    ) -> Result<Option<String>, Error> {
+        let Some(home) = &self.inner.bundle_home else {
+            return Ok(source);
+        };
+        home.keep(
+            record.app.as_str(),
+            &record.version,
+            &capture.into_bytes(),
+            source.as_deref(),
+        )
+        .map_err(|reason| Error::BundleHome {
+            app: record.app.to_string(),
+            version: record.version.clone(),
+            reason,
+        })
+    }
+
+    /// A stored version, its folder fetched first when this replica lacks
+    /// it ([`StoredVersion::load`]).
+    pub(super) fn stored(&self, app: &AppName, version: &str) -> Result<StoredVersion, Error> {
+        self.restore_bundle(app, version)?;
+        StoredVersion::load(self.store(), app, version)
+    }
+
+    /// [`Lifecycle::stored`] reading the metadata only.
+    pub(super) fn stored_metadata(
+        &self,
+        app: &AppName,
+        version: &str,
+    ) -> Result<StoredVersion, Error> {
+        self.restore_bundle(app, version)?;
+        StoredVersion::load_metadata(self.store(), app, version)
+    }
+
+    /// Fetches and unpacks a version's archive this replica lacks, checked
+    /// as an upload is and against the digest the store recorded.
+    fn restore_bundle(&self, app: &AppName, version: &str) -> Result<(), Error> {
+        let Some(home) = &self.inner.bundle_home else {
+            return Ok(());
+        };
+        let _one = self
+            .inner
+            .restoring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let record = self.store().version(app, version)?;
+        if record.bundle_dir.exists() {
+            return Ok(());
+        }
+        let failed = |reason: String| Error::BundleHome {
+            app: app.to_string(),
+            version: version.to_owned(),
+            reason,
+        };
+        let bytes = home.fetch(&record).map_err(failed)?;
+        let (bundle, digest) = self.verify(&bytes[..])?;
+        if digest != record.bundle_digest {
+            return Err(failed(format!(
+                "the fetched archive has digest {digest}, the store recorded {}",
+                record.bundle_digest
+            )));
+        }
+        let parent = record.bundle_dir.parent().unwrap_or(Path::new("."));
+        create_private_dir(parent)?;
+        bundle
+            .move_to(&record.bundle_dir)
+            .map_err(|e| Error::Bundle(Box::new(e)))?;
+        tracing::info!(app = %app, version, "bundle fetched into this replica's folder");
+        Ok(())
+    }
 
     fn verify(&self, archive: impl Read) -> Result<(VerifiedBundle, String), Error> {
         let mut hashing = bundle::HashingReader::new(archive);
@@ -1902,5 +2008,35 @@ fn placeholder(app: &AppName) -> AppRecord {
 fn poisoned() -> Error {
     Error::Poisoned {
         what: "the table of running operations",
+    }
+}
+
+/// A reader that keeps what passes through it when asked to (the archive
+/// of an upload a bundle home keeps).
+struct Capture<R> {
+    inner: R,
+    bytes: Option<Vec<u8>>,
+}
+
+impl<R: Read> Capture<R> {
+    fn new(inner: R, keep: bool) -> Self {
+        Capture {
+            inner,
+            bytes: keep.then(Vec::new),
+        }
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        self.bytes.unwrap_or_default()
+    }
+}
+
+impl<R: Read> Read for Capture<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(bytes) = &mut self.bytes {
+            bytes.extend_from_slice(&buf[..n]);
+        }
+        Ok(n)
     }
 }

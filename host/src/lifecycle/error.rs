@@ -54,6 +54,17 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The bundle registry of cluster mode failed: keeping an upload's
+    /// archive there, or fetching one this replica lacks.
+    #[error("bundle of {app} {version}: {reason}")]
+    BundleHome {
+        /// The app.
+        app: String,
+        /// The version.
+        version: String,
+        /// What failed.
+        reason: String,
+    },
     /// A rollback has nowhere to go: no kept earlier version, the one named
     /// is not kept, or an update is pending.
     #[error("cannot roll back {app}: {reason}")]
@@ -331,6 +342,7 @@ impl Error {
             // A damaged stored version is this app's state, not the
             // daemon's: the request conflicts with it.
             Error::StoredBundle { .. } => ErrorClass::Conflict,
+            Error::BundleHome { .. } => ErrorClass::Failed,
             // An operation that ended early is a state of its app: never
             // an internal error.
             Error::Ended { source, .. } => match source.class() {

@@ -39,6 +39,7 @@
 
 mod actions;
 mod admit;
+mod bundle_home;
 mod checkpoint;
 mod cluster_facts;
 mod context;
@@ -46,6 +47,7 @@ mod engine;
 mod error;
 mod facts;
 mod facts_source;
+mod leading;
 mod lookup;
 mod metrics;
 mod overrides;
@@ -65,6 +67,7 @@ mod volumes;
 
 pub use actions::{MAX_PATCHED_OVERRIDES_BYTES, OWNED_CHART, merge_patch};
 pub use admit::validate_plugin;
+pub use bundle_home::{BundleHome, RegistryHome};
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use cluster_facts::{ClusterFacts, ClusterFactsOptions, Overlay, POLL_INTERVAL};
 pub use engine::{
@@ -74,6 +77,7 @@ pub use engine::{
 pub use error::{Error, ErrorClass};
 pub use facts::default_facts;
 pub use facts_source::{FactsSource, FactsView, StaticFacts};
+pub use leading::{Leading, Role};
 pub use metrics::{DurationHistogram, Metrics, OPERATION_BUCKETS};
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use progress::{ChartProgress, ChartState, OperationCharts};

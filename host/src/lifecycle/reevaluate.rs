@@ -51,6 +51,13 @@ fn run(weak: Weak<Inner>, source: Arc<dyn FactsSource>) {
             return;
         };
         let lifecycle = Lifecycle { inner };
+        if !lifecycle.may_work() {
+            // A follower evaluates nothing; a change seen meanwhile is
+            // evaluated once this daemon leads.
+            drop(lifecycle);
+            std::thread::sleep(CHECK);
+            continue;
+        }
         if generation == seen {
             lifecycle.auto_reapply_due();
             continue;

@@ -193,6 +193,61 @@ pub enum Error {
         /// The path.
         path: PathBuf,
     },
+    /// A request the store cannot carry out as given (e.g. one chart
+    /// twice in a replaced layer).
+    #[error("{context}: {reason}")]
+    Invalid {
+        /// What the store was doing.
+        context: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The app's document would pass the backend's size limit even with
+    /// its finished history trimmed; nothing was written.
+    #[error(
+        "app \"{app}\" would take {size} bytes, over the store's limit of {limit} bytes for one \
+         app (its versions' metadata, overrides, decisions and inventories); remove overrides or \
+         old versions"
+    )]
+    TooLarge {
+        /// The app.
+        app: AppName,
+        /// The size the write would reach.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The document changed since this daemon last wrote it: another
+    /// writer (a daemon that leads now) came first. Nothing was written.
+    #[error(
+        "{what} was changed by another writer since this daemon last wrote it (it holds \
+         resourceVersion {expected}); not written — another daemon may lead now"
+    )]
+    Conflict {
+        /// The document (`app "x"`).
+        what: String,
+        /// The version this daemon wrote last.
+        expected: String,
+    },
+    /// An earlier write was refused as [`Error::Conflict`]: this daemon
+    /// writes nothing more until it leads again.
+    #[error(
+        "this daemon stopped writing: another writer changed the state it last wrote, so another \
+         daemon may lead now; it writes again once it leads again"
+    )]
+    Fenced,
+    /// This daemon does not lead (cluster mode): it writes nothing.
+    #[error("this daemon does not lead; only the leader writes the state")]
+    NotLeading,
+    /// The backend (the API server) failed.
+    #[error("{context}")]
+    Backend {
+        /// What the store was doing.
+        context: String,
+        /// What went wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// SQLite failed while doing something.
     #[error("database error while {context}")]
     Database {

@@ -15,9 +15,13 @@
 //! merges values (values are opaque JSON here) or talks to the cluster, and
 //! it does not delete bundle directories (it returns them to the caller).
 
+pub mod cluster;
+#[cfg(any(test, feature = "test-hooks"))]
+pub mod conformance;
+pub mod document;
 mod error;
-
 mod records;
+mod rules;
 mod schema;
 mod sqlite;
 mod state;
@@ -362,6 +366,13 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// [`Error::Database`].
     fn delete_volume(&self, name: &str) -> Result<Option<VolumeRecord>, Error>;
+
+    /// Whether a write was refused because another writer came first, so
+    /// this store writes nothing more until it reconciles (a store shared
+    /// by replicas; never for SQLite).
+    fn fenced(&self) -> bool {
+        false
+    }
 }
 
 /// Opens (creating if needed) the store in `state_dir`; shorthand for

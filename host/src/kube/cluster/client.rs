@@ -253,6 +253,52 @@ impl Cluster {
             .unwrap_or_default())
     }
 
+    /// Every item of a collection, page by page (500 a page, following
+    /// `metadata.continue`), filtered by a label selector.
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
+    pub async fn list_all(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        labels: Option<&str>,
+    ) -> Result<Vec<Value>, Error> {
+        let path = kind.collection_path(namespace);
+        let request = kube::core::Request::new(path.clone());
+        let op = Op {
+            verb: Verb::List,
+            target: path,
+            object: None,
+        };
+        let mut items = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut params = ListParams::default().limit(500);
+            if let Some(labels) = labels {
+                params = params.labels(labels);
+            }
+            if let Some(token) = &token {
+                params = params.continue_token(token);
+            }
+            let answer = send(&self.client, &self.policy, &op, || request.list(&params)).await?;
+            let Some(page) = found(answer) else {
+                return Ok(items);
+            };
+            if let Some(Value::Array(page_items)) = page.get("items") {
+                items.extend(page_items.iter().cloned());
+            }
+            token = page
+                .pointer("/metadata/continue")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+            if token.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
     /// Server-side apply of `body` as field manager `capstan` with strict
     /// field validation; `dry_run` sends `dryRun=All`, `force` takes
     /// fields other managers own. Returns the object as the server has
@@ -344,6 +390,51 @@ impl Cluster {
         self.write(Verb::Replace, kind, namespace, id, body).await
     }
 
+    /// `PUT` of `body` to the object's `status` subresource, guarded by
+    /// the `metadata.resourceVersion` it carries (409 when the object
+    /// changed since).
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
+    pub async fn replace_status(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        body: &Value,
+    ) -> Result<Value, Error> {
+        self.write(Verb::ReplaceStatus, kind, namespace, id, body)
+            .await
+    }
+
+    /// Deletes `id` only if it is still at `resource_version` (a 409
+    /// otherwise); `false` when it was already gone.
+    ///
+    /// # Errors
+    /// The request's error after the retry budget, or at once for a status that is not transient.
+    pub async fn delete_at(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        resource_version: &str,
+    ) -> Result<bool, Error> {
+        let request = kube::core::Request::new(kind.collection_path(namespace));
+        let params = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                resource_version: Some(resource_version.to_string()),
+                uid: None,
+            }),
+            ..DeleteParams::background()
+        };
+        let op = object_op(Verb::Delete, id);
+        let answer = send(&self.client, &self.policy, &op, || {
+            request.delete(&id.name, &params)
+        })
+        .await?;
+        Ok(matches!(answer, Answer::Found(_)))
+    }
+
     /// A `POST` ([`Verb::Create`]) or `PUT` (any other verb) of `body`.
     async fn write(
         &self,
@@ -366,6 +457,9 @@ impl Cluster {
         let op = object_op(verb, id);
         let answer = send(&self.client, &self.policy, &op, || match verb {
             Verb::Create => request.create(&params, bytes.clone()),
+            Verb::ReplaceStatus => {
+                request.replace_subresource("status", &id.name, &params, bytes.clone())
+            }
             _ => request.replace(&id.name, &params, bytes.clone()),
         })
         .await?;

@@ -34,6 +34,8 @@ pub enum Verb {
     Create,
     /// `PUT` of a whole object, guarded by its `resourceVersion`.
     Replace,
+    /// `PUT` of an object's `status` subresource.
+    ReplaceStatus,
 }
 
 impl fmt::Display for Verb {
@@ -49,6 +51,7 @@ impl fmt::Display for Verb {
             Verb::Watch => "watch",
             Verb::Create => "create",
             Verb::Replace => "replace",
+            Verb::ReplaceStatus => "replace status",
         })
     }
 }

@@ -2,7 +2,6 @@
 //! the caller's open transaction and never commits.
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
@@ -16,14 +15,9 @@ use crate::store::error::{Context, Error};
 use crate::store::records::{
     AppRecord, HistoryEntry, OperationId, Reconciled, UnixMillis, VersionRecord, VolumeRecord,
 };
+use crate::store::rules::interrupted_message;
+pub(super) use crate::store::rules::{check_allowed, now, require_transitional};
 use crate::store::state::{AppState, Operation, Outcome, OverrideLayer};
-
-pub(super) fn now() -> UnixMillis {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
 
 pub(super) fn path_text(path: &Path) -> Result<&str, Error> {
     path.to_str().ok_or_else(|| Error::NonUtf8Path {
@@ -135,32 +129,6 @@ pub(super) fn load_versions(conn: &Connection, app: &AppName) -> Result<Vec<Vers
     )
 }
 
-/// Refuses `operation` unless `state` is allowed: [`Error::Busy`] while
-/// another operation runs, [`Error::IllegalTransition`] otherwise.
-pub(super) fn check_allowed(
-    app: &AppRecord,
-    operation: Operation,
-    allowed_from: &[AppState],
-) -> Result<(), Error> {
-    if allowed_from.contains(&app.state) {
-        return Ok(());
-    }
-    let refusal = if app.state.is_transitional() {
-        Error::Busy {
-            app: app.name.clone(),
-            state: app.state,
-            operation,
-        }
-    } else {
-        Error::IllegalTransition {
-            app: app.name.clone(),
-            state: app.state,
-            operation,
-        }
-    };
-    Err(refusal)
-}
-
 pub(super) fn open_history(
     conn: &Connection,
     app: &AppName,
@@ -195,22 +163,6 @@ pub(super) fn load_running(conn: &Connection, id: OperationId) -> Result<History
         return Err(Error::OperationFinished { id, app: entry.app });
     }
     Ok(entry)
-}
-
-pub(super) fn require_transitional(
-    app: &AppName,
-    operation: Operation,
-    to: AppState,
-) -> Result<(), Error> {
-    if to.is_transitional() {
-        Ok(())
-    } else {
-        Err(Error::NotTransitional {
-            app: app.clone(),
-            operation,
-            state: to,
-        })
-    }
 }
 
 pub(super) fn require_layer_version(
@@ -289,12 +241,7 @@ pub(super) fn reconcile_app(
         )
         .optional()
         .context(context)?;
-    let message = match running {
-        Some(operation) => {
-            format!("the daemon restarted during {operation} (app was {from}); moved to {to}")
-        }
-        None => format!("the daemon restarted while the app was {from}; moved to {to}"),
-    };
+    let message = interrupted_message(running, from, to);
     conn.execute(
         "UPDATE apps SET state = ?2, message = ?3, progress = NULL, updated_at = ?4 \
          WHERE name = ?1",

@@ -1,0 +1,137 @@
+//! Owns the lifecycle's side of running as one of several replicas
+//! (cluster mode): whether this daemon may start work, and what it does
+//! when it starts or stops leading.
+//!
+//! The election itself is [`crate::kube::cluster::lease`]'s; this module
+//! only watches its answer ([`Leading`]). A daemon opened with one does
+//! not reconcile at open: it follows (serves reads, refuses work) until it
+//! leads, then reconciles the shared store — moving what the old leader
+//! left in a transitional state to its failed state with the reason, which
+//! is where `recover` or a re-apply take over — and only then starts work.
+//! When it stops leading (a renewal missed for the renew deadline), it
+//! stops starting work at once; an operation already running has its next
+//! store write refused (the store's gate, and the new leader's writes
+//! fence it), so it ends there.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::context::Inner;
+use super::engine::Lifecycle;
+
+/// Whether this daemon leads, as an election answers.
+pub trait Leading: Send + Sync {
+    /// Whether this daemon leads now.
+    fn leads(&self) -> bool;
+    /// Who leads, as last seen (this daemon's identity when it leads).
+    fn leader(&self) -> Option<String>;
+}
+
+impl Leading for crate::kube::cluster::lease::Leadership {
+    fn leads(&self) -> bool {
+        self.is_leader()
+    }
+
+    fn leader(&self) -> Option<String> {
+        self.holder()
+    }
+}
+
+/// This daemon's part, for the API and the status page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// The only daemon on its state (no election).
+    Single,
+    /// It leads, and has reconciled the state since it began to.
+    Leader,
+    /// Another leads (named when known), or this one has not finished
+    /// taking over.
+    Follower {
+        /// The leader's identity, when known.
+        leader: Option<String>,
+    },
+}
+
+impl Role {
+    /// Whether this daemon may start operations and write state.
+    pub fn may_work(&self) -> bool {
+        !matches!(self, Role::Follower { .. })
+    }
+}
+
+/// The election's answer and whether this daemon has taken over.
+pub(crate) struct Leadership {
+    pub election: Arc<dyn Leading>,
+    /// Set once the state is reconciled after leadership began; cleared
+    /// when it ends.
+    pub working: AtomicBool,
+}
+
+/// How often the election's answer is looked at.
+const LOOK: Duration = Duration::from_millis(100);
+
+impl Lifecycle {
+    /// This daemon's part: single, leading, or following.
+    pub fn role(&self) -> Role {
+        match &self.inner.leadership {
+            None => Role::Single,
+            Some(l) if l.working.load(Ordering::SeqCst) && l.election.leads() => Role::Leader,
+            Some(l) => Role::Follower {
+                leader: l.election.leader().filter(|_| !l.election.leads()),
+            },
+        }
+    }
+
+    /// Whether this daemon may start work now.
+    pub fn may_work(&self) -> bool {
+        self.role().may_work()
+    }
+}
+
+/// Starts watching the election of `lifecycle`, if it has one.
+pub(super) fn spawn(lifecycle: &Lifecycle) {
+    if lifecycle.inner.leadership.is_none() {
+        return;
+    }
+    let weak = Arc::downgrade(&lifecycle.inner);
+    let started = std::thread::Builder::new()
+        .name("capstan-leading".into())
+        .spawn(move || watch(weak));
+    if let Err(e) = started {
+        tracing::error!(error = %e, "could not watch the election");
+    }
+}
+
+fn watch(weak: Weak<Inner>) {
+    loop {
+        std::thread::sleep(LOOK);
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        let lifecycle = Lifecycle { inner };
+        let Some(leadership) = &lifecycle.inner.leadership else {
+            return;
+        };
+        let leads = leadership.election.leads();
+        let working = leadership.working.load(Ordering::SeqCst);
+        let fenced = lifecycle.inner.store.fenced();
+        if leads && (!working || fenced) {
+            // Taking over (or re-reading after another writer's write):
+            // what the last leader left running is reconciled first.
+            match lifecycle.reconcile() {
+                Ok(()) => {
+                    leadership.working.store(true, Ordering::SeqCst);
+                    tracing::info!(target: "capstan::lease", "leading: state reconciled, work starts");
+                }
+                Err(e) => {
+                    tracing::warn!(target: "capstan::lease", error = %e.one_line(), "leading, but reconciling the state failed; trying again");
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        } else if !leads && working {
+            leadership.working.store(false, Ordering::SeqCst);
+            tracing::warn!(target: "capstan::lease", "no longer leading: no new work starts");
+        }
+    }
+}

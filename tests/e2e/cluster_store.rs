@@ -1,0 +1,238 @@
+//! The cluster store (issue 26) on the real control plane: every `Store`
+//! method answers as the SQLite store does, with the state in App objects
+//! that `kubectl` shows; a write from a daemon that did not see another's
+//! write is refused by the API server (optimistic concurrency); a
+//! document over the limit trims history, then refuses.
+
+use capstan::kube::Connect;
+use capstan::model::AppName;
+use capstan::store::cluster::ClusterStore;
+use capstan::store::conformance::script;
+use capstan::store::{
+    AppState, Error, Finish, Operation, OverrideLayer, SqliteStore, Store, VersionRecord,
+};
+use serde_json::json;
+
+use crate::control_plane::{ControlPlane, control_plane};
+
+const NAMESPACE: &str = "capstan-store-test";
+
+fn store(cp: &ControlPlane) -> ClusterStore {
+    ClusterStore::connect(
+        &Connect::Kubeconfig {
+            path: cp.capstan_kubeconfig(),
+            context: None,
+        },
+        NAMESPACE,
+    )
+    .expect("connecting the cluster store")
+}
+
+fn namespace(cp: &ControlPlane) {
+    let _ = cp.kubectl(&["create", "namespace", NAMESPACE]);
+}
+
+fn upload(store: &dyn Store, app: &str) -> AppName {
+    let name = AppName::new(app).unwrap();
+    let id = store
+        .begin_upload(&VersionRecord {
+            app: name.clone(),
+            version: "1.0".into(),
+            bundle_dir: "/state/bundles/x".into(),
+            bundle_digest: "d".into(),
+            signer: "k".into(),
+            metadata: json!({"name": app}),
+            uploaded_at: 0,
+            source: None,
+        })
+        .unwrap();
+    store
+        .finish_operation(id, &Finish::succeeded(AppState::Uploaded))
+        .unwrap();
+    name
+}
+
+#[test]
+fn every_method_answers_as_the_sqlite_store_does_and_kubectl_shows_the_apps() {
+    let Some(cp) = control_plane() else { return };
+    namespace(&cp);
+    for app in ["s1-a", "s1-b"] {
+        let _ = cp.kubectl(&[
+            "delete",
+            "apps.capstan.dev",
+            app,
+            "-n",
+            NAMESPACE,
+            "--ignore-not-found",
+        ]);
+    }
+    let _ = cp.kubectl(&[
+        "delete",
+        "volumes.capstan.dev",
+        "s1-data",
+        "-n",
+        NAMESPACE,
+        "--ignore-not-found",
+    ]);
+    let sqlite = SqliteStore::open_in_memory().unwrap();
+    let expected = script(&sqlite, "s1-");
+    let cluster = store(&cp);
+    let actual = script(&cluster, "s1-");
+    for (want, got) in expected.iter().zip(&actual) {
+        assert_eq!(got, want);
+    }
+    assert_eq!(actual.len(), expected.len());
+    // The script ends with b reconciled to apply-failed, a deleted.
+    let table = cp.kubectl_ok(&["get", "apps.capstan.dev", "-n", NAMESPACE]);
+    let header = table.lines().next().unwrap_or_default();
+    for column in ["NAME", "VERSION", "STATE", "AGE"] {
+        assert!(header.contains(column), "{table}");
+    }
+    let b = table
+        .lines()
+        .find(|l| l.starts_with("s1-b "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(b.contains("1.0") && b.contains("apply-failed"), "{table}");
+    assert!(!table.contains("s1-a "), "a was deleted: {table}");
+    // The short name and the category reach the same objects.
+    assert!(
+        cp.kubectl_ok(&["get", "capp", "-n", NAMESPACE])
+            .contains("s1-b")
+    );
+    let object = cp
+        .object("apps.capstan.dev", Some(NAMESPACE), "s1-b")
+        .unwrap();
+    assert_eq!(object["status"]["state"], "apply-failed");
+    assert_eq!(object["spec"]["versions"][0]["version"], "1.0");
+    // Its upload and the apply reconciliation closed as interrupted.
+    let history = object["status"]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{object}");
+    assert_eq!(history[1]["outcome"], "interrupted");
+}
+
+#[test]
+fn a_deposed_writer_is_refused_by_the_api_server_and_changes_nothing() {
+    let Some(cp) = control_plane() else { return };
+    namespace(&cp);
+    let _ = cp.kubectl(&[
+        "delete",
+        "apps.capstan.dev",
+        "fence-a",
+        "-n",
+        NAMESPACE,
+        "--ignore-not-found",
+    ]);
+    let old = store(&cp);
+    let new = store(&cp);
+    let app = upload(&old, "fence-a");
+    old.set_override(&app, "web", &OverrideLayer::User, &json!({"by": "old"}))
+        .unwrap();
+    // The new leader takes over: it reconciles (reads everything afresh)
+    // and changes the app.
+    new.reconcile_after_restart().unwrap();
+    let id = new
+        .begin_operation(
+            &app,
+            Operation::Apply,
+            &[AppState::Uploaded],
+            AppState::Applying,
+        )
+        .unwrap();
+    new.finish_operation(id, &Finish::succeeded(AppState::Applied))
+        .unwrap();
+    let before = cp
+        .object("apps.capstan.dev", Some(NAMESPACE), "fence-a")
+        .unwrap();
+    // The old leader wakes up and writes what it thought was current.
+    let err = old
+        .set_override(&app, "web", &OverrideLayer::User, &json!({"by": "stale"}))
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }), "{err}");
+    let err = old
+        .begin_operation(
+            &app,
+            Operation::Remove,
+            &[AppState::Uploaded, AppState::Applied],
+            AppState::Removing,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Fenced),
+        "fenced after the refusal: {err}"
+    );
+    assert!(old.is_fenced());
+    let after = cp
+        .object("apps.capstan.dev", Some(NAMESPACE), "fence-a")
+        .unwrap();
+    assert_eq!(
+        before["metadata"]["resourceVersion"], after["metadata"]["resourceVersion"],
+        "nothing was written"
+    );
+    assert_eq!(after["status"]["state"], "applied");
+    assert_eq!(
+        new.override_layer(&app, "web", &OverrideLayer::User)
+            .unwrap()
+            .unwrap()
+            .values,
+        json!({"by": "old"})
+    );
+    // Deleting is guarded too, by the resourceVersion itself: a third
+    // daemon that read the app before the new leader wrote it.
+    let stale = store(&cp);
+    stale.reconcile_after_restart().unwrap();
+    let _ = stale.app(&app).unwrap();
+    new.set_override(&app, "web", &OverrideLayer::User, &json!({"by": "new"}))
+        .unwrap();
+    let err = stale.delete_app(&app, &[AppState::Applied]).unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }), "{err}");
+    assert!(
+        cp.object("apps.capstan.dev", Some(NAMESPACE), "fence-a")
+            .is_some()
+    );
+    new.delete_app(&app, &[AppState::Applied]).unwrap();
+    assert!(
+        cp.object("apps.capstan.dev", Some(NAMESPACE), "fence-a")
+            .is_none()
+    );
+}
+
+#[test]
+fn an_override_too_large_for_one_object_is_refused_with_a_clear_error() {
+    let Some(cp) = control_plane() else { return };
+    namespace(&cp);
+    let _ = cp.kubectl(&[
+        "delete",
+        "apps.capstan.dev",
+        "big-a",
+        "-n",
+        NAMESPACE,
+        "--ignore-not-found",
+    ]);
+    let store = store(&cp);
+    let app = upload(&store, "big-a");
+    let huge = json!({"blob": "x".repeat(1_200_000)});
+    let err = store
+        .set_override(&app, "web", &OverrideLayer::User, &huge)
+        .unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("over the store's limit of 1048576 bytes"),
+        "{err}"
+    );
+    // Just under the limit is stored, and read back whole.
+    let fits = json!({"blob": "y".repeat(900_000)});
+    store
+        .set_override(&app, "web", &OverrideLayer::User, &fits)
+        .unwrap();
+    let fresh = self::store(&cp);
+    assert_eq!(
+        fresh
+            .override_layer(&app, "web", &OverrideLayer::User)
+            .unwrap()
+            .unwrap()
+            .values,
+        fits
+    );
+    store.delete_app(&app, &[AppState::Uploaded]).unwrap();
+}
