@@ -236,3 +236,127 @@ fn an_override_too_large_for_one_object_is_refused_with_a_clear_error() {
     );
     store.delete_app(&app, &[AppState::Uploaded]).unwrap();
 }
+
+/// `capstan store export` of a daemon's SQLite store, `import` into the
+/// cluster store and back into a new SQLite store: every app, version,
+/// override, decision and history entry survives both moves.
+#[test]
+fn export_and_import_move_a_store_into_the_cluster_and_back() {
+    let Some(cp) = control_plane() else { return };
+    namespace(&cp);
+    let app = "moved-shop";
+    let _ = cp.kubectl(&[
+        "delete",
+        "apps.capstan.dev",
+        app,
+        "-n",
+        NAMESPACE,
+        "--ignore-not-found",
+    ]);
+    let mut d = crate::daemon::Daemon::start("store-move");
+    let bundle = d.shop_bundle("1.0.0", |dir| {
+        crate::daemon::edit(
+            &dir.join("capstan.yaml"),
+            "name: shop\n",
+            &format!("name: {app}\n"),
+        )
+    });
+    d.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    d.ok(&["app", "apply", app]);
+    d.ok(&["override", "set", app, "web", "--set", "replicaCount=4"]);
+    d.ok(&["app", "apply", app]);
+    d.kill();
+    let kubeconfig = cp.capstan_kubeconfig();
+    let kube = [
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--store-namespace",
+        NAMESPACE,
+    ];
+    let first = d.dir.join("first.json");
+    d.ok(&["store", "export", first.to_str().unwrap()]);
+    let mut args = vec!["store", "import", first.to_str().unwrap()];
+    args.extend(kube);
+    d.ok(&args);
+    let row = cp.kubectl_ok(&["get", "apps.capstan.dev", app, "-n", NAMESPACE]);
+    assert!(row.contains("applied") && row.contains("1.0.0"), "{row}");
+    // Importing again is refused and changes nothing.
+    let out = d.cli(&args);
+    assert!(!out.status.success());
+    assert!(crate::daemon::text(&out.stderr).contains("already exists"));
+    let second = d.dir.join("second.json");
+    let mut args = vec!["store", "export", second.to_str().unwrap()];
+    args.extend(kube);
+    d.ok(&args);
+    let read = |path: &std::path::Path| -> serde_json::Value {
+        let mut dump: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // Only this test's app (the namespace is shared).
+        dump["apps"] = serde_json::Value::Array(
+            dump["apps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["name"] == app)
+                .cloned()
+                .collect(),
+        );
+        dump["volumes"] = serde_json::json!([]);
+        dump
+    };
+    let one = read(&first);
+    assert_eq!(one["apps"].as_array().unwrap().len(), 1);
+    let history = one["apps"][0]["status"]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 3, "upload and two applies: {one:#}");
+    assert!(
+        one["apps"][0]["spec"]["overrides"]
+            .to_string()
+            .contains("replicaCount")
+    );
+    assert!(
+        !one["apps"][0]["spec"]["decisions"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !one["apps"][0]["status"]["releases"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(read(&second), one, "the cluster store kept everything");
+    // Back into a new SQLite folder: the same, bundle folders aside.
+    let state = d.dir.join("state-back");
+    let back = d.dir.join("back.json");
+    let mut trimmed = read(&second);
+    trimmed["apps"][0]["spec"]["versions"][0]["bundle_dir"] = serde_json::Value::Null;
+    std::fs::write(&second, serde_json::to_string(&read(&second)).unwrap()).unwrap();
+    d.ok(&[
+        "store",
+        "import",
+        second.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+    ]);
+    d.ok(&[
+        "store",
+        "export",
+        back.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+    ]);
+    let mut again = read(&back);
+    let dir = again["apps"][0]["spec"]["versions"][0]["bundle_dir"].take();
+    assert_eq!(
+        dir.as_str().unwrap(),
+        state
+            .join("bundles")
+            .join(app)
+            .join("1.0.0")
+            .to_str()
+            .unwrap()
+    );
+    assert_eq!(again, trimmed);
+    let _ = cp.kubectl(&["delete", "apps.capstan.dev", app, "-n", NAMESPACE]);
+}

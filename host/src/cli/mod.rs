@@ -20,6 +20,7 @@ mod reference;
 mod scaffold;
 mod serve;
 mod serve_cluster;
+mod store;
 mod template;
 
 use std::io::Write;
@@ -77,6 +78,9 @@ enum Command {
     Facts(app::FactsArgs),
     /// Tell the daemon what changed on the platform (talks to the daemon).
     Platform(app::PlatformArgs),
+    /// Export a store's apps to a file and import them into another
+    /// (SQLite to the cluster store and back; no daemon may be writing).
+    Store(store::StoreArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
     #[command(after_help = "Example: capstan completions bash > /etc/bash_completion.d/capstan")]
     Completions {
@@ -146,6 +150,7 @@ pub fn main() -> ExitCode {
         Command::App(args) => app::run(args),
         Command::Override(args) => app::run_override(args),
         Command::Volume(args) => app::run_volume(args),
+        Command::Store(args) => store::run(args),
         Command::Facts(args) => app::run_facts(args),
         Command::Platform(args) => app::run_platform(args),
         Command::Completions { shell } => {

@@ -84,7 +84,7 @@ pub use progress::{ChartProgress, ChartState, OperationCharts};
 pub use reevaluate::DEBOUNCE;
 pub use run::ChartDiff;
 pub use slots::{DEFAULT_MAX_OPERATIONS, SlotCounts};
-pub use state_dir::StatePaths;
+pub use state_dir::{StatePaths, lock_folder};
 pub use triggers::{
     MAX_EVENT_DETAILS, MAX_EVENT_VALUE, PlatformEventOutcome, PlatformEventRequest,
 };

@@ -229,3 +229,13 @@ pub(super) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()?;
     std::fs::rename(&tmp, path)
 }
+
+/// Takes the lock a daemon holds on the state folder `state` (for tools
+/// that write its store while no daemon runs: `capstan store import`).
+///
+/// # Errors
+/// [`Error::StateLocked`] while a daemon runs on it; the file system's
+/// errors.
+pub fn lock_folder(state: &std::path::Path) -> Result<File, Error> {
+    lock_state(&StatePaths::new(state))
+}

@@ -25,12 +25,14 @@ mod rules;
 mod schema;
 mod sqlite;
 mod state;
+pub mod transfer;
 
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::model::AppName;
+pub use document::{AppDoc, AppSpec, AppStatus};
 pub use error::Error;
 pub use records::{
     AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
@@ -366,6 +368,21 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// [`Error::Database`].
     fn delete_volume(&self, name: &str) -> Result<Option<VolumeRecord>, Error>;
+
+    /// Stores an app exactly as `doc` holds it — versions, every layer,
+    /// decisions, snapshots, state, history with its ids and times,
+    /// release inventories — for `capstan store import`.
+    ///
+    /// # Errors
+    /// [`Error::AppExists`] when the name is taken (nothing is written);
+    /// the backend's errors.
+    fn import_app(&self, doc: &AppDoc) -> Result<(), Error>;
+
+    /// Stores a volume exactly as given (its creation time kept).
+    ///
+    /// # Errors
+    /// [`Error::VolumeExists`]; the backend's errors.
+    fn import_volume(&self, volume: &VolumeRecord) -> Result<(), Error>;
 
     /// Whether a write was refused because another writer came first, so
     /// this store writes nothing more until it reconciles (a store shared

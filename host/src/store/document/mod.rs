@@ -132,13 +132,15 @@ impl Default for AppStatus {
 }
 
 /// One app's whole state.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppDoc {
     /// The app (the document's key).
     pub name: AppName,
     /// See [`AppSpec`].
+    #[serde(default)]
     pub spec: AppSpec,
     /// See [`AppStatus`].
+    #[serde(default)]
     pub status: AppStatus,
 }
 
@@ -1079,6 +1081,24 @@ impl<B: Backend> Store for DocStore<B> {
 
     fn fenced(&self) -> bool {
         self.is_fenced()
+    }
+
+    fn import_app(&self, doc: &AppDoc) -> Result<(), Error> {
+        self.check_fence()?;
+        let mut doc = doc.clone();
+        doc.normalize();
+        self.fit(&mut doc)?;
+        let mut written = self.written();
+        let stored = self.backend.create(&doc)?;
+        self.remember(&stored.doc);
+        written.insert(doc.name.clone(), stored);
+        Ok(())
+    }
+
+    fn import_volume(&self, volume: &VolumeRecord) -> Result<(), Error> {
+        utf8(&volume.host_path)?;
+        self.check_fence()?;
+        self.backend.create_volume(volume)
     }
 
     fn delete_volume(&self, name: &str) -> Result<Option<VolumeRecord>, Error> {

@@ -5,6 +5,7 @@
 //! transaction" trivially true. Writes use `BEGIN IMMEDIATE`, so a writer
 //! takes the lock before it reads and two writers never deadlock upgrading.
 
+mod import;
 #[cfg(feature = "test-hooks")]
 mod pause;
 mod rows;
@@ -846,6 +847,20 @@ impl Store for SqliteStore {
                 context,
             )
         })
+    }
+
+    fn import_app(&self, doc: &crate::store::AppDoc) -> Result<(), Error> {
+        self.write(
+            || format!("importing app \"{}\"", doc.name),
+            |tx| import::app(tx, doc),
+        )
+    }
+
+    fn import_volume(&self, volume: &VolumeRecord) -> Result<(), Error> {
+        self.write(
+            || format!("importing volume \"{}\"", volume.name),
+            |tx| import::volume(tx, volume),
+        )
     }
 
     fn delete_volume(&self, name: &str) -> Result<Option<VolumeRecord>, Error> {
