@@ -15,7 +15,11 @@ use crate::daemon::{Daemon, text};
 use crate::registry::Registry;
 use crate::support::fresh_dir;
 
-const NAMESPACE: &str = "capstan-ha-test";
+/// The namespace of a test's App objects and Lease: its own, since the
+/// daemons of one store reconcile every app in it.
+fn state_ns(lease: &str) -> String {
+    format!("{lease}-state")
+}
 
 /// A replica on the Lease `lease` (one per test: the tests run at once),
 /// keeping bundles in `registry` when given.
@@ -43,7 +47,7 @@ fn replica(
                 "--store".into(),
                 "cluster".into(),
                 "--store-namespace".into(),
-                NAMESPACE.into(),
+                state_ns(lease),
                 "--identity".into(),
                 identity.into(),
                 "--lease".into(),
@@ -102,28 +106,13 @@ fn leader_of(replicas: &[&Daemon], within: Duration) -> usize {
 }
 
 fn fresh(cp: &ControlPlane, app: &str, lease: &str) {
-    let _ = cp.kubectl(&["create", "namespace", NAMESPACE]);
-    let _ = cp.kubectl(&[
-        "delete",
-        "lease",
-        lease,
-        "-n",
-        NAMESPACE,
-        "--ignore-not-found",
-    ]);
-    let _ = cp.kubectl(&[
-        "delete",
-        "apps.capstan.dev",
-        app,
-        "-n",
-        NAMESPACE,
-        "--ignore-not-found",
-    ]);
+    cp.delete_namespace(&state_ns(lease));
+    cp.kubectl_ok(&["create", "namespace", &state_ns(lease)]);
     cp.delete_namespace(app);
 }
 
-fn app_row(cp: &ControlPlane, app: &str) -> String {
-    let table = cp.kubectl_ok(&["get", "apps.capstan.dev", "-n", NAMESPACE]);
+fn app_row(cp: &ControlPlane, lease: &str, app: &str) -> String {
+    let table = cp.kubectl_ok(&["get", "apps.capstan.dev", "-n", &state_ns(lease)]);
     table
         .lines()
         .find(|l| l.starts_with(&format!("{app} ")))
@@ -135,6 +124,7 @@ fn app_row(cp: &ControlPlane, app: &str) -> String {
 fn one_leads_the_other_follows_and_takes_over_when_the_leader_dies() {
     let Some(cp) = control_plane() else { return };
     let app = "ha-shop";
+    let ns = state_ns("ha-shop");
     fresh(&cp, app, "ha-shop");
     let Some(registry) = Registry::start(&fresh_dir("ha-registry"), &[]) else {
         return;
@@ -178,7 +168,7 @@ fn one_leads_the_other_follows_and_takes_over_when_the_leader_dies() {
         listed.contains(app) && listed.contains("applied"),
         "{listed}"
     );
-    let row = app_row(&cp, app);
+    let row = app_row(&cp, "ha-shop", app);
     assert!(row.contains("1.0.0") && row.contains("applied"), "{row}");
     let out = replicas[follow].cli(&["override", "set", app, "web", "--set", "x=1"]);
     assert!(!out.status.success(), "a follower takes no override");
@@ -194,7 +184,7 @@ fn one_leads_the_other_follows_and_takes_over_when_the_leader_dies() {
     let survivor = &replicas[follow];
     survivor.ok(&["override", "set", app, "web", "--set", "replicaCount=3"]);
     let object = cp
-        .object("apps.capstan.dev", Some(NAMESPACE), app)
+        .object("apps.capstan.dev", Some(&ns), app)
         .expect("the App");
     let overrides = object["spec"]["overrides"].to_string();
     assert!(overrides.contains("replicaCount"), "{object:#}");
@@ -230,7 +220,7 @@ fn one_leads_the_other_follows_and_takes_over_when_the_leader_dies() {
         "the override set on the new leader"
     );
     assert!(
-        cp.kubectl_ok(&["get", "apps.capstan.dev", "-n", NAMESPACE])
+        cp.kubectl_ok(&["get", "apps.capstan.dev", "-n", &ns])
             .contains(app)
     );
 }
@@ -254,7 +244,7 @@ fn sigterm_drains_and_releases_the_lease_at_once() {
         "lease",
         "ha-term",
         "-n",
-        NAMESPACE,
+        "ha-term-state",
         "-o",
         "jsonpath={.spec.holderIdentity}",
     ]);
@@ -270,5 +260,156 @@ fn sigterm_drains_and_releases_the_lease_at_once() {
         stopped.elapsed()
     );
     assert!(a.log().contains("left the election"), "{}", a.log());
+    b.kill();
+}
+
+/// `deploy/` applied exactly as shipped (`kubectl apply -k deploy/`): the
+/// CRDs are Established, the Deployment's two replicas run on the
+/// control plane's nodes with the probes on /healthz and /readyz, the
+/// PodDisruptionBudget and Service select them, and the daemon's
+/// arguments are ones `capstan serve` takes.
+#[test]
+fn deploy_applies_as_shipped() {
+    let Some(cp) = control_plane() else { return };
+    let root = crate::support::workspace_root();
+    let deploy = root.join("deploy");
+    cp.kubectl_ok(&["apply", "-k", deploy.to_str().unwrap()]);
+    for crd in ["apps.capstan.dev", "volumes.capstan.dev"] {
+        cp.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=30s",
+            "crd",
+            crd,
+        ]);
+    }
+    let ns = "capstan-system";
+    cp.eventually("two replicas available", Duration::from_secs(60), || {
+        cp.object("deployment", Some(ns), "capstan")
+            .is_some_and(|d| d["status"]["availableReplicas"] == 2)
+    });
+    let deployment = cp.object("deployment", Some(ns), "capstan").unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    let pdb = cp.object("pdb", Some(ns), "capstan").expect("the PDB");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    cp.eventually("the PDB sees both", Duration::from_secs(30), || {
+        cp.object("pdb", Some(ns), "capstan")
+            .is_some_and(|p| p["status"]["currentHealthy"] == 2)
+    });
+    let service = cp
+        .object("service", Some(ns), "capstan")
+        .expect("the Service");
+    assert_eq!(
+        service["spec"]["selector"]["app.kubernetes.io/name"],
+        "capstan"
+    );
+    // The arguments parse: `serve` stops at the in-cluster config this
+    // test process lacks, not at a flag.
+    let args: Vec<String> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    let out = crate::support::capstan()
+        .args(&args)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        !err.contains("unexpected argument") && !err.contains("invalid value"),
+        "{err}"
+    );
+    assert!(err.contains("trust") || err.contains("cluster"), "{err}");
+    for kind in ["deployment", "pdb", "service"] {
+        let _ = cp.kubectl(&["delete", kind, "capstan", "-n", ns, "--wait=false"]);
+    }
+}
+
+/// The leader is stopped (SIGSTOP) in the middle of an apply, past its
+/// Lease: the other takes over, reconciles the interrupted apply and
+/// changes the app. When the old leader wakes (SIGCONT), its next write
+/// is refused — by its own stopped lease or by the API server's
+/// resourceVersion check — it steps down, and the App holds only the new
+/// leader's writes.
+#[test]
+fn a_stopped_leader_wakes_to_find_its_writes_refused() {
+    let Some(cp) = control_plane() else { return };
+    let app = "ha-stop";
+    let ns = state_ns("ha-stop");
+    fresh(&cp, app, "ha-stop");
+    let Some(registry) = Registry::start(&fresh_dir("ha-stop-registry"), &[]) else {
+        return;
+    };
+    let mut a = replica(&cp, "ha-stop-a", "stop-a", "ha-stop", Some(&registry));
+    assert_eq!(leader_of(&[&a], Duration::from_secs(30)), 0);
+    // Every step of a's operations takes a second, so it is caught in one.
+    a.kill();
+    a.spawn(&[("CAPSTAN_TEST_STEP_DELAY_MS", "1000")]);
+    assert_eq!(leader_of(&[&a], Duration::from_secs(30)), 0);
+    let mut b = replica(&cp, "ha-stop-b", "stop-b", "ha-stop", Some(&registry));
+    share_key(&a, &mut b);
+    let bundle = a.shop_bundle("1.0.0", |dir: &Path| own_shop(dir, app));
+    a.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    a.ok(&["app", "apply", app, "--no-wait"]);
+    cp.eventually("a is applying", Duration::from_secs(20), || {
+        app_row(&cp, "ha-stop", app).contains("applying")
+    });
+    a.signal("STOP");
+    let stopped = Instant::now();
+    assert_eq!(leader_of(&[&b], Duration::from_secs(6 + 4 + 5)), 0);
+    eprintln!("taken over {:?} after the stop", stopped.elapsed());
+    // b reconciled a's apply as interrupted, and changes the app.
+    let object = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
+    assert_eq!(object["status"]["state"], "apply-failed", "{object:#}");
+    b.ok(&["override", "set", app, "web", "--set", "replicaCount=2"]);
+    let before = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
+    a.signal("CONT");
+    // a's apply thread wakes and tries to write its next step.
+    cp.eventually("a steps down", Duration::from_secs(15), || {
+        readyz(&a).0 == 503
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let after = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
+    assert_eq!(
+        before["metadata"]["resourceVersion"],
+        after["metadata"]["resourceVersion"],
+        "the old leader wrote nothing after waking: {}",
+        a.log()
+    );
+    let log = a.log();
+    assert!(
+        log.contains("no longer leading")
+            && (log.contains("does not lead")
+                || log.contains("changed by another writer")
+                || log.contains("stopped writing")),
+        "{log}"
+    );
+    // b applies what a left; a is a follower and takes nothing.
+    b.ok(&["app", "apply", app]);
+    assert_eq!(b.state_of(app), "applied");
+    let history: Vec<serde_json::Value> =
+        cp.object("apps.capstan.dev", Some(&ns), app).unwrap()["status"]["history"]
+            .as_array()
+            .unwrap()
+            .clone();
+    let applies: Vec<&serde_json::Value> = history
+        .iter()
+        .filter(|h| h["operation"] == "apply")
+        .collect();
+    assert_eq!(
+        applies.len(),
+        2,
+        "a's interrupted apply and b's: {history:#?}"
+    );
+    assert_eq!(applies[0]["outcome"], "interrupted");
+    assert_eq!(applies[1]["outcome"], "succeeded");
+    let out = a.cli(&["app", "apply", app]);
+    assert!(!out.status.success(), "the old leader follows now");
+    a.kill();
     b.kill();
 }
