@@ -76,7 +76,10 @@ pub(crate) fn audit_events(cp: &ControlPlane) -> Vec<Value> {
 
 /// The release Secrets' inventories in `namespace`: `(chart, revision,
 /// object names)`, sorted by chart.
-fn release_secrets(cp: &ControlPlane, namespace: &str) -> Vec<(String, u64, Vec<String>)> {
+pub(crate) fn release_secrets(
+    cp: &ControlPlane,
+    namespace: &str,
+) -> Vec<(String, u64, Vec<String>)> {
     let mut out: Vec<_> = cp
         .list("secrets", namespace)
         .into_iter()
@@ -115,7 +118,7 @@ fn entry_name(entry: &Value) -> String {
 }
 
 /// What the store says of the same releases (`app show`).
-fn stored_releases(d: &Daemon, app: &str) -> Vec<(String, u64, Vec<String>)> {
+pub(crate) fn stored_releases(d: &Daemon, app: &str) -> Vec<(String, u64, Vec<String>)> {
     let mut out: Vec<_> = d.show(app)["releases"]
         .as_array()
         .into_iter()

@@ -8,6 +8,7 @@
 //! and the archive digest the store recorded — before unpacking it into
 //! its own folder (a cache). No bundle bytes go to the API server.
 
+use super::lookup::one_line;
 use crate::oci;
 use crate::store::VersionRecord;
 
@@ -101,15 +102,4 @@ impl BundleHome for RegistryHome {
             .map_err(|e| format!("pulling {reference}: {}", one_line(&e)))?;
         Ok(pulled.bytes)
     }
-}
-
-fn one_line(error: &dyn std::error::Error) -> String {
-    let mut line = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        line.push_str(": ");
-        line.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    line
 }

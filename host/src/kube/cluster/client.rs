@@ -419,7 +419,6 @@ impl Cluster {
         id: &ObjectRef,
         resource_version: &str,
     ) -> Result<bool, Error> {
-        let request = kube::core::Request::new(kind.collection_path(namespace));
         let params = DeleteParams {
             preconditions: Some(kube::api::Preconditions {
                 resource_version: Some(resource_version.to_string()),
@@ -427,12 +426,7 @@ impl Cluster {
             }),
             ..DeleteParams::background()
         };
-        let op = object_op(Verb::Delete, id);
-        let answer = send(&self.client, &self.policy, &op, || {
-            request.delete(&id.name, &params)
-        })
-        .await?;
-        Ok(matches!(answer, Answer::Found(_)))
+        self.delete_with(kind, namespace, id, &params).await
     }
 
     /// A `POST` ([`Verb::Create`]) or `PUT` (any other verb) of `body`.
@@ -515,15 +509,26 @@ impl Cluster {
         id: &ObjectRef,
         orphan: bool,
     ) -> Result<bool, Error> {
-        let request = kube::core::Request::new(kind.collection_path(namespace));
         let params = if orphan {
             DeleteParams::orphan()
         } else {
             DeleteParams::background()
         };
+        self.delete_with(kind, namespace, id, &params).await
+    }
+
+    /// `DELETE` of `id` with `params`; `false` when it was already gone.
+    async fn delete_with(
+        &self,
+        kind: &Kind,
+        namespace: Option<&str>,
+        id: &ObjectRef,
+        params: &DeleteParams,
+    ) -> Result<bool, Error> {
+        let request = kube::core::Request::new(kind.collection_path(namespace));
         let op = object_op(Verb::Delete, id);
         let answer = send(&self.client, &self.policy, &op, || {
-            request.delete(&id.name, &params)
+            request.delete(&id.name, params)
         })
         .await?;
         Ok(matches!(answer, Answer::Found(_)))

@@ -49,7 +49,9 @@ use super::records::{
 };
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
 use crate::model::AppName;
-use rules::{check_allowed, now, reconcile, require_transitional, sort_overrides};
+use rules::{
+    check_allowed, now, reconcile, remove_where, require_transitional, sort_overrides, upsert,
+};
 
 /// The most history entries one app keeps; older finished entries are
 /// dropped first (a running one never).
@@ -909,11 +911,9 @@ impl<B: Backend> Store for DocStore<B> {
         layer: &OverrideLayer,
     ) -> Result<bool, Error> {
         self.modify(app, |doc| {
-            let before = doc.spec.overrides.len();
-            doc.spec
-                .overrides
-                .retain(|o| !(o.chart == chart && &o.layer == layer));
-            Ok(doc.spec.overrides.len() < before)
+            Ok(remove_where(&mut doc.spec.overrides, |o| {
+                o.chart == chart && &o.layer == layer
+            }))
         })
     }
 
@@ -956,10 +956,9 @@ impl<B: Backend> Store for DocStore<B> {
                 decided_at: now(),
                 ..decision.clone()
             };
-            let decisions = &mut doc.spec.decisions;
-            decisions.retain(|d| d.component != decision.component);
-            decisions.push(stored.clone());
-            decisions.sort_by(|a, b| a.component.cmp(&b.component));
+            upsert(&mut doc.spec.decisions, stored.clone(), |d| {
+                d.component.clone()
+            });
             Ok(stored)
         })
     }
@@ -981,9 +980,9 @@ impl<B: Backend> Store for DocStore<B> {
 
     fn delete_decision(&self, app: &AppName, component: &str) -> Result<bool, Error> {
         self.modify(app, |doc| {
-            let before = doc.spec.decisions.len();
-            doc.spec.decisions.retain(|d| d.component != component);
-            Ok(doc.spec.decisions.len() < before)
+            Ok(remove_where(&mut doc.spec.decisions, |d| {
+                d.component == component
+            }))
         })
     }
 
@@ -993,10 +992,9 @@ impl<B: Backend> Store for DocStore<B> {
                 updated_at: now(),
                 ..release.clone()
             };
-            let releases = &mut doc.status.releases;
-            releases.retain(|r| r.chart != release.chart);
-            releases.push(stored.clone());
-            releases.sort_by(|a, b| a.chart.cmp(&b.chart));
+            upsert(&mut doc.status.releases, stored.clone(), |r| {
+                r.chart.clone()
+            });
             Ok(stored)
         })
     }
@@ -1018,9 +1016,7 @@ impl<B: Backend> Store for DocStore<B> {
 
     fn delete_release(&self, app: &AppName, chart: &str) -> Result<bool, Error> {
         self.modify(app, |doc| {
-            let before = doc.status.releases.len();
-            doc.status.releases.retain(|r| r.chart != chart);
-            Ok(doc.status.releases.len() < before)
+            Ok(remove_where(&mut doc.status.releases, |r| r.chart == chart))
         })
     }
 

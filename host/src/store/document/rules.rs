@@ -83,3 +83,19 @@ pub(super) fn reconcile(doc: &mut AppDoc, at: UnixMillis, id: OperationId) -> Op
     }
     moved
 }
+
+/// Puts `item` in `list` in place of the one with its key (or adds it),
+/// the list kept in key order, as a table keyed by it lists.
+pub(super) fn upsert<T, K: Ord>(list: &mut Vec<T>, item: T, key: impl Fn(&T) -> K) {
+    let wanted = key(&item);
+    list.retain(|existing| key(existing) != wanted);
+    list.push(item);
+    list.sort_by_key(|a| key(a));
+}
+
+/// Removes what `gone` picks from `list`; whether anything was removed.
+pub(super) fn remove_where<T>(list: &mut Vec<T>, gone: impl Fn(&T) -> bool) -> bool {
+    let before = list.len();
+    list.retain(|item| !gone(item));
+    list.len() < before
+}
