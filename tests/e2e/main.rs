@@ -98,6 +98,8 @@ mod ha;
 mod lease;
 /// Facts from the cluster and re-evaluation on the real control plane.
 mod live_facts;
+/// Apps applied as the ServiceAccount the operator names (issue 26).
+mod tenancy;
 
 /// Issue 13: private state, token rules, damaged stored bundles as state
 /// errors, concurrent operations.

@@ -54,6 +54,18 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
     ("keygen", "capstan keygen --name me --out keys/"),
     (
+        "store",
+        "capstan store export dump.json --state /var/lib/capstan",
+    ),
+    (
+        "store export",
+        "capstan store export dump.json --state /var/lib/capstan",
+    ),
+    (
+        "store import",
+        "capstan store import dump.json --kubeconfig admin.conf --store-namespace capstan-system",
+    ),
+    (
         "serve",
         "capstan serve --trust keys/ --state /var/lib/capstan --keep-versions 3",
     ),

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::api::{self, Address};
+use crate::kube::cluster::tenancy::{ServiceAccount, Tenancy, TenantTarget};
 use crate::kube::{ApplyTarget, ClusterOptions, ClusterTarget, Connect, DirTarget};
 use crate::lifecycle::{Lifecycle, Options};
 use crate::sandbox::Facts;
@@ -184,6 +185,24 @@ pub struct ServeArgs {
     pub bundle_registry: Option<String>,
     #[command(flatten)]
     pub registry: super::bundle::RegistryArgs,
+    /// With a cluster target: apply the app APP as this ServiceAccount
+    /// (`APP=NAMESPACE/NAME`; repeat it), by impersonation, so the API
+    /// server holds the app to that account's rights.
+    #[arg(long = "service-account", value_name = "APP=NAMESPACE/NAME", value_parser = app_account)]
+    pub service_accounts: Vec<(String, ServiceAccount)>,
+    /// With a cluster target: the ServiceAccount of every app not named
+    /// by --service-account (default: the daemon's own rights).
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub default_service_account: Option<ServiceAccount>,
+}
+
+/// `APP=NAMESPACE/NAME`.
+fn app_account(text: &str) -> Result<(String, ServiceAccount), String> {
+    let (app, account) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not APP=NAMESPACE/NAME"))?;
+    let app = crate::model::AppName::new(app).map_err(|e| e.to_string())?;
+    Ok((app.to_string(), account.parse()?))
 }
 
 /// Where the daemon's state lives.
@@ -405,8 +424,28 @@ fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Targets> 
             .map_err(|e| anyhow::anyhow!(one_line(&e)))?;
         tracing::info!(url = target.url(), "applying to the cluster");
         let target = Arc::new(target);
-        return Ok((target.clone(), Some(target)));
+        let tenancy = Tenancy {
+            default: args.default_service_account.clone(),
+            apps: args.service_accounts.iter().cloned().collect(),
+        };
+        if tenancy == Tenancy::default() {
+            return Ok((target.clone(), Some(target)));
+        }
+        for (app, account) in &tenancy.apps {
+            tracing::info!(app, account = %account, "applying as a ServiceAccount");
+        }
+        let tenants = TenantTarget::new(
+            Arc::clone(&target),
+            tenancy,
+            connect,
+            ClusterOptions::default(),
+        );
+        return Ok((Arc::new(tenants), Some(target)));
     }
+    anyhow::ensure!(
+        args.service_accounts.is_empty() && args.default_service_account.is_none(),
+        "--service-account and --default-service-account need a cluster target (--kubeconfig or --in-cluster)"
+    );
     let dir = match &args.target {
         None => state.join("applied"),
         Some(spec) => match spec.strip_prefix("dir:") {

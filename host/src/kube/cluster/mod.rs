@@ -26,6 +26,8 @@
 //!   StorageClasses, a ConfigMap, CRDs), one watch each;
 //! - [`events`]: Kubernetes Events on a release's inventory Secret;
 //! - [`lease`]: leader election on a `coordination.k8s.io/v1` Lease;
+//! - [`tenancy`]: each app's releases applied as a ServiceAccount the
+//!   operator names (impersonation);
 //! - [`retry`]: transient failures retried within a budget;
 //! - [`error`]: one variant per failing step.
 //!
@@ -54,6 +56,7 @@ pub mod readiness;
 pub mod recreate;
 pub mod retry;
 pub mod stages;
+pub mod tenancy;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -133,6 +136,20 @@ impl ClusterTarget {
     /// [`Error::KubeconfigContext`], [`Error::InCluster`],
     /// [`Error::BuildClient`], or [`Error::Unreachable`].
     pub fn connect(how: &Connect, options: ClusterOptions) -> Result<Self, Error> {
+        Self::connect_as(how, options, None)
+    }
+
+    /// [`ClusterTarget::connect`], every request made as `user` (the
+    /// `Impersonate-User` header: `system:serviceaccount:NS:NAME`), so the
+    /// API server holds it to that user's rights ([`tenancy`]).
+    ///
+    /// # Errors
+    /// As [`ClusterTarget::connect`].
+    pub fn connect_as(
+        how: &Connect,
+        options: ClusterOptions,
+        user: Option<&str>,
+    ) -> Result<Self, Error> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("capstan-kube")
@@ -140,7 +157,8 @@ impl ClusterTarget {
             .build()
             .map_err(Error::Runtime)?;
         let cluster = runtime.block_on(async {
-            let config = client::config(how).await?;
+            let mut config = client::config(how).await?;
+            config.auth_info.impersonate = user.map(str::to_string);
             let cluster = Cluster::new(config, options.retry)?;
             cluster.probe().await?;
             Ok::<_, Error>(cluster)
