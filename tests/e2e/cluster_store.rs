@@ -7,10 +7,7 @@
 use capstan::kube::Connect;
 use capstan::model::AppName;
 use capstan::store::cluster::ClusterStore;
-use capstan::store::conformance::script;
-use capstan::store::{
-    AppState, Error, Finish, Operation, OverrideLayer, SqliteStore, Store, VersionRecord,
-};
+use capstan::store::{AppState, Error, Finish, Operation, OverrideLayer, Store, VersionRecord};
 use serde_json::json;
 
 use crate::control_plane::{ControlPlane, control_plane};
@@ -52,62 +49,71 @@ fn upload(store: &dyn Store, app: &str) -> AppName {
     name
 }
 
-#[test]
-fn every_method_answers_as_the_sqlite_store_does_and_kubectl_shows_the_apps() {
-    let Some(cp) = control_plane() else { return };
-    namespace(&cp);
-    for app in ["s1-a", "s1-b"] {
+/// The conformance script is built with the test hooks only.
+#[cfg(feature = "test-hooks")]
+mod conformance {
+    use capstan::store::SqliteStore;
+    use capstan::store::conformance::script;
+
+    use super::{NAMESPACE, control_plane, namespace, store};
+
+    #[test]
+    fn every_method_answers_as_the_sqlite_store_does_and_kubectl_shows_the_apps() {
+        let Some(cp) = control_plane() else { return };
+        namespace(&cp);
+        for app in ["s1-a", "s1-b"] {
+            let _ = cp.kubectl(&[
+                "delete",
+                "apps.capstan.dev",
+                app,
+                "-n",
+                NAMESPACE,
+                "--ignore-not-found",
+            ]);
+        }
         let _ = cp.kubectl(&[
             "delete",
-            "apps.capstan.dev",
-            app,
+            "volumes.capstan.dev",
+            "s1-data",
             "-n",
             NAMESPACE,
             "--ignore-not-found",
         ]);
+        let sqlite = SqliteStore::open_in_memory().unwrap();
+        let expected = script(&sqlite, "s1-");
+        let cluster = store(&cp);
+        let actual = script(&cluster, "s1-");
+        for (want, got) in expected.iter().zip(&actual) {
+            assert_eq!(got, want);
+        }
+        assert_eq!(actual.len(), expected.len());
+        // The script ends with b reconciled to apply-failed, a deleted.
+        let table = cp.kubectl_ok(&["get", "apps.capstan.dev", "-n", NAMESPACE]);
+        let header = table.lines().next().unwrap_or_default();
+        for column in ["NAME", "VERSION", "STATE", "AGE"] {
+            assert!(header.contains(column), "{table}");
+        }
+        let b = table
+            .lines()
+            .find(|l| l.starts_with("s1-b "))
+            .unwrap_or_else(|| panic!("{table}"));
+        assert!(b.contains("1.0") && b.contains("apply-failed"), "{table}");
+        assert!(!table.contains("s1-a "), "a was deleted: {table}");
+        // The short name and the category reach the same objects.
+        assert!(
+            cp.kubectl_ok(&["get", "capp", "-n", NAMESPACE])
+                .contains("s1-b")
+        );
+        let object = cp
+            .object("apps.capstan.dev", Some(NAMESPACE), "s1-b")
+            .unwrap();
+        assert_eq!(object["status"]["state"], "apply-failed");
+        assert_eq!(object["spec"]["versions"][0]["version"], "1.0");
+        // Its upload and the apply reconciliation closed as interrupted.
+        let history = object["status"]["history"].as_array().unwrap();
+        assert_eq!(history.len(), 2, "{object}");
+        assert_eq!(history[1]["outcome"], "interrupted");
     }
-    let _ = cp.kubectl(&[
-        "delete",
-        "volumes.capstan.dev",
-        "s1-data",
-        "-n",
-        NAMESPACE,
-        "--ignore-not-found",
-    ]);
-    let sqlite = SqliteStore::open_in_memory().unwrap();
-    let expected = script(&sqlite, "s1-");
-    let cluster = store(&cp);
-    let actual = script(&cluster, "s1-");
-    for (want, got) in expected.iter().zip(&actual) {
-        assert_eq!(got, want);
-    }
-    assert_eq!(actual.len(), expected.len());
-    // The script ends with b reconciled to apply-failed, a deleted.
-    let table = cp.kubectl_ok(&["get", "apps.capstan.dev", "-n", NAMESPACE]);
-    let header = table.lines().next().unwrap_or_default();
-    for column in ["NAME", "VERSION", "STATE", "AGE"] {
-        assert!(header.contains(column), "{table}");
-    }
-    let b = table
-        .lines()
-        .find(|l| l.starts_with("s1-b "))
-        .unwrap_or_else(|| panic!("{table}"));
-    assert!(b.contains("1.0") && b.contains("apply-failed"), "{table}");
-    assert!(!table.contains("s1-a "), "a was deleted: {table}");
-    // The short name and the category reach the same objects.
-    assert!(
-        cp.kubectl_ok(&["get", "capp", "-n", NAMESPACE])
-            .contains("s1-b")
-    );
-    let object = cp
-        .object("apps.capstan.dev", Some(NAMESPACE), "s1-b")
-        .unwrap();
-    assert_eq!(object["status"]["state"], "apply-failed");
-    assert_eq!(object["spec"]["versions"][0]["version"], "1.0");
-    // Its upload and the apply reconciliation closed as interrupted.
-    let history = object["status"]["history"].as_array().unwrap();
-    assert_eq!(history.len(), 2, "{object}");
-    assert_eq!(history[1]["outcome"], "interrupted");
 }
 
 #[test]

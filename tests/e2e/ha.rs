@@ -528,3 +528,46 @@ fn a_leader_killed_at_ten_points_of_an_apply_loses_nothing() {
     let web = cp.object("deployment", Some(app), "web").expect("web");
     assert_eq!(web["spec"]["replicas"], 2);
 }
+
+/// SIGTERM in the middle of an apply: the daemon stops taking requests,
+/// lets the apply finish within `--shutdown-grace`, releases the Lease and
+/// exits; the other replica takes over at once and finds the app applied,
+/// nothing interrupted.
+#[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the test-hooks feature; cargo xtask test enables it"
+)]
+fn sigterm_mid_apply_lets_it_finish_then_hands_over() {
+    let Some(cp) = control_plane() else { return };
+    let app = "ha-drain";
+    let ns = state_ns("ha-drain");
+    fresh(&cp, app, "ha-drain");
+    let mut a = replica(&cp, "ha-drain-a", "drain-a", "ha-drain", None);
+    assert_eq!(leader_of(&[&a], Duration::from_secs(30)), 0);
+    a.kill();
+    a.spawn(&[("CAPSTAN_TEST_STEP_DELAY_MS", "300")]);
+    assert_eq!(leader_of(&[&a], Duration::from_secs(30)), 0);
+    let b = replica(&cp, "ha-drain-b", "drain-b", "ha-drain", None);
+    let bundle = a.shop_bundle("1.0.0", |dir: &Path| own_shop(dir, app));
+    a.ok(&["app", "upload", bundle.to_str().unwrap()]);
+    a.ok(&["app", "apply", app, "--no-wait"]);
+    cp.eventually("a is applying", Duration::from_secs(20), || {
+        app_row(&cp, "ha-drain", app).contains("applying")
+    });
+    a.signal("TERM");
+    let status = a.wait_exit(Duration::from_secs(40)).expect("a exits");
+    assert!(status.success(), "{status:?}: {}", a.log());
+    let object = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
+    assert_eq!(object["status"]["state"], "applied", "{object:#}");
+    let history = object["status"]["history"].as_array().unwrap();
+    assert!(
+        history.iter().all(|h| h["outcome"] != "interrupted"),
+        "{history:#?}"
+    );
+    let handed = Instant::now();
+    assert_eq!(leader_of(&[&b], Duration::from_secs(5)), 0);
+    eprintln!("handed over in {:?}", handed.elapsed());
+    assert_eq!(b.state_of(app), "applied");
+    assert!(a.log().contains("left the election"), "{}", a.log());
+}
