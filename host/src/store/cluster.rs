@@ -2,8 +2,8 @@
 //! a Kubernetes API server (`capstan serve --store cluster`), so the
 //! daemon's state lives in etcd with the cluster's and any replica can
 //! read it: one `App` (`capstan.dev/v1alpha1`, CRD `apps.capstan.dev`) per app, its
-//! [`AppSpec`](super::document::AppSpec) as `spec` and its
-//! [`AppStatus`](super::document::AppStatus) as the `status` subresource;
+//! [`AppSpec`] as `spec` and its
+//! [`AppStatus`] as the `status` subresource;
 //! one `Volume` per local volume. The CRDs are `deploy/crds.yaml`, applied
 //! at connect when missing.
 //!
