@@ -216,19 +216,7 @@ pub enum StoreKind {
 
 /// `NAMESPACE/NAME` of a ConfigMap.
 fn configmap_ref(text: &str) -> Result<(String, String), String> {
-    let (namespace, name) = text
-        .split_once('/')
-        .ok_or_else(|| format!("{text:?} is not NAMESPACE/NAME"))?;
-    let namespace = crate::model::Namespace::new(namespace).map_err(|e| e.to_string())?;
-    let valid = !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    if !valid {
-        return Err(format!("{name:?} is not a ConfigMap name"));
-    }
-    Ok((namespace.to_string(), name.to_string()))
+    crate::model::namespaced_name(text, "ConfigMap")
 }
 
 /// A namespace name (a DNS-1123 label) or `*`.
@@ -236,9 +224,7 @@ fn lookup_namespace(text: &str) -> Result<String, String> {
     if text == "*" {
         return Ok(text.to_string());
     }
-    crate::model::Namespace::new(text)
-        .map(|n| n.to_string())
-        .map_err(|e| e.to_string())
+    super::serve_cluster::namespace(text)
 }
 
 /// A timeout in seconds (fractions allowed): above zero, at most a day.
@@ -411,14 +397,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 type Targets = (Arc<dyn ApplyTarget>, Option<Arc<ClusterTarget>>);
 
 fn target(args: &ServeArgs, state: &std::path::Path) -> anyhow::Result<Targets> {
-    let connect = match (&args.kubeconfig, args.in_cluster) {
-        (Some(path), _) => Some(Connect::Kubeconfig {
-            path: path.clone(),
-            context: args.context.clone(),
-        }),
-        (None, true) => Some(Connect::InCluster),
-        (None, false) => None,
-    };
+    let connect = Connect::from_flags(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        args.in_cluster,
+    );
     if let Some(connect) = connect {
         let target = ClusterTarget::connect(&connect, ClusterOptions::default())
             .map_err(|e| anyhow::anyhow!(one_line(&e)))?;

@@ -37,13 +37,12 @@ pub(super) fn join(
     target: &ClusterTarget,
     options: &mut Options,
 ) -> anyhow::Result<Election> {
-    let connect = match (&args.kubeconfig, args.in_cluster) {
-        (Some(path), _) => crate::kube::Connect::Kubeconfig {
-            path: path.clone(),
-            context: args.context.clone(),
-        },
-        _ => crate::kube::Connect::InCluster,
-    };
+    let connect = crate::kube::Connect::from_flags(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        args.in_cluster,
+    )
+    .unwrap_or(crate::kube::Connect::InCluster);
     let namespace = match &args.store_namespace {
         Some(namespace) => namespace.clone(),
         None => std::fs::read_to_string(POD_NAMESPACE_FILE)

@@ -74,14 +74,11 @@ struct Opened {
 
 impl Which {
     fn open(&self) -> anyhow::Result<Opened> {
-        let connect = match (&self.kubeconfig, self.in_cluster) {
-            (Some(path), _) => Some(Connect::Kubeconfig {
-                path: path.clone(),
-                context: self.context.clone(),
-            }),
-            (None, true) => Some(Connect::InCluster),
-            (None, false) => None,
-        };
+        let connect = Connect::from_flags(
+            self.kubeconfig.as_deref(),
+            self.context.as_deref(),
+            self.in_cluster,
+        );
         if let Some(connect) = connect {
             let store = ClusterStore::connect(&connect, &self.store_namespace)
                 .map_err(|e| anyhow::anyhow!(super::serve::one_line(&e)))?;

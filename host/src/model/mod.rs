@@ -35,7 +35,7 @@ pub use layer::Layer;
 pub use live::{LookupPolicy, LookupQuery, Served, WatchEnd, WatchFrom, resource_version};
 pub use names::{
     AppName, ChartName, ComponentName, InvalidName, MAX_APP_NAME_LEN, Name, NameKind, Namespace,
-    PluginName, RESERVED_APP_NAMES, ReleaseName, SecretName, VolumeName, kinds,
+    PluginName, RESERVED_APP_NAMES, ReleaseName, SecretName, VolumeName, kinds, namespaced_name,
 };
 pub use object::{ObjectKey, ObjectRef};
 pub use plugin::{

@@ -281,6 +281,27 @@ impl<'de, K: NameKind> Deserialize<'de> for Name<K> {
     }
 }
 
+/// `NAMESPACE/NAME` of an object of `kind` (a ConfigMap, a
+/// ServiceAccount): a DNS-1123 label, then a DNS-1123 subdomain name.
+///
+/// # Errors
+/// One line naming the part that is not valid.
+pub fn namespaced_name(text: &str, kind: &str) -> Result<(String, String), String> {
+    let (namespace, name) = text
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not NAMESPACE/NAME"))?;
+    let namespace = Namespace::new(namespace).map_err(|e| e.to_string())?;
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    if !valid {
+        return Err(format!("{name:?} is not a {kind} name"));
+    }
+    Ok((namespace.to_string(), name.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,6 +45,25 @@ pub enum Connect {
     InCluster,
 }
 
+impl Connect {
+    /// What the `--kubeconfig FILE [--context NAME]` or `--in-cluster`
+    /// flags name; `None` when neither is given.
+    pub fn from_flags(
+        kubeconfig: Option<&std::path::Path>,
+        context: Option<&str>,
+        in_cluster: bool,
+    ) -> Option<Connect> {
+        match (kubeconfig, in_cluster) {
+            (Some(path), _) => Some(Connect::Kubeconfig {
+                path: path.to_path_buf(),
+                context: context.map(str::to_string),
+            }),
+            (None, true) => Some(Connect::InCluster),
+            (None, false) => None,
+        }
+    }
+}
+
 /// The client configuration for `how`.
 ///
 /// # Errors

@@ -46,22 +46,8 @@ impl std::str::FromStr for ServiceAccount {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let (namespace, name) = text
-            .split_once('/')
-            .ok_or_else(|| format!("{text:?} is not NAMESPACE/NAME"))?;
-        let namespace = crate::model::Namespace::new(namespace).map_err(|e| e.to_string())?;
-        let valid = !name.is_empty()
-            && name.len() <= 253
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-        if !valid {
-            return Err(format!("{name:?} is not a ServiceAccount name"));
-        }
-        Ok(ServiceAccount {
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        })
+        let (namespace, name) = crate::model::namespaced_name(text, "ServiceAccount")?;
+        Ok(ServiceAccount { namespace, name })
     }
 }
 
