@@ -331,8 +331,8 @@ fn deploy_applies_as_shipped() {
 }
 
 /// The leader is stopped (SIGSTOP) in the middle of an apply, past its
-/// Lease: the other takes over, reconciles the interrupted apply and
-/// changes the app. When the old leader wakes (SIGCONT), its next write
+/// Lease: the other takes over, reconciles the interrupted apply, resumes
+/// it, and changes the app. When the old leader wakes (SIGCONT), its next write
 /// is refused — by its own stopped lease or by the API server's
 /// resourceVersion check — it steps down, and the App holds only the new
 /// leader's writes.
@@ -363,9 +363,11 @@ fn a_stopped_leader_wakes_to_find_its_writes_refused() {
     let stopped = Instant::now();
     assert_eq!(leader_of(&[&b], Duration::from_secs(6 + 4 + 5)), 0);
     eprintln!("taken over {:?} after the stop", stopped.elapsed());
-    // b reconciled a's apply as interrupted, and changes the app.
-    let object = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
-    assert_eq!(object["status"]["state"], "apply-failed", "{object:#}");
+    // b reconciled a's apply as interrupted, resumed it, and changes the
+    // app.
+    cp.eventually("b resumed a's apply", Duration::from_secs(60), || {
+        b.state_of(app) == "applied"
+    });
     b.ok(&["override", "set", app, "web", "--set", "replicaCount=2"]);
     let before = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
     a.signal("CONT");
@@ -403,11 +405,19 @@ fn a_stopped_leader_wakes_to_find_its_writes_refused() {
         .collect();
     assert_eq!(
         applies.len(),
-        2,
-        "a's interrupted apply and b's: {history:#?}"
+        3,
+        "a's interrupted apply, b's resumption of it and b's own: {history:#?}"
     );
     assert_eq!(applies[0]["outcome"], "interrupted");
     assert_eq!(applies[1]["outcome"], "succeeded");
+    assert!(
+        applies[1]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("resumed apply #{}", applies[0]["id"])),
+        "{history:#?}"
+    );
+    assert_eq!(applies[2]["outcome"], "succeeded");
     let out = a.cli(&["app", "apply", app]);
     assert!(!out.status.success(), "the old leader follows now");
     a.kill();
@@ -416,9 +426,10 @@ fn a_stopped_leader_wakes_to_find_its_writes_refused() {
 
 /// The leader SIGKILLed at ten points inside an apply, one after the
 /// other: each time the other replica takes the Lease within its duration
-/// plus the renew deadline, finds the app `apply-failed` with the reason,
-/// and `app recover` brings it to `applied` with its overrides, history
-/// and inventories intact; the store and the release Secrets agree.
+/// plus the renew deadline, reconciles the interrupted apply (history
+/// says why) and resumes it: the app ends `applied` with its overrides,
+/// history and inventories intact; the store and the release Secrets
+/// agree.
 #[test]
 #[cfg_attr(
     not(feature = "test-hooks"),
@@ -495,16 +506,13 @@ fn a_leader_killed_at_ten_points_of_an_apply_loses_nothing() {
         );
         eprintln!("{point}: taken over in {:?}", killed.elapsed());
         let d = &replicas[survivor];
-        let shown = d.show(app);
-        assert_eq!(shown["state"], "apply-failed", "{point}: {shown:#}");
-        let message = shown["message"].as_str().unwrap_or_default();
-        assert!(
-            message.contains("restarted during apply"),
-            "{point}: {message}"
+        cp.eventually(
+            &format!("{point}: the apply resumed"),
+            Duration::from_secs(60),
+            || d.state_of(app) == "applied",
         );
-        d.ok(&["app", "recover", app]);
-        assert_eq!(d.state_of(app), "applied", "{point}: {}", d.log());
-        // Overrides and history intact; nothing applied twice.
+        // Overrides and history intact; the interrupted apply said why,
+        // the resumption names it.
         let object = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
         assert!(
             object["spec"]["overrides"]
@@ -512,11 +520,29 @@ fn a_leader_killed_at_ten_points_of_an_apply_loses_nothing() {
                 .contains("replicaCount")
         );
         let history = object["status"]["history"].as_array().unwrap();
-        let interrupted = history
+        let interrupted: Vec<&serde_json::Value> = history
             .iter()
             .filter(|h| h["outcome"] == "interrupted")
-            .count();
-        assert_eq!(interrupted, round + 1, "{point}: {history:#?}");
+            .collect();
+        assert_eq!(interrupted.len(), round + 1, "{point}: {history:#?}");
+        let last = &history[history.len() - 1];
+        let cut = interrupted[round];
+        assert!(
+            cut["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("restarted during apply"),
+            "{point}: {cut:#}"
+        );
+        assert_eq!(last["operation"], "apply", "{point}: {last:#}");
+        assert_eq!(last["outcome"], "succeeded", "{point}: {last:#}");
+        assert!(
+            last["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(&format!("resumed apply #{}", cut["id"])),
+            "{point}: {last:#}"
+        );
         // The store's inventories and the release Secrets agree.
         assert_eq!(
             crate::real_cluster::release_secrets(&cp, app),
@@ -530,44 +556,76 @@ fn a_leader_killed_at_ten_points_of_an_apply_loses_nothing() {
 }
 
 /// SIGTERM in the middle of an apply: the daemon stops taking requests,
-/// lets the apply finish within `--shutdown-grace`, releases the Lease and
-/// exits; the other replica takes over at once and finds the app applied,
-/// nothing interrupted.
+/// the apply stops at its next checkpoint (left running in the store),
+/// the Lease is released and the daemon exits well within
+/// `--shutdown-grace`; the other replica takes over at once, resumes the
+/// apply and ends it applied.
 #[test]
 #[cfg_attr(
     not(feature = "test-hooks"),
     ignore = "needs the test-hooks feature; cargo xtask test enables it"
 )]
-fn sigterm_mid_apply_lets_it_finish_then_hands_over() {
+fn sigterm_mid_apply_stops_at_a_checkpoint_and_the_other_resumes() {
     let Some(cp) = control_plane() else { return };
     let app = "ha-drain";
     let ns = state_ns("ha-drain");
     fresh(&cp, app, "ha-drain");
-    let mut a = replica(&cp, "ha-drain-a", "drain-a", "ha-drain", None);
+    let Some(registry) = Registry::start(&fresh_dir("ha-drain-registry"), &[]) else {
+        return;
+    };
+    let mut a = replica(&cp, "ha-drain-a", "drain-a", "ha-drain", Some(&registry));
     assert_eq!(leader_of(&[&a], Duration::from_secs(30)), 0);
     a.kill();
-    a.spawn(&[("CAPSTAN_TEST_STEP_DELAY_MS", "300")]);
+    // Each step of a's takes a second: a whole apply takes well over ten.
+    a.spawn(&[("CAPSTAN_TEST_STEP_DELAY_MS", "1000")]);
     assert_eq!(leader_of(&[&a], Duration::from_secs(30)), 0);
-    let b = replica(&cp, "ha-drain-b", "drain-b", "ha-drain", None);
+    let mut b = replica(&cp, "ha-drain-b", "drain-b", "ha-drain", Some(&registry));
+    share_key(&a, &mut b);
     let bundle = a.shop_bundle("1.0.0", |dir: &Path| own_shop(dir, app));
     a.ok(&["app", "upload", bundle.to_str().unwrap()]);
     a.ok(&["app", "apply", app, "--no-wait"]);
     cp.eventually("a is applying", Duration::from_secs(20), || {
         app_row(&cp, "ha-drain", app).contains("applying")
     });
+    let termed = Instant::now();
     a.signal("TERM");
     let status = a.wait_exit(Duration::from_secs(40)).expect("a exits");
+    let took = termed.elapsed();
     assert!(status.success(), "{status:?}: {}", a.log());
-    let object = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
-    assert_eq!(object["status"]["state"], "applied", "{object:#}");
-    let history = object["status"]["history"].as_array().unwrap();
+    eprintln!("a stopped at a checkpoint and exited {took:?} after SIGTERM");
+    let log = a.log();
     assert!(
-        history.iter().all(|h| h["outcome"] != "interrupted"),
+        log.contains("stopping at this checkpoint") && log.contains("left the election"),
+        "{log}"
+    );
+    // b resumes what a left running.
+    cp.eventually("b resumed the apply", Duration::from_secs(60), || {
+        b.state_of(app) == "applied"
+    });
+    let object = cp.object("apps.capstan.dev", Some(&ns), app).unwrap();
+    let history = object["status"]["history"].as_array().unwrap();
+    let applies: Vec<&serde_json::Value> = history
+        .iter()
+        .filter(|h| h["operation"] == "apply")
+        .collect();
+    assert_eq!(applies.len(), 2, "{history:#?}");
+    assert_eq!(applies[0]["outcome"], "interrupted", "{history:#?}");
+    assert_eq!(applies[1]["outcome"], "succeeded", "{history:#?}");
+    assert!(
+        applies[1]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("resumed apply #{}", applies[0]["id"])),
         "{history:#?}"
     );
-    let handed = Instant::now();
-    assert_eq!(leader_of(&[&b], Duration::from_secs(5)), 0);
-    eprintln!("handed over in {:?}", handed.elapsed());
-    assert_eq!(b.state_of(app), "applied");
-    assert!(a.log().contains("left the election"), "{}", a.log());
+    assert!(
+        b.log()
+            .contains("resumed the operation the last leader left running"),
+        "{}",
+        b.log()
+    );
+    assert_eq!(
+        crate::real_cluster::release_secrets(&cp, app),
+        crate::real_cluster::stored_releases(&b, app),
+    );
 }

@@ -996,6 +996,7 @@ mod tests {
             message: message.map(str::to_owned),
             started_at: 1_000,
             finished_at: Some(3_500),
+            request: None,
         }
     }
 

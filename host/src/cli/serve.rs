@@ -173,8 +173,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = seconds)]
     pub retry_period: f64,
     /// With --store cluster: seconds a SIGTERM waits for running
-    /// operations to end before the Lease is released and the daemon
-    /// exits (what is still running is the next leader's to reconcile).
+    /// operations to stop at their next checkpoint before the Lease is
+    /// released and the daemon exits; the next leader resumes them.
     #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = seconds)]
     pub shutdown_grace: f64,
     /// Keep every uploaded bundle in this OCI registry

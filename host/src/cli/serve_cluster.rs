@@ -95,11 +95,15 @@ fn default_identity() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// After the listener stopped (SIGTERM): waits up to `grace` for running
-/// operations to end, then releases the Lease (so the next leader need
-/// not wait for it to expire) and waits briefly for the release.
+/// After the listener stopped (SIGTERM): running operations stop at their
+/// next checkpoint, left running in the store for the next leader to
+/// resume ([`Lifecycle::hand_over`]); waits up to `grace` for them to
+/// stop (past it, the process ends them as a crash would, with the same
+/// outcome), then releases the Lease (so the next leader need not wait
+/// for it to expire) and waits briefly for the release.
 pub(super) fn drain(lifecycle: &Lifecycle, election: &Election, grace: Duration) {
     let started = Instant::now();
+    lifecycle.hand_over();
     loop {
         let running = lifecycle.operation_slots().running;
         if running == 0 {
@@ -108,7 +112,7 @@ pub(super) fn drain(lifecycle: &Lifecycle, election: &Election, grace: Duration)
         if started.elapsed() >= grace {
             tracing::warn!(
                 running,
-                "shutdown grace over: leaving the running operations to the next leader"
+                "shutdown grace over: the next leader resumes the running operations"
             );
             break;
         }

@@ -29,6 +29,7 @@ use super::facts::default_facts;
 use super::facts_source::{FactsSource, FactsView, StaticFacts};
 use super::metrics::Metrics;
 use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
+use super::resume::Request;
 use super::run::{ApplyRequest, ChartDiff, Job, UserLayer};
 use super::state_dir::{
     StatePaths, create_private_dir, load_secret, lock_state, make_private, read_dir, remove_dir,
@@ -336,6 +337,7 @@ impl Lifecycle {
             leadership: options.leading.map(|election| super::leading::Leadership {
                 election,
                 working: std::sync::atomic::AtomicBool::new(false),
+                handing_over: std::sync::atomic::AtomicBool::new(false),
             }),
             bundle_home: options.bundle_home,
             restoring: Mutex::new(()),
@@ -375,8 +377,9 @@ impl Lifecycle {
     /// Startup reconciliation: interrupted operations end in their failed
     /// state with a reason; leftovers of interrupted uploads, deletes and
     /// updates are removed.
-    pub(super) fn reconcile(&self) -> Result<(), Error> {
-        for moved in self.store().reconcile_after_restart()? {
+    pub(super) fn reconcile(&self) -> Result<Vec<crate::store::Reconciled>, Error> {
+        let moved = self.store().reconcile_after_restart()?;
+        for moved in &moved {
             tracing::warn!(app = %moved.app, from = %moved.from, to = %moved.to,
                 "operation interrupted by a restart; app moved to its failed state");
             self.inner.metrics.operation("reconcile", "interrupted");
@@ -386,7 +389,8 @@ impl Lifecycle {
             remove_dir(&staging)?;
         }
         create_private_dir(&staging)?;
-        self.sweep_bundles()
+        self.sweep_bundles()?;
+        Ok(moved)
     }
 
     /// Removes bundle folders of versions the store does not hold, and
@@ -941,6 +945,17 @@ impl Lifecycle {
     /// # Errors
     /// As [`Lifecycle::apply`].
     pub fn apply_with(&self, app: &AppName, flags: ApplyFlags) -> Result<Started, Error> {
+        self.start_apply(app, flags, 0)
+    }
+
+    /// [`Lifecycle::apply_with`], the `resumes`th resumption of an
+    /// interrupted apply when not 0.
+    pub(super) fn start_apply(
+        &self,
+        app: &AppName,
+        flags: ApplyFlags,
+        resumes: u32,
+    ) -> Result<Started, Error> {
         let ApplyFlags {
             rekind,
             adopt,
@@ -965,15 +980,25 @@ impl Lifecycle {
             AppState::Applying,
         )?;
         self.inner.checkpoints.reach("apply:begun");
-        let checked = self.active_version_checked(app).and_then(|version| {
-            match rekind.iter().find(|c| !has_component(&version, c)) {
-                Some(unknown) => Err(Error::UnknownComponent {
-                    app: app.to_string(),
-                    component: unknown.clone(),
-                }),
-                None => Ok(version),
-            }
-        });
+        let request = Request {
+            rekind: rekind.clone(),
+            adopt,
+            recreate: recreate.clone(),
+            resumes,
+            ..Request::default()
+        };
+        let checked = self
+            .keep_request(op, &request)
+            .and_then(|()| self.active_version_checked(app))
+            .and_then(
+                |version| match rekind.iter().find(|c| !has_component(&version, c)) {
+                    Some(unknown) => Err(Error::UnknownComponent {
+                        app: app.to_string(),
+                        component: unknown.clone(),
+                    }),
+                    None => Ok(version),
+                },
+            );
         let version = match checked {
             Ok(version) => version,
             Err(e) => {
@@ -1028,6 +1053,23 @@ impl Lifecycle {
         force: bool,
         keep_secrets: bool,
     ) -> Result<Started, Error> {
+        let request = Request {
+            force,
+            keep_secrets,
+            ..Request::default()
+        };
+        self.start_remove(app, request, None)
+    }
+
+    /// [`Lifecycle::remove_with`] as `request` says, with `note` (why no
+    /// person asked for it) in its message.
+    pub(super) fn start_remove(
+        &self,
+        app: &AppName,
+        request: Request,
+        note: Option<String>,
+    ) -> Result<Started, Error> {
+        let (force, keep_secrets) = (request.force, request.keep_secrets);
         let from = if force {
             rules::FORCE_REMOVE_FROM
         } else {
@@ -1037,7 +1079,10 @@ impl Lifecycle {
             .store()
             .begin_operation(app, Operation::Remove, from, AppState::Removing)?;
         self.inner.checkpoints.reach("remove:begun");
-        let (version, target) = match self.versions_checked(app) {
+        let checked = self
+            .keep_request(op, &request)
+            .and_then(|()| self.versions_checked(app));
+        let (version, target) = match checked {
             Ok(versions) => versions,
             Err(e) => {
                 let finish = failed(AppState::RemoveFailed, &e);
@@ -1045,6 +1090,9 @@ impl Lifecycle {
             }
         };
         Ok(self.spawn(app, op, Operation::Remove, move |job| {
+            if let Some(note) = note {
+                job.note(note);
+            }
             let result = job.remove_version(&version, target.as_ref(), force, keep_secrets);
             Ending {
                 finish: match result {
@@ -1297,6 +1345,17 @@ impl Lifecycle {
     /// # Errors
     /// The store's busy and illegal-transition errors.
     pub fn recover(&self, app: &AppName) -> Result<Started, Error> {
+        self.start_recover(app, Request::default(), None)
+    }
+
+    /// [`Lifecycle::recover`], with `note` (why no person asked for it)
+    /// at the head of its message and `request` kept with it.
+    pub(super) fn start_recover(
+        &self,
+        app: &AppName,
+        request: Request,
+        note: Option<String>,
+    ) -> Result<Started, Error> {
         let before = self.store().app(app)?.state;
         let op = self.store().begin_operation(
             app,
@@ -1305,7 +1364,10 @@ impl Lifecycle {
             AppState::Recovering,
         )?;
         self.inner.checkpoints.reach("recover:begun");
-        let (version, target) = match self.versions_checked(app) {
+        let checked = self
+            .keep_request(op, &request)
+            .and_then(|()| self.versions_checked(app));
+        let (version, target) = match checked {
             Ok(versions) => versions,
             Err(e) => {
                 let finish = failed(AppState::failed_state_of(before), &e);
@@ -1327,7 +1389,12 @@ impl Lifecycle {
                 Ok(()) => Ending {
                     finish: Finish::succeeded(AppState::Applied)
                         .with_target(TargetChange::Discard)
-                        .with_message(format!("recovered: version {} applied", version.version)),
+                        .with_message(match &note {
+                            Some(note) => {
+                                format!("{note}; recovered: version {} applied", version.version)
+                            }
+                            None => format!("recovered: version {} applied", version.version),
+                        }),
                     drop_version: target.map(|t| t.version),
                 },
                 Err(e) => Ending::new(failed(AppState::ApplyFailed, &e)),
@@ -1447,6 +1514,23 @@ impl Lifecycle {
             );
         });
         let mut ending = work(&job);
+        if ending.finish.outcome == Outcome::Interrupted {
+            // Stopped at a checkpoint for the next leader: nothing is
+            // written, so it finds the operation running, as after a
+            // crash, and resumes it (`leading`).
+            self.inner.charts.end(app.as_str(), op);
+            drop(slot);
+            if let Ok(mut running) = self.inner.running.lock()
+                && running.get(app.as_str()).is_some_and(|(id, _)| *id == op)
+            {
+                running.remove(app.as_str());
+            }
+            self.inner
+                .metrics
+                .operation(operation.as_str(), Outcome::Interrupted.as_str());
+            tracing::info!(target: "capstan::lease", "operation handed over to the next leader");
+            return;
+        }
         if ending.finish.outcome == Outcome::Aborted {
             self.post_abort(&job, &mut ending);
         }
@@ -1592,6 +1676,19 @@ impl Lifecycle {
     /// as an upload is and against the digest the store recorded.
     fn restore_bundle(&self, app: &AppName, version: &str) -> Result<(), Error> {
         let Some(home) = &self.inner.bundle_home else {
+            // One daemon: its folder is the only one. Replicas without a
+            // registry share nothing but the store: say so, not "damaged".
+            if self.inner.leadership.is_some()
+                && !self.store().version(app, version)?.bundle_dir.exists()
+            {
+                return Err(Error::BundleHome {
+                    app: app.to_string(),
+                    version: version.to_owned(),
+                    reason: "this replica does not hold the bundle (another uploaded it) and no \
+                             --bundle-registry is set to fetch it from"
+                        .to_owned(),
+                });
+            }
             return Ok(());
         };
         let _one = self
@@ -1800,6 +1897,11 @@ impl Job<'_> {
     /// version it left is applied again with its stored user overrides.
     fn undo_failed_change(&self, undo: &Undo<'_>, error: &Error) -> Ending {
         let (change, back) = (&undo.change, &undo.back_to.version);
+        if matches!(error, Error::HandedOver) {
+            // The next leader finishes it as it finishes any interrupted
+            // change: `recover` applies the version it left again.
+            return Ending::new(failed(AppState::ApplyFailed, error));
+        }
         if matches!(error, Error::Aborted) {
             let note = format!("{change} aborted; `recover` applies {back} again");
             return Ending::new(
@@ -1939,10 +2041,11 @@ fn forced_notes(active: &semver::Version, candidate: &bundle::Metadata) -> Vec<S
 
 fn failed(state: AppState, error: &Error) -> Finish {
     let finish = Finish::failed(state, error.one_line());
-    if matches!(error, Error::Aborted) {
-        finish.with_outcome(Outcome::Aborted)
-    } else {
-        finish
+    match error {
+        Error::Aborted => finish.with_outcome(Outcome::Aborted),
+        // Not written: the next leader finds it running (see `run`).
+        Error::HandedOver => finish.with_outcome(Outcome::Interrupted),
+        _ => finish,
     }
 }
 

@@ -212,6 +212,11 @@ pub enum Error {
     /// The operator aborted the operation.
     #[error("aborted by the operator")]
     Aborted,
+    /// The daemon is shutting down in cluster mode: the operation stopped
+    /// at a checkpoint, left running in the store for the next leader to
+    /// resume.
+    #[error("stopped at a checkpoint to hand over to the next leader")]
+    HandedOver,
     /// Abort was asked for an app with no abortable operation running.
     #[error("app {app} has no operation running that can be aborted")]
     NothingToAbort {
@@ -378,7 +383,8 @@ impl Error {
             | Error::Render { .. }
             | Error::Workload { .. }
             | Error::Kube { .. }
-            | Error::Aborted => ErrorClass::Failed,
+            | Error::Aborted
+            | Error::HandedOver => ErrorClass::Failed,
         }
     }
 

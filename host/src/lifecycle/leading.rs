@@ -6,8 +6,9 @@
 //! only watches its answer ([`Leading`]). A daemon opened with one does
 //! not reconcile at open: it follows (serves reads, refuses work) until it
 //! leads, then reconciles the shared store — moving what the old leader
-//! left in a transitional state to its failed state with the reason, which
-//! is where `recover` or a re-apply take over — and only then starts work.
+//! left in a transitional state to its failed state with the reason — and
+//! only then starts work, first resuming what the old leader left running
+//! ([`super::resume`]).
 //! When it stops leading (a renewal missed for the renew deadline), it
 //! stops starting work at once; an operation already running has its next
 //! store write refused (the store's gate, and the new leader's writes
@@ -66,6 +67,19 @@ pub(crate) struct Leadership {
     /// Set once the state is reconciled after leadership began; cleared
     /// when it ends.
     pub working: AtomicBool,
+    /// Set when the daemon shuts down: running operations stop at their
+    /// next checkpoint, for the next leader to resume.
+    pub handing_over: AtomicBool,
+}
+
+impl Inner {
+    /// Whether running operations are to stop at their next checkpoint
+    /// (a draining daemon in cluster mode).
+    pub(crate) fn handing_over(&self) -> bool {
+        self.leadership
+            .as_ref()
+            .is_some_and(|l| l.handing_over.load(Ordering::SeqCst))
+    }
 }
 
 /// How often the election's answer is looked at.
@@ -120,9 +134,10 @@ fn watch(weak: Weak<Inner>) {
             // Taking over (or re-reading after another writer's write):
             // what the last leader left running is reconciled first.
             match lifecycle.reconcile() {
-                Ok(()) => {
+                Ok(moved) => {
                     leadership.working.store(true, Ordering::SeqCst);
                     tracing::info!(target: "capstan::lease", "leading: state reconciled, work starts");
+                    lifecycle.resume(&moved);
                 }
                 Err(e) => {
                     tracing::warn!(target: "capstan::lease", error = %e.one_line(), "leading, but reconciling the state failed; trying again");

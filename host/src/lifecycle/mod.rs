@@ -28,7 +28,9 @@
 //! `progress` (where each chart of an operation stands),
 //! `lookup` (what a connected render reads from the target),
 //! `facts_source` and `cluster_facts` (where facts come from),
-//! `reevaluate` (apps planned again when the facts change), `actions`
+//! `reevaluate` (apps planned again when the facts change), `leading`
+//! and `resume` (cluster mode: who works, and handing operations from one
+//! leader to the next), `actions`
 //! (contract 0.2 hook actions under the operator's policy, the owned
 //! release, the `status` loop), `secret_values` (values by reference and
 //! generated secrets at render),
@@ -54,6 +56,7 @@ mod overrides;
 mod plan;
 mod progress;
 mod reevaluate;
+mod resume;
 pub mod rules;
 mod run;
 mod secret_values;
@@ -82,6 +85,7 @@ pub use metrics::{DurationHistogram, Metrics, OPERATION_BUCKETS};
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use progress::{ChartProgress, ChartState, OperationCharts};
 pub use reevaluate::DEBOUNCE;
+pub use resume::MAX_RESUMES;
 pub use run::ChartDiff;
 pub use slots::{DEFAULT_MAX_OPERATIONS, SlotCounts};
 pub use state_dir::{StatePaths, lock_folder};

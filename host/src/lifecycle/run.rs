@@ -320,6 +320,10 @@ impl Job<'_> {
         if self.abort.load(Ordering::SeqCst) {
             return Err(Error::Aborted);
         }
+        if self.inner.handing_over() {
+            tracing::info!(target: "capstan::lease", app = %self.app, step = %format!("{phase}:{point}"), "stopping at this checkpoint: the next leader resumes the operation");
+            return Err(Error::HandedOver);
+        }
         self.store().set_progress(self.op, Some(progress))?;
         self.inner.checkpoints.reach(&format!("{phase}:{point}"));
         Ok(())
@@ -598,7 +602,7 @@ impl Job<'_> {
     /// With `force`, an error becomes a warning.
     fn forced(&self, force: bool, result: Result<(), Error>) -> Result<(), Error> {
         match result {
-            Err(e) if force && !matches!(e, Error::Aborted) => {
+            Err(e) if force && !matches!(e, Error::Aborted | Error::HandedOver) => {
                 self.warn(format!("ignored with --force: {}", e.one_line()));
                 Ok(())
             }

@@ -597,3 +597,139 @@ fn an_upload_whose_files_cannot_be_stored_is_a_state_error() {
         AppState::UploadFailed,
     );
 }
+
+/// Waits for `app` to leave its transitional state; its state then.
+fn settled(lc: &Lifecycle, app: &str) -> AppState {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let state = lc.show(&name(app)).unwrap().app.state;
+        if !state.is_transitional() || std::time::Instant::now() > until {
+            return state;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// An operation a crash left running, with `request` kept; the
+/// reconciliation a reopening makes of it.
+fn interrupted(
+    f: &Fixture,
+    operation: Operation,
+    from: &[AppState],
+    to: AppState,
+    request: &str,
+) -> (Lifecycle, Vec<crate::store::Reconciled>) {
+    {
+        let lc = f.open().unwrap();
+        let op = lc
+            .inner
+            .store
+            .begin_operation(&name("demo"), operation, from, to)
+            .unwrap();
+        lc.inner.store.set_request(op, request).unwrap();
+    }
+    let lc = f.open().unwrap();
+    let history = lc.history(&name("demo")).unwrap();
+    let last = history.last().unwrap();
+    assert_eq!(last.outcome, crate::store::Outcome::Interrupted);
+    assert_eq!(
+        last.request.as_deref(),
+        Some(request),
+        "kept with the entry"
+    );
+    let moved = vec![crate::store::Reconciled {
+        app: name("demo"),
+        from: to,
+        to: to.failed_state_of(),
+    }];
+    (lc, moved)
+}
+
+#[test]
+fn a_new_leader_resumes_an_interrupted_apply_with_its_flags_and_counts_resumptions() {
+    let f = Fixture::new();
+    {
+        let lc = f.open().unwrap();
+        lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+    }
+    let (lc, moved) = interrupted(
+        &f,
+        Operation::Apply,
+        rules::APPLY_FROM,
+        AppState::Applying,
+        r#"{"adopt":true}"#,
+    );
+    lc.resume(&moved);
+    assert_eq!(settled(&lc, "demo"), AppState::Applied);
+    let history = lc.history(&name("demo")).unwrap();
+    let resumed = history.last().unwrap();
+    assert_eq!(resumed.operation, Operation::Apply);
+    assert_eq!(resumed.outcome, crate::store::Outcome::Succeeded);
+    assert_eq!(
+        resumed.request.as_deref(),
+        Some(r#"{"adopt":true,"resumes":1}"#),
+        "the same flags, one resumption"
+    );
+    let message = resumed.message.as_deref().unwrap_or_default();
+    assert!(message.contains("resumed apply"), "{message}");
+
+    // An apply already resumed as often as allowed is left for the
+    // operator.
+    drop(lc);
+    let (lc, moved) = interrupted(
+        &f,
+        Operation::Apply,
+        rules::APPLY_FROM,
+        AppState::Applying,
+        &format!(r#"{{"resumes":{}}}"#, super::MAX_RESUMES),
+    );
+    let before = lc.history(&name("demo")).unwrap().len();
+    lc.resume(&moved);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(settled(&lc, "demo"), AppState::ApplyFailed);
+    assert_eq!(lc.history(&name("demo")).unwrap().len(), before);
+}
+
+#[test]
+fn a_new_leader_resumes_a_remove_as_a_remove_and_an_update_as_a_recover() {
+    let f = Fixture::new();
+    {
+        let lc = f.open().unwrap();
+        lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+        lc.apply(&name("demo"), vec![]).unwrap().wait();
+    }
+    let (lc, moved) = interrupted(
+        &f,
+        Operation::Remove,
+        rules::REMOVE_FROM,
+        AppState::Removing,
+        r#"{"force":true}"#,
+    );
+    lc.resume(&moved);
+    assert_eq!(settled(&lc, "demo"), AppState::Uploaded);
+    let last = lc.history(&name("demo")).unwrap().pop().unwrap();
+    assert_eq!(last.operation, Operation::Remove);
+    assert_eq!(
+        last.request.as_deref(),
+        Some(r#"{"force":true,"resumes":1}"#)
+    );
+    lc.apply(&name("demo"), vec![]).unwrap().wait();
+    drop(lc);
+    let (lc, moved) = interrupted(
+        &f,
+        Operation::Update,
+        rules::UPDATE_FROM,
+        AppState::Updating,
+        r#"{"resumes":1}"#,
+    );
+    lc.resume(&moved);
+    assert_eq!(settled(&lc, "demo"), AppState::Applied);
+    let last = lc.history(&name("demo")).unwrap().pop().unwrap();
+    assert_eq!(last.operation, Operation::Recover);
+    assert_eq!(last.request.as_deref(), Some(r#"{"resumes":2}"#));
+    let message = last.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("resumed update") && message.contains("recovered: version 1.0.0"),
+        "{message}"
+    );
+}

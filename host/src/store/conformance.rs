@@ -76,6 +76,7 @@ pub fn script(store: &dyn Store, prefix: &str) -> Vec<String> {
         ),
     );
     run.step("progress", store.set_progress(apply, Some("chart web")));
+    run.step("request", store.set_request(apply, r#"{"adopt":true}"#));
     run.step("app while applying", store.app(&a));
     run.step("running", store.running_operation(&a));
     run.step(
@@ -95,6 +96,7 @@ pub fn script(store: &dyn Store, prefix: &str) -> Vec<String> {
         store.finish_operation(apply, &Finish::failed(AppState::ApplyFailed, "boom")),
     );
     run.step("progress after finish", store.set_progress(apply, None));
+    run.step("request after finish", store.set_request(apply, "{}"));
     run.step(
         "finish twice",
         store.finish_operation(apply, &Finish::succeeded(AppState::Applied)),

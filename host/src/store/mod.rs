@@ -86,6 +86,14 @@ pub trait Store: Send + Sync {
     /// [`Error::UnknownOperation`], [`Error::OperationFinished`].
     fn set_progress(&self, id: OperationId, progress: Option<&str>) -> Result<(), Error>;
 
+    /// Keeps what the running operation was asked to do beyond its name
+    /// (the lifecycle's JSON) with its history entry, for a new leader to
+    /// resume it from ([`HistoryEntry::request`]).
+    ///
+    /// # Errors
+    /// [`Error::UnknownOperation`], [`Error::OperationFinished`].
+    fn set_request(&self, id: OperationId, request: &str) -> Result<(), Error>;
+
     /// Moves the app of a running operation to another transitional state,
     /// e.g. `updating` -> `recovering` when an update starts its rollback,
     /// with an optional message kept on the app and the history entry.

@@ -191,6 +191,13 @@ pub struct HistoryEntry {
     /// When it ended; `None` while running.
     #[schema(value_type = Option<i64>)]
     pub finished_at: Option<UnixMillis>,
+    /// What the operation was asked to do beyond its name, as the
+    /// lifecycle wrote it (JSON: an apply's `rekind`/`adopt`/`recreate`,
+    /// a remove's `force`/`keep_secrets`, how many times it was resumed);
+    /// absent for a plain one. A new leader resumes an interrupted
+    /// operation from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 /// A local persistent volume: a host path on one node.

@@ -132,6 +132,11 @@ pub const MIGRATIONS: &[&str] = &[
         FOREIGN KEY (app, version) REFERENCES versions(app, version) ON DELETE CASCADE
     ) STRICT;
     "#,
+    // 6: what an operation was asked beyond its name (the lifecycle's
+    // JSON), for a new leader to resume it from; NULL for a plain one.
+    r#"
+    ALTER TABLE history ADD COLUMN request TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -548,6 +548,7 @@ fn open_history(
         message: None,
         started_at: at,
         finished_at: None,
+        request: None,
     });
 }
 
@@ -622,6 +623,14 @@ impl<B: Backend> Store for DocStore<B> {
             doc.running_entry(id)?;
             doc.status.progress = progress.map(str::to_owned);
             doc.status.updated_at = now();
+            Ok(())
+        })
+    }
+
+    fn set_request(&self, id: OperationId, request: &str) -> Result<(), Error> {
+        let app = self.app_of(id)?;
+        self.modify(&app, |doc| {
+            doc.running_entry(id)?.request = Some(request.to_owned());
             Ok(())
         })
     }

@@ -61,6 +61,7 @@ pub(super) fn reconcile(doc: &mut AppDoc, at: UnixMillis, id: OperationId) -> Op
                 message: Some(message),
                 started_at: at,
                 finished_at: Some(at),
+                request: None,
             });
         }
         tracing::warn!(app = %doc.name, from = %from, to = %to, "moved interrupted app to its failed state");

@@ -94,7 +94,8 @@ pub(super) fn app(tx: &Transaction<'_>, doc: &AppDoc) -> Result<(), Error> {
     for h in &status.history {
         tx.execute(
             "INSERT INTO history (id, app, operation, from_state, via_state, to_state, outcome, \
-             message, started_at, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             message, started_at, finished_at, request) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 h.id,
                 app,
@@ -105,7 +106,8 @@ pub(super) fn app(tx: &Transaction<'_>, doc: &AppDoc) -> Result<(), Error> {
                 h.outcome,
                 h.message,
                 h.started_at,
-                h.finished_at
+                h.finished_at,
+                h.request
             ],
         )
         .context(|| format!("importing operation {} of app \"{app}\"", h.id))?;

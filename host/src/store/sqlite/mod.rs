@@ -257,6 +257,21 @@ impl Store for SqliteStore {
         )
     }
 
+    fn set_request(&self, id: OperationId, request: &str) -> Result<(), Error> {
+        self.write(
+            || format!("recording the request of operation {id}"),
+            |tx| {
+                load_running(tx, id)?;
+                tx.execute(
+                    "UPDATE history SET request = ?2 WHERE id = ?1",
+                    params![id, request],
+                )
+                .context(|| format!("recording the request of operation {id}"))?;
+                Ok(())
+            },
+        )
+    }
+
     fn advance_operation(
         &self,
         id: OperationId,

@@ -141,7 +141,7 @@ pub(super) fn release_from_row(row: &Row<'_>) -> rusqlite::Result<ReleaseRecord>
 }
 
 pub(super) const HISTORY_COLUMNS: &str = "id, app, operation, from_state, via_state, to_state, \
-     outcome, message, started_at, finished_at";
+     outcome, message, started_at, finished_at, request";
 
 pub(super) fn history_from_row(row: &Row<'_>) -> rusqlite::Result<HistoryEntry> {
     Ok(HistoryEntry {
@@ -155,6 +155,7 @@ pub(super) fn history_from_row(row: &Row<'_>) -> rusqlite::Result<HistoryEntry> 
         message: row.get(7)?,
         started_at: row.get(8)?,
         finished_at: row.get(9)?,
+        request: row.get(10)?,
     })
 }
 
