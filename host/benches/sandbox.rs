@@ -10,10 +10,12 @@
 //!   configuration ([`capstan::sandbox::pooling_config`]), a fresh store per
 //!   call, an empty WASI context, no limits, no capture, the JSON text
 //!   returned as it is.
-//! - `overrides/floor` and `overrides/floor-resident`: toward the true
-//!   floor: the same call with no WASI (its imports defined as traps, which
-//!   the call never reaches), a unit store, the pooling allocator; the
-//!   second with its keep-resident settings.
+//! - `overrides/floor` and `overrides/floor-no-keep`: the true floor: the
+//!   same call with no WASI (its imports defined as traps, which the call
+//!   never reaches), a unit store, `InstancePre`, the sandbox's pooling
+//!   allocator with copy-on-write images and its keep-resident settings
+//!   (memory and tables reset in place, found by `PAGEMAP_SCAN`); the
+//!   second without the keep-resident settings.
 //! - `load/compile` against `load/cached`: compiling the component against
 //!   loading it from capstan's compiled-component cache.
 //! - `python/overrides`: the same call through capstan's sandbox on the
@@ -266,14 +268,15 @@ fn overrides(c: &mut Criterion) {
 
     // Toward the true floor: no WASI at all (every WASI import a trap, which
     // this call never reaches), a unit store, `InstancePre`, the pooling
-    // allocator with copy-on-write images; `floor-resident` adds the
-    // pool's keep-resident settings (a slot's first 2 MiB of memory and 64
-    // KiB of tables are reset in place instead of given back to the OS).
-    for (id, resident) in [("floor", false), ("floor-resident", true)] {
+    // allocator with copy-on-write images and the sandbox's keep-resident
+    // settings (`floor`); `floor-no-keep` is the same without them (a
+    // slot's memory and tables given back to the kernel after each call).
+    for (id, keep) in [("floor", true), ("floor-no-keep", false)] {
         let mut pool = pooling_config(&policy);
-        if resident {
-            pool.linear_memory_keep_resident(2 << 20)
-                .table_keep_resident(64 << 10);
+        if !keep {
+            pool.linear_memory_keep_resident(0)
+                .table_keep_resident(0)
+                .pagemap_scan(wasmtime::Enabled::No);
         }
         let mut config = Config::new();
         config

@@ -322,6 +322,81 @@ fn workload_kind_and_lifecycle_calls_are_bounded_too() {
     );
 }
 
+/// Slots are reused and their memory and tables reset in place (the
+/// keep-resident settings, with `PAGEMAP_SCAN` where the kernel has it):
+/// no call may see what an earlier one left, whichever plugin or app the
+/// slot served before and however that call ended.
+#[test]
+fn a_call_never_sees_what_an_earlier_call_left_in_its_slot() {
+    let policy = Policy::new()
+        .deadline(DEADLINE)
+        .memory_bytes(MEMORY)
+        .pool_size(4);
+    let sandbox = Sandbox::new(policy).unwrap();
+    let hostile = sandbox
+        .load("hostile", &plugin_bytes("capstan-test-hostile"))
+        .unwrap();
+    let storage = sandbox
+        .load("storage", &plugin_bytes("capstan-example-storage"))
+        .unwrap();
+    let clean = serde_json::json!({"calls": 7, "dirty": 0, "heap_dirty": 0, "left": ""});
+    let residue = |name: &str| {
+        let app = App {
+            name: name.into(),
+            ..app()
+        };
+        serde_json::Value::Object(
+            hostile
+                .overrides(&ctx(), &app, &simplex(), "residue")
+                .unwrap(),
+        )
+    };
+    for round in 0..40 {
+        let name = format!("app-{round}");
+        assert_eq!(residue(&name), clean, "round {round}: a call saw residue");
+        match round % 4 {
+            // A call that filled its memory to the cap, one that trapped,
+            // and another plugin in the same slots.
+            0 => assert!(matches!(
+                hostile.overrides(&ctx(), &app(), &simplex(), "memory"),
+                Err(Error::Fault {
+                    fault: Fault::MemoryLimit { .. },
+                    ..
+                })
+            )),
+            1 => assert!(
+                hostile
+                    .overrides(&ctx(), &app(), &simplex(), "trap")
+                    .is_err()
+            ),
+            2 => {
+                storage
+                    .overrides(&ctx(), &app(), &simplex(), "rbd-provisioner")
+                    .unwrap();
+            }
+            _ => {}
+        }
+    }
+    // Concurrent calls, each in a slot another call just left.
+    std::thread::scope(|s| {
+        let calls: Vec<_> = (0..4)
+            .map(|t| {
+                let residue = &residue;
+                s.spawn(move || {
+                    (0..25)
+                        .map(|i| residue(&format!("t{t}-{i}")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for call in calls {
+            for seen in call.join().unwrap() {
+                assert_eq!(seen, clean, "a concurrent call saw residue");
+            }
+        }
+    });
+}
+
 #[test]
 fn clock_and_randomness_are_deterministic_per_inputs() {
     let f = fixture();
@@ -357,6 +432,24 @@ fn clock_and_randomness_are_deterministic_per_inputs() {
         run(&later, &app())["now"],
         serde_json::json!(1_700_000_000_000_000_000u64)
     );
+
+    // The plugin keeps the text of the last facts for the seed: other
+    // facts after them seed otherwise, and the first facts again as before.
+    let hash_with = |facts: &Facts| {
+        f.hostile
+            .overrides(&ctx(), &app(), facts, "clock-and-random")
+            .unwrap()["hash"]
+            .clone()
+    };
+    let mut other_facts = simplex();
+    other_facts.kubernetes_version = "1.31.0".into();
+    assert_ne!(
+        hash_with(&other_facts),
+        first["hash"],
+        "other facts seed otherwise"
+    );
+    assert_eq!(hash_with(&simplex()), first["hash"]);
+    assert_ne!(hash_with(&other_facts), first["hash"]);
 }
 
 #[test]

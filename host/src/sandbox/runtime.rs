@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use wasmtime::component::{Component, Linker};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolConcurrencyLimitError, PoolingAllocationConfig,
-    Store, UpdateDeadline,
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolConcurrencyLimitError,
+    PoolingAllocationConfig, Store, UpdateDeadline,
 };
 
 use super::cache::ComponentCache;
@@ -22,6 +22,16 @@ use super::{Error, Fault, PluginError, Stream, wasi};
 
 /// The pooling allocator's per-memory ceiling, above any sane policy cap.
 const POOL_MEMORY_CEILING: usize = 1 << 30;
+
+/// How much of a slot's linear memory a call may leave resident for the
+/// next call in that slot: the pages it wrote are put back to the
+/// component's image in place (found with Linux's `PAGEMAP_SCAN`) instead
+/// of handed back to the kernel and faulted in again. A Rust plugin's whole
+/// working set fits; a Python plugin's first pages do.
+const KEEP_RESIDENT_MEMORY: usize = 1 << 20;
+
+/// The same for a slot's tables (their function references).
+const KEEP_RESIDENT_TABLES: usize = 64 << 10;
 
 /// Wasm frames kept in a trap's backtrace.
 const BACKTRACE_FRAMES: usize = 32;
@@ -193,6 +203,7 @@ impl Sandbox {
             },
             contract,
             sandbox: self.clone(),
+            last_facts: Arc::default(),
         };
         plugin.info = plugin.call_info(&ctx.bare(), app)?;
         plugin.name = plugin.info.name.clone();
@@ -245,7 +256,15 @@ pub fn pooling_config(policy: &Policy) -> PoolingAllocationConfig {
         // The resource limiter enforces the policy's cap and records that it
         // did; the pool's own ceiling sits above it as a backstop, so that
         // the limiter is the one that refuses.
-        .max_memory_size(policy.memory_bytes.max(POOL_MEMORY_CEILING));
+        .max_memory_size(policy.memory_bytes.max(POOL_MEMORY_CEILING))
+        // A slot's memory and tables are reset in place, up to these sizes,
+        // rather than given back and faulted in again at the next call
+        // (53 against 26 µs a Rust call here; see the performance chapter).
+        // Where the kernel has no `PAGEMAP_SCAN` (before Linux 6.7) wasmtime
+        // resets the first bytes by `memset` and the rest as before.
+        .linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
+        .table_keep_resident(KEEP_RESIDENT_TABLES)
+        .pagemap_scan(Enabled::Auto);
     pool
 }
 
@@ -278,6 +297,9 @@ fn link_error(name: &str, error: &wasmtime::Error) -> Error {
     }
 }
 
+/// Facts and their JSON text as a call's seed reads them.
+type FactsText = (Facts, Arc<[u8]>);
+
 /// A loaded plugin, ready to call. Each call instantiates it afresh from
 /// its pre-instantiated component into a new store, so no state survives
 /// from one call (or app) to the next.
@@ -287,6 +309,10 @@ pub struct Plugin {
     info: PluginInfo,
     contract: Arc<dyn Contract>,
     sandbox: Sandbox,
+    /// The facts of the last call and their JSON text as the seed reads
+    /// it: an apply asks every chart of an app with the same facts, so
+    /// they are serialized once, not once a call (see `facts_json`).
+    last_facts: Arc<Mutex<Option<FactsText>>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -605,13 +631,26 @@ impl Plugin {
     }
 
     /// The facts as a call's seed reads them: for a 0.1.0 plugin, only
-    /// what 0.1.0 has (see [`Facts::as_of_0_1`]).
-    fn facts_json(&self, facts: &Facts) -> Vec<u8> {
-        if self.info.contract == "0.1.0" {
+    /// what 0.1.0 has (see [`Facts::as_of_0_1`]). The text of the last
+    /// facts is kept: comparing facts costs a tenth of serializing them.
+    fn facts_json(&self, facts: &Facts) -> Arc<[u8]> {
+        let mut last = self
+            .last_facts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, json)) = last.as_ref()
+            && seen == facts
+        {
+            return Arc::clone(json);
+        }
+        let json: Arc<[u8]> = if self.info.contract == "0.1.0" {
             json_bytes(&facts.as_of_0_1())
         } else {
             json_bytes(facts)
         }
+        .into();
+        *last = Some((facts.clone(), Arc::clone(&json)));
+        json
     }
 
     fn invalid(&self, reason: String) -> Error {

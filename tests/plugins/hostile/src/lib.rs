@@ -7,6 +7,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use capstan_plugin_sdk::bindings::Guest;
 use capstan_plugin_sdk::bindings::capstan::plugin::host::log;
@@ -32,6 +33,7 @@ const BEHAVIOURS: &[&str] = &[
     "read-env",
     "clock-and-random",
     "volumes",
+    "residue",
     "well-behaved",
 ];
 
@@ -103,6 +105,7 @@ impl Guest for Hostile {
             // Tells what the facts reveal of local volumes: a plugin must
             // see only those its own app mounts.
             "volumes" => Ok(seen_volumes(&facts)),
+            "residue" => Ok(residue(&app)),
             "well-behaved" => Ok(format!("{{\"app\":\"{}\",\"ok\":true}}", app.name)),
             other => Err(PluginError::Unsupported(format!("chart {other}"))),
         }
@@ -161,6 +164,49 @@ fn trap() -> ! {
 #[cfg(not(target_family = "wasm"))]
 fn trap() -> ! {
     std::process::abort()
+}
+
+/// A counter in the data segment (part of the component's memory image).
+static CALLS: AtomicU64 = AtomicU64::new(7);
+
+/// A page-spread buffer in zero-initialised memory, past the image.
+static MARKS: [AtomicU8; RESIDUE_BYTES] = [const { AtomicU8::new(0) }; RESIDUE_BYTES];
+
+const RESIDUE_BYTES: usize = 256 << 10;
+
+/// What an earlier call left in this instance's memory, then leaves some
+/// of its own: the data-segment counter as it was (7 in a fresh image),
+/// how many bytes of the zeroed buffer and of a fresh heap allocation
+/// were not zero, and the app an earlier call wrote there, if any. A host
+/// that reuses memory without resetting it shows a count above 7, nonzero
+/// bytes or a name.
+fn residue(app: &App) -> String {
+    let calls = CALLS.fetch_add(1, Ordering::SeqCst);
+    let dirty = MARKS
+        .iter()
+        .filter(|b| b.load(Ordering::SeqCst) != 0)
+        .count();
+    let mut left = Vec::new();
+    for b in MARKS.iter().take(64) {
+        match b.load(Ordering::SeqCst) {
+            0 => break,
+            c => left.push(c),
+        }
+    }
+    for (i, b) in app.name.bytes().chain(std::iter::once(b'!')).enumerate() {
+        MARKS[i].store(b, Ordering::SeqCst);
+    }
+    for i in (4096..RESIDUE_BYTES).step_by(4096) {
+        MARKS[i].store(0xa5, Ordering::SeqCst);
+    }
+    let mut heap = vec![0u8; 512 << 10];
+    let heap_dirty = heap.iter().filter(|b| **b != 0).count();
+    heap.iter_mut().step_by(4096).for_each(|b| *b = 0x5a);
+    std::hint::black_box(&heap);
+    format!(
+        "{{\"calls\":{calls},\"dirty\":{dirty},\"heap_dirty\":{heap_dirty},\"left\":\"{}\"}}",
+        String::from_utf8_lossy(&left)
+    )
 }
 
 /// `{"seen": ["name@node:hostPath", ...]}` of every local volume in the
