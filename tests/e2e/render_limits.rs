@@ -3,12 +3,13 @@
 //! Every chart here is written by the test into a fresh folder, rendered by
 //! the real `capstan template`, and must end in its limit's error, within
 //! the deadline plus a margin, with a bounded peak RSS (read from the
-//! child's `rusage` by `wait4`). A few cases also render in process to
-//! check the typed error kind (`render::Error::Limit`).
+//! child's `rusage` by `wait4`, in a small Python process that starts it:
+//! see [`template`]). A few cases also render in process to check the
+//! typed error kind (`render::Error::Limit`).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use capstan::render::{self, LimitKind, RenderLimits, TemplateOptions, ValueSource};
 
@@ -50,39 +51,58 @@ struct Run {
     max_rss_kib: i64,
 }
 
-/// Runs `capstan template ARGS` and waits for it with `wait4`, whose
-/// `rusage` is the only exact record of a child's peak RSS.
-#[allow(unsafe_code)] // wait4 and a zeroed rusage, with their SAFETY comments
+/// Starts `argv[3:]`, waits for it with `wait4` and writes its exit code,
+/// peak RSS in KiB and wall time in seconds to `argv[1]`.
+const WAIT4: &str = "\
+import os, sys, time
+started = time.monotonic()
+pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+elapsed = time.monotonic() - started
+code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+open(sys.argv[1], 'w').write(f'{code} {usage.ru_maxrss} {elapsed}')
+";
+
+/// Runs `capstan template ARGS` and reads its exit code, wall time and
+/// peak RSS from `wait4`'s `rusage`, the only exact record of a child's
+/// peak RSS. The child is started by a small Python process, not by this
+/// one: Linux counts into a child's `ru_maxrss` the peak RSS of the memory
+/// it was spawned from (`exec` keeps the larger of the two), and this test
+/// process, with the sandbox and render tests running beside it, can peak
+/// at hundreds of MiB; Python's own peak is some 10 MiB.
 fn template(dir: &Path, args: &[&str]) -> Run {
     let out = std::fs::File::create(dir.join("stdout")).expect("stdout file");
     let err = std::fs::File::create(dir.join("stderr")).expect("stderr file");
-    let started = Instant::now();
-    let child = capstan()
+    let report = dir.join("wait4");
+    let capstan = capstan();
+    let mut helper = Command::new("python3");
+    for (key, value) in capstan.get_envs() {
+        if let Some(value) = value {
+            helper.env(key, value);
+        }
+    }
+    let status = helper
+        .arg("-c")
+        .arg(WAIT4)
+        .arg(&report)
+        .arg(capstan.get_program())
         .arg("template")
         .args(args)
+        .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
-        .spawn()
-        .expect("spawning capstan");
-    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
-    let mut status = 0;
-    // SAFETY: `rusage` is plain integers, for which all-zero is valid.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals; `pid` is our child, not yet
-    // reaped (std's Child is dropped below without waiting).
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let elapsed = started.elapsed();
-    assert_eq!(reaped, pid, "wait4 failed");
-    drop(child);
+        .status()
+        .expect("python3, which the test command installs, to run");
+    let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    assert!(status.success(), "the wait4 helper failed: {stderr}");
+    let report = std::fs::read_to_string(&report).expect("the wait4 report");
+    let mut fields = report.split(' ');
+    let mut field = || fields.next().expect("three fields in the wait4 report");
     Run {
-        code: if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            -1
-        },
-        stderr: std::fs::read_to_string(dir.join("stderr")).unwrap_or_default(),
-        elapsed,
-        max_rss_kib: usage.ru_maxrss,
+        code: field().parse().expect("an exit code"),
+        max_rss_kib: field().parse().expect("a peak RSS"),
+        elapsed: Duration::from_secs_f64(field().parse().expect("seconds")),
+        stderr,
     }
 }
 

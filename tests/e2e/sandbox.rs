@@ -34,19 +34,23 @@ fn fixture() -> &'static Fixture {
     FIXTURE.get_or_init(|| {
         let policy = Policy::new().deadline(DEADLINE).memory_bytes(MEMORY);
         let cache = ComponentCache::open(fresh_dir("sandbox-shared-cache")).unwrap();
-        let sandbox = Sandbox::with_cache(policy, cache).unwrap();
-        let hostile = sandbox
-            .load("hostile", &plugin_bytes("capstan-test-hostile"))
-            .unwrap();
-        let storage = sandbox
-            .load("storage", &plugin_bytes("capstan-example-storage"))
-            .unwrap();
-        Fixture {
-            sandbox,
-            hostile,
-            storage,
-        }
+        loaded(Sandbox::with_cache(policy, cache).unwrap())
     })
+}
+
+/// `sandbox` with the hostile and the storage plugins loaded.
+fn loaded(sandbox: Sandbox) -> Fixture {
+    let hostile = sandbox
+        .load("hostile", &plugin_bytes("capstan-test-hostile"))
+        .unwrap();
+    let storage = sandbox
+        .load("storage", &plugin_bytes("capstan-example-storage"))
+        .unwrap();
+    Fixture {
+        sandbox,
+        hostile,
+        storage,
+    }
 }
 
 fn app() -> App {
@@ -332,13 +336,9 @@ fn a_call_never_sees_what_an_earlier_call_left_in_its_slot() {
         .deadline(DEADLINE)
         .memory_bytes(MEMORY)
         .pool_size(4);
-    let sandbox = Sandbox::new(policy).unwrap();
-    let hostile = sandbox
-        .load("hostile", &plugin_bytes("capstan-test-hostile"))
-        .unwrap();
-    let storage = sandbox
-        .load("storage", &plugin_bytes("capstan-example-storage"))
-        .unwrap();
+    let Fixture {
+        hostile, storage, ..
+    } = loaded(Sandbox::new(policy).unwrap());
     let clean = serde_json::json!({"calls": 7, "dirty": 0, "heap_dirty": 0, "left": ""});
     let residue = |name: &str| {
         let app = App {
