@@ -117,27 +117,66 @@ impl CallContext {
         self.now
     }
 
-    /// The seed for a call of `function` with `inputs` (the call's
-    /// arguments, serialized deterministically).
-    pub(crate) fn seed(&self, function: &str, inputs: &[&[u8]]) -> [u8; 32] {
-        let mut hasher = Sha256::new();
-        hasher.update(b"capstan plugin seed v1\0");
-        hasher.update(self.app_secret);
-        hasher.update(function.as_bytes());
-        for input in inputs {
-            hasher.update((input.len() as u64).to_le_bytes());
-            hasher.update(input);
+    /// What the seed of a call of `function` with `inputs` (the call's
+    /// arguments, serialized deterministically) is computed from, kept by
+    /// the call until its plugin first reaches for WASI.
+    pub(crate) fn seed_source(&self, function: &'static str, inputs: Vec<Arc<[u8]>>) -> SeedSource {
+        SeedSource {
+            app_secret: self.app_secret,
+            now: self.now,
+            function,
+            inputs,
         }
-        hasher.finalize().into()
+    }
+}
+
+/// A call's seed: SHA-256 of the app's secret, the function and each
+/// input with its length.
+fn seed_of<'a>(
+    app_secret: &[u8; 32],
+    function: &str,
+    inputs: impl Iterator<Item = &'a [u8]>,
+) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"capstan plugin seed v1\0");
+    hasher.update(app_secret);
+    hasher.update(function.as_bytes());
+    for input in inputs {
+        hasher.update((input.len() as u64).to_le_bytes());
+        hasher.update(input);
+    }
+    hasher.finalize().into()
+}
+
+/// The secret, instant and inputs a call's WASI context is built from,
+/// kept until the plugin first uses WASI: a call that never reads a
+/// clock, a random number or its stdout costs no hash and no context.
+pub(crate) struct SeedSource {
+    app_secret: [u8; 32],
+    now: SystemTime,
+    function: &'static str,
+    inputs: Vec<Arc<[u8]>>,
+}
+
+impl SeedSource {
+    /// The seed of the call.
+    fn seed(&self) -> [u8; 32] {
+        seed_of(
+            &self.app_secret,
+            self.function,
+            self.inputs.iter().map(|input| &input[..]),
+        )
     }
 }
 
 /// The store data of one call.
 pub(crate) struct HostState {
     plugin: String,
-    wasi: WasiCtx,
+    /// The WASI context and its output pipes, built from `source` when the
+    /// plugin first calls a WASI function.
+    wasi: Option<(WasiCtx, Output)>,
+    source: SeedSource,
     table: ResourceTable,
-    output: Output,
     memory_limit: usize,
     memory_exceeded: bool,
     log_limit: usize,
@@ -148,13 +187,12 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    pub(crate) fn new(plugin: &str, policy: &Policy, now: SystemTime, seed: [u8; 32]) -> Self {
-        let (wasi, output) = wasi::context(now, seed, policy.log_bytes);
+    pub(crate) fn new(plugin: &str, policy: &Policy, source: SeedSource) -> Self {
         HostState {
             plugin: plugin.to_string(),
-            wasi,
+            wasi: None,
+            source,
             table: ResourceTable::new(),
-            output,
             memory_limit: policy.memory_bytes,
             memory_exceeded: false,
             log_limit: policy.log_bytes,
@@ -167,10 +205,10 @@ impl HostState {
     /// Forwards what the plugin wrote to stdout and stderr to the host's
     /// log, line by line, under the plugin's name.
     pub(crate) fn forward_stdio(&self) {
-        for (stream, pipe) in [
-            ("stdout", &self.output.stdout),
-            ("stderr", &self.output.stderr),
-        ] {
+        let Some((_, output)) = &self.wasi else {
+            return;
+        };
+        for (stream, pipe) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
             let bytes = pipe.contents();
             for line in String::from_utf8_lossy(&bytes).lines() {
                 tracing::info!(plugin = %self.plugin, stream, "{line}");
@@ -220,14 +258,15 @@ impl HostState {
                 limit: self.log_limit,
             });
         }
+        let (_, output) = self.wasi.as_ref()?;
         for (stream, pipe) in [
-            (Stream::Stdout, &self.output.stdout),
-            (Stream::Stderr, &self.output.stderr),
+            (Stream::Stdout, &output.stdout),
+            (Stream::Stderr, &output.stderr),
         ] {
-            if pipe.contents().len() >= self.output.capacity {
+            if pipe.contents().len() >= output.capacity {
                 return Some(Fault::OutputTooLarge {
                     stream,
-                    limit: self.output.capacity,
+                    limit: output.capacity,
                 });
             }
         }
@@ -237,7 +276,10 @@ impl HostState {
     /// Adds the plugin's panic message, when its stderr has one, to a trap
     /// description: a Rust panic reaches the host as `unreachable`.
     fn with_panic_message(&self, message: String) -> String {
-        let stderr = self.output.stderr.contents();
+        let Some((_, output)) = &self.wasi else {
+            return message;
+        };
+        let stderr = output.stderr.contents();
         let text = String::from_utf8_lossy(&stderr);
         let mut lines = text.lines();
         while let Some(line) = lines.next() {
@@ -287,8 +329,11 @@ fn one_line(text: &str) -> String {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        let (ctx, _) = self.wasi.get_or_insert_with(|| {
+            wasi::context(self.source.now, self.source.seed(), self.log_limit)
+        });
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx,
             table: &mut self.table,
         }
     }
@@ -372,17 +417,22 @@ impl HostState {
 mod tests {
     use super::*;
 
+    fn seed(ctx: &CallContext, function: &'static str, inputs: &[&[u8]]) -> [u8; 32] {
+        let inputs = inputs.iter().map(|input| Arc::from(*input)).collect();
+        ctx.seed_source(function, inputs).seed()
+    }
+
     #[test]
     fn the_seed_depends_on_secret_function_and_every_input() {
         let a = CallContext::new([1; 32]);
         let b = CallContext::new([2; 32]);
-        let base = a.seed("overrides", &[b"app", b"facts"]);
-        assert_eq!(base, a.seed("overrides", &[b"app", b"facts"]));
-        assert_ne!(base, b.seed("overrides", &[b"app", b"facts"]));
-        assert_ne!(base, a.seed("lifecycle", &[b"app", b"facts"]));
-        assert_ne!(base, a.seed("overrides", &[b"app", b"facts2"]));
+        let base = seed(&a, "overrides", &[b"app", b"facts"]);
+        assert_eq!(base, seed(&a, "overrides", &[b"app", b"facts"]));
+        assert_ne!(base, seed(&b, "overrides", &[b"app", b"facts"]));
+        assert_ne!(base, seed(&a, "lifecycle", &[b"app", b"facts"]));
+        assert_ne!(base, seed(&a, "overrides", &[b"app", b"facts2"]));
         // Length prefixes keep input boundaries apart.
-        assert_ne!(base, a.seed("overrides", &[b"ap", b"pfacts"]));
+        assert_ne!(base, seed(&a, "overrides", &[b"ap", b"pfacts"]));
     }
 
     /// Issue 13: ten million empty `log` calls wrote 927,000 lines. Each
@@ -390,7 +440,8 @@ mod tests {
     #[test]
     fn empty_log_calls_are_charged_so_the_budget_bounds_lines() {
         let policy = Policy::new().log_bytes(64 * 1024);
-        let mut state = HostState::new("p", &policy, SystemTime::UNIX_EPOCH, [0; 32]);
+        let source = CallContext::new([0; 32]).seed_source("lifecycle", Vec::new());
+        let mut state = HostState::new("p", &policy, source);
         let mut lines = 0usize;
         while host::Host::log(&mut state, types::LogLevel::Trace, String::new()).is_ok() {
             lines += 1;

@@ -373,15 +373,20 @@ impl Plugin {
             name: call.app.clone(),
             version: call.version.clone(),
         };
-        let (app_json, facts_json) = (json_bytes(&app), self.facts_json(facts));
-        let user_json = json_bytes(&call.user_overrides);
-        let mut inputs = vec![&app_json[..], &facts_json[..], call.chart.as_bytes()];
+        let mut inputs = vec![
+            json_bytes(&app).into(),
+            self.facts_json(facts),
+            call.chart.as_bytes().into(),
+        ];
         if self.info.contract != "0.1.0" {
-            inputs.extend([call.namespace.as_bytes(), &user_json[..]]);
+            inputs.extend([
+                call.namespace.as_bytes().into(),
+                json_bytes(&call.user_overrides).into(),
+            ]);
         }
         let contract = Arc::clone(&self.contract);
         let sections = self.info.facts.clone();
-        let answer = self.call(ctx, &call.app, "overrides", &inputs, |store| {
+        let answer = self.call(ctx, &call.app, "overrides", inputs, |store| {
             contract.overrides(store, call, facts, &sections)
         })?;
         let answer = answer.map_err(|e| self.plugin_error(e))?;
@@ -401,14 +406,14 @@ impl Plugin {
         facts: &Facts,
         component: &ComponentFacts,
     ) -> Result<Option<WorkloadKind>, Error> {
-        let inputs = [
-            &json_bytes(app)[..],
-            &self.facts_json(facts)[..],
-            &json_bytes(component)[..],
+        let inputs = vec![
+            json_bytes(app).into(),
+            self.facts_json(facts),
+            json_bytes(component).into(),
         ];
         let contract = Arc::clone(&self.contract);
         let sections = self.info.facts.clone();
-        let answer = self.call(ctx, &app.name, "workload-kind", &inputs, |store| {
+        let answer = self.call(ctx, &app.name, "workload-kind", inputs, |store| {
             contract.workload_kind(store, app, facts, &sections, component)
         })?;
         answer.map_err(|e| self.plugin_error(e))
@@ -448,20 +453,18 @@ impl Plugin {
             name: call.app.clone(),
             version: call.version.clone(),
         };
-        let (app_json, facts_json) = (json_bytes(&app), self.facts_json(facts));
-        let call_json = json_bytes(call);
-        let state = call.state.clone().unwrap_or_default();
         let mut inputs = vec![
-            call.hook.as_str().as_bytes(),
-            &app_json[..],
-            &facts_json[..],
+            call.hook.as_str().as_bytes().into(),
+            json_bytes(&app).into(),
+            self.facts_json(facts),
         ];
         if self.info.contract != "0.1.0" {
-            inputs.extend([&call_json[..], &state[..]]);
+            let state = call.state.as_deref().unwrap_or_default();
+            inputs.extend([json_bytes(call).into(), state.into()]);
         }
         let contract = Arc::clone(&self.contract);
         let sections = self.info.facts.clone();
-        let answer = self.call(ctx, &call.app, "lifecycle", &inputs, |store| {
+        let answer = self.call(ctx, &call.app, "lifecycle", inputs, |store| {
             contract.lifecycle(store, call, facts, &sections)
         })?;
         let answer = answer.map_err(|e| self.plugin_error(e))?;
@@ -470,7 +473,7 @@ impl Plugin {
 
     fn call_info(&self, ctx: &CallContext, app: &str) -> Result<PluginInfo, Error> {
         let contract = Arc::clone(&self.contract);
-        let info = self.call(ctx, app, "info", &[], |store| contract.info(store))?;
+        let info = self.call(ctx, app, "info", Vec::new(), |store| contract.info(store))?;
         if info.name.is_empty()
             || info.name.len() > MAX_NAME_BYTES
             || info.version.len() > MAX_NAME_BYTES
@@ -667,8 +670,8 @@ impl Plugin {
         &self,
         ctx: &CallContext,
         app: &str,
-        function: &str,
-        inputs: &[&[u8]],
+        function: &'static str,
+        inputs: Vec<Arc<[u8]>>,
         invoke: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
         let started = Instant::now();
@@ -682,8 +685,7 @@ impl Plugin {
             Err(Refused::Aborted) => return Err(self.fault(Fault::Aborted)),
             Err(Refused::Exhausted) => return Err(self.fault(self.pool_exhausted(started))),
         };
-        let seed = ctx.seed(function, inputs);
-        let state = HostState::new(&self.name, policy, ctx.now(), seed);
+        let state = HostState::new(&self.name, policy, ctx.seed_source(function, inputs));
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|state| state);
         store.set_epoch_deadline(1);

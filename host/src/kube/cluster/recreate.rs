@@ -9,7 +9,13 @@
 //!   `propagationPolicy: Orphan`, so its Pods and claims survive and the
 //!   new StatefulSet adopts them; other kinds with Background. Without
 //!   the opt-in the error stays, naming the object, the field and the
-//!   option.
+//!   option. A Service that asks for a fixed `clusterIP` or `nodePort`
+//!   may be refused for a moment after the delete ("provided IP is
+//!   already allocated"): the API server checks addresses against an
+//!   informer's cache of its `IPAddress` objects, which learns of the
+//!   release a little after the Service is gone (kubernetes#136475). That
+//!   refusal is retried at the poll interval until the deadline; any
+//!   other is not.
 //! - **Kind change (rekind).** When the plan prunes a Deployment and
 //!   applies a StatefulSet of the same name and namespace (or the other
 //!   way), the old workload is deleted with orphan propagation and waited
@@ -28,6 +34,8 @@
 //!   gives up capstan's own fields. The apply that follows sets the
 //!   chart's `claimRef` (name and namespace, no uid) again, which a real
 //!   cluster treats as a volume pre-bound to that claim.
+
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -60,7 +68,8 @@ pub fn orphans(id: &ObjectRef) -> bool {
 }
 
 /// Deletes `p`'s object (orphaning a StatefulSet's Pods), waits for the
-/// 404, and creates it again.
+/// 404, and creates it again (retrying while the server still holds the
+/// old object's address or port, see the module doc).
 ///
 /// # Errors
 /// A request's error, or [`Error::DeletionBlocked`].
@@ -76,10 +85,31 @@ pub(super) async fn recreate(
     };
     delete_until_gone(cluster, &awaited, orphans(&p.id), times).await?;
     let namespace = p.id.namespace.as_deref();
-    cluster
-        .apply(&p.kind, namespace, &p.id, &p.body, false, force)
-        .await?;
-    Ok(())
+    let (deadline, _, poll) = times;
+    loop {
+        match cluster
+            .apply(&p.kind, namespace, &p.id, &p.body, false, force)
+            .await
+        {
+            Err(error) if still_allocated(&error) && Instant::now() < deadline => {
+                tracing::debug!(object = %p.id, "created again too soon, retrying: {error}");
+                let left = deadline.saturating_duration_since(Instant::now());
+                tokio::time::sleep(poll.min(left)).await;
+            }
+            done => return done.map(|_| ()),
+        }
+    }
+}
+
+/// Whether `error` is the API server refusing an address or port that
+/// the deleted object held and its allocator has not yet seen released.
+fn still_allocated(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Refused { code: 422, message, .. }
+            if message.contains("provided IP is already allocated")
+                || message.contains("provided port is already allocated")
+    )
 }
 
 fn workload(id: &ObjectRef) -> bool {
@@ -141,7 +171,29 @@ pub(super) async fn release_volume(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::cluster::error::Verb;
     use crate::kube::{parse_manifests, plan_apply};
+
+    fn refused(code: u16, message: &str) -> Error {
+        Error::Refused {
+            verb: Verb::Apply,
+            target: "Service ns/web (v1)".into(),
+            code,
+            reason: "Invalid".into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn only_an_address_or_port_still_held_is_retried() {
+        let held = r#"Service "web" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.200"]: failed to allocate IP 10.0.0.200: provided IP is already allocated"#;
+        assert!(still_allocated(&refused(422, held)));
+        let port = r#"Service "web" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated"#;
+        assert!(still_allocated(&refused(422, port)));
+        let range = r#"Service "web" is invalid: spec.clusterIPs: Invalid value: ["10.9.0.1"]: failed to allocate IP 10.9.0.1: the provided IP (10.9.0.1) is not in the valid range"#;
+        assert!(!still_allocated(&refused(422, range)));
+        assert!(!still_allocated(&refused(409, held)));
+    }
 
     fn id(kind: &str, name: &str) -> ObjectRef {
         ObjectRef {
