@@ -130,24 +130,6 @@ impl CallContext {
     }
 }
 
-/// A call's seed: SHA-256 of the app's secret, the function and each
-/// input with its length.
-fn seed_of<'a>(
-    app_secret: &[u8; 32],
-    function: &str,
-    inputs: impl Iterator<Item = &'a [u8]>,
-) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(b"capstan plugin seed v1\0");
-    hasher.update(app_secret);
-    hasher.update(function.as_bytes());
-    for input in inputs {
-        hasher.update((input.len() as u64).to_le_bytes());
-        hasher.update(input);
-    }
-    hasher.finalize().into()
-}
-
 /// The secret, instant and inputs a call's WASI context is built from,
 /// kept until the plugin first uses WASI: a call that never reads a
 /// clock, a random number or its stdout costs no hash and no context.
@@ -159,13 +141,18 @@ pub(crate) struct SeedSource {
 }
 
 impl SeedSource {
-    /// The seed of the call.
+    /// The seed of the call: SHA-256 of the app's secret, the function
+    /// and each input with its length.
     fn seed(&self) -> [u8; 32] {
-        seed_of(
-            &self.app_secret,
-            self.function,
-            self.inputs.iter().map(|input| &input[..]),
-        )
+        let mut hasher = Sha256::new();
+        hasher.update(b"capstan plugin seed v1\0");
+        hasher.update(self.app_secret);
+        hasher.update(self.function.as_bytes());
+        for input in &self.inputs {
+            hasher.update((input.len() as u64).to_le_bytes());
+            hasher.update(input);
+        }
+        hasher.finalize().into()
     }
 }
 
