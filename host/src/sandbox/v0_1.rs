@@ -5,6 +5,8 @@
 //! empty in their answers (no secret values, no actions), and the hooks
 //! 0.2.0 added are never theirs.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
 
@@ -19,6 +21,31 @@ use crate::model::{ChartCall, FactsSection, Hook, HookCall, HookOutcome, Workloa
 /// A component built against 0.1.0.
 pub(crate) struct V0_1 {
     pre: OverridePluginPre<HostState>,
+    /// The facts of the last call and their WIT record: an apply asks
+    /// every chart of an app with the same facts, and comparing them costs
+    /// a fraction of copying them into a new record.
+    last_facts: Mutex<Option<FactsRecord>>,
+}
+
+/// Facts and the WIT record a 0.1.0 call is given for them.
+type FactsRecord = (Facts, Arc<wit::Facts>);
+
+impl V0_1 {
+    /// `facts` as the WIT record a 0.1.0 call is given.
+    fn wit_facts(&self, facts: &Facts) -> Arc<wit::Facts> {
+        let mut last = self
+            .last_facts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, record)) = last.as_ref()
+            && seen == facts
+        {
+            return Arc::clone(record);
+        }
+        let record = Arc::new(facts.to_wit());
+        *last = Some((facts.clone(), Arc::clone(&record)));
+        record
+    }
 }
 
 /// Adds the 0.1.0 `host` import to `linker`.
@@ -30,6 +57,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
 pub(crate) fn bind(pre: InstancePre<HostState>) -> wasmtime::Result<V0_1> {
     Ok(V0_1 {
         pre: OverridePluginPre::new(pre)?,
+        last_facts: Mutex::new(None),
     })
 }
 
@@ -63,7 +91,7 @@ impl Contract for V0_1 {
             version: call.version.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_overrides(store, &app, &facts.to_wit(), &call.chart)?;
+        let answer = plugin.call_overrides(store, &app, &self.wit_facts(facts), &call.chart)?;
         Ok(answer
             .map(|values| RawAnswer {
                 values,
@@ -86,7 +114,7 @@ impl Contract for V0_1 {
         let answer = plugin.call_workload_kind(
             store,
             &app.to_wit(),
-            &facts.to_wit(),
+            &self.wit_facts(facts),
             &component.to_wit(),
         )?;
         Ok(match answer {
@@ -115,7 +143,7 @@ impl Contract for V0_1 {
             version: call.version.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_lifecycle(store, hook, &app, &facts.to_wit())?;
+        let answer = plugin.call_lifecycle(store, hook, &app, &self.wit_facts(facts))?;
         Ok(answer
             .map(|outcome| RawHookAnswer {
                 verdict: match outcome {
