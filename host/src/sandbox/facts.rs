@@ -3,6 +3,7 @@
 //! into the component (the WIT types).
 
 use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,34 @@ use super::sections::{
     AdministrativeState, AvailabilityState, HostInventory, Monitor, Network, OperationalState,
     ServiceParameter, StorageClass, StorageHealth, StorageTier, SystemInfo,
 };
+
+/// The facts of a plugin's last call and what was built from them (their
+/// JSON text, their WIT record): an apply asks every chart of an app with
+/// the same facts, and comparing facts costs a fraction of building either
+/// again.
+pub(crate) struct LastFacts<T>(Mutex<Option<(Facts, T)>>);
+
+impl<T> Default for LastFacts<T> {
+    fn default() -> Self {
+        LastFacts(Mutex::new(None))
+    }
+}
+
+impl<T: Clone> LastFacts<T> {
+    /// What `build` made of `facts`, built again only when they differ
+    /// from the last call's.
+    pub(crate) fn get(&self, facts: &Facts, build: impl FnOnce(&Facts) -> T) -> T {
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, built)) = last.as_ref()
+            && seen == facts
+        {
+            return built.clone();
+        }
+        let built = build(facts);
+        *last = Some((facts.clone(), built.clone()));
+        built
+    }
+}
 
 /// How the platform's control plane is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,7 +15,7 @@ use wasmtime::{
 use super::cache::ComponentCache;
 use super::call::{CallContext, HostState};
 use super::contract::{self, Contract, RawAction, RawAnswer, RawHookAnswer};
-use super::facts::{App, ComponentFacts, Facts};
+use super::facts::{App, ComponentFacts, Facts, LastFacts};
 use super::policy::{EPOCH_TICK, Policy};
 use super::slots::{Refused, Slots};
 use super::{Error, Fault, PluginError, Stream, wasi};
@@ -297,9 +297,6 @@ fn link_error(name: &str, error: &wasmtime::Error) -> Error {
     }
 }
 
-/// Facts and their JSON text as a call's seed reads them.
-type FactsText = (Facts, Arc<[u8]>);
-
 /// A loaded plugin, ready to call. Each call instantiates it afresh from
 /// its pre-instantiated component into a new store, so no state survives
 /// from one call (or app) to the next.
@@ -312,7 +309,7 @@ pub struct Plugin {
     /// The facts of the last call and their JSON text as the seed reads
     /// it: an apply asks every chart of an app with the same facts, so
     /// they are serialized once, not once a call (see `facts_json`).
-    last_facts: Arc<Mutex<Option<FactsText>>>,
+    last_facts: Arc<LastFacts<Arc<[u8]>>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -637,23 +634,14 @@ impl Plugin {
     /// what 0.1.0 has (see [`Facts::as_of_0_1`]). The text of the last
     /// facts is kept: comparing facts costs a tenth of serializing them.
     fn facts_json(&self, facts: &Facts) -> Arc<[u8]> {
-        let mut last = self
-            .last_facts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((seen, json)) = last.as_ref()
-            && seen == facts
-        {
-            return Arc::clone(json);
-        }
-        let json: Arc<[u8]> = if self.info.contract == "0.1.0" {
-            json_bytes(&facts.as_of_0_1())
-        } else {
-            json_bytes(facts)
-        }
-        .into();
-        *last = Some((facts.clone(), Arc::clone(&json)));
-        json
+        self.last_facts.get(facts, |facts| {
+            if self.info.contract == "0.1.0" {
+                json_bytes(&facts.as_of_0_1())
+            } else {
+                json_bytes(facts)
+            }
+            .into()
+        })
     }
 
     fn invalid(&self, reason: String) -> Error {

@@ -5,7 +5,7 @@
 //! empty in their answers (no secret values, no actions), and the hooks
 //! 0.2.0 added are never theirs.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
@@ -15,37 +15,14 @@ use super::bindings::capstan::plugin::types as wit;
 use super::bindings::{OverridePlugin, OverridePluginPre};
 use super::call::HostState;
 use super::contract::{Answer, Contract, Declared, RawAnswer, RawHookAnswer};
-use super::facts::{App, ComponentFacts, Facts};
+use super::facts::{App, ComponentFacts, Facts, LastFacts};
 use crate::model::{ChartCall, FactsSection, Hook, HookCall, HookOutcome, WorkloadKind};
 
 /// A component built against 0.1.0.
 pub(crate) struct V0_1 {
     pre: OverridePluginPre<HostState>,
-    /// The facts of the last call and their WIT record: an apply asks
-    /// every chart of an app with the same facts, and comparing them costs
-    /// a fraction of copying them into a new record.
-    last_facts: Mutex<Option<FactsRecord>>,
-}
-
-/// Facts and the WIT record a 0.1.0 call is given for them.
-type FactsRecord = (Facts, Arc<wit::Facts>);
-
-impl V0_1 {
-    /// `facts` as the WIT record a 0.1.0 call is given.
-    fn wit_facts(&self, facts: &Facts) -> Arc<wit::Facts> {
-        let mut last = self
-            .last_facts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((seen, record)) = last.as_ref()
-            && seen == facts
-        {
-            return Arc::clone(record);
-        }
-        let record = Arc::new(facts.to_wit());
-        *last = Some((facts.clone(), Arc::clone(&record)));
-        record
-    }
+    /// The WIT record of the last call's facts.
+    last_facts: LastFacts<Arc<wit::Facts>>,
 }
 
 /// Adds the 0.1.0 `host` import to `linker`.
@@ -57,7 +34,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
 pub(crate) fn bind(pre: InstancePre<HostState>) -> wasmtime::Result<V0_1> {
     Ok(V0_1 {
         pre: OverridePluginPre::new(pre)?,
-        last_facts: Mutex::new(None),
+        last_facts: LastFacts::default(),
     })
 }
 
@@ -91,7 +68,12 @@ impl Contract for V0_1 {
             version: call.version.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_overrides(store, &app, &self.wit_facts(facts), &call.chart)?;
+        let answer = plugin.call_overrides(
+            store,
+            &app,
+            &self.last_facts.get(facts, |f| Arc::new(f.to_wit())),
+            &call.chart,
+        )?;
         Ok(answer
             .map(|values| RawAnswer {
                 values,
@@ -114,7 +96,7 @@ impl Contract for V0_1 {
         let answer = plugin.call_workload_kind(
             store,
             &app.to_wit(),
-            &self.wit_facts(facts),
+            &self.last_facts.get(facts, |f| Arc::new(f.to_wit())),
             &component.to_wit(),
         )?;
         Ok(match answer {
@@ -143,7 +125,12 @@ impl Contract for V0_1 {
             version: call.version.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_lifecycle(store, hook, &app, &self.wit_facts(facts))?;
+        let answer = plugin.call_lifecycle(
+            store,
+            hook,
+            &app,
+            &self.last_facts.get(facts, |f| Arc::new(f.to_wit())),
+        )?;
         Ok(answer
             .map(|outcome| RawHookAnswer {
                 verdict: match outcome {
