@@ -25,6 +25,13 @@ pub(crate) struct V0_1 {
     last_facts: LastFacts<Arc<wit::Facts>>,
 }
 
+impl V0_1 {
+    /// `facts` as the WIT record a 0.1.0 call is given.
+    fn wit_facts(&self, facts: &Facts) -> Arc<wit::Facts> {
+        self.last_facts.get(facts, |facts| Arc::new(facts.to_wit()))
+    }
+}
+
 /// Adds the 0.1.0 `host` import to `linker`.
 pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     OverridePlugin::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
@@ -68,12 +75,7 @@ impl Contract for V0_1 {
             version: call.version.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_overrides(
-            store,
-            &app,
-            &self.last_facts.get(facts, |f| Arc::new(f.to_wit())),
-            &call.chart,
-        )?;
+        let answer = plugin.call_overrides(store, &app, &self.wit_facts(facts), &call.chart)?;
         Ok(answer
             .map(|values| RawAnswer {
                 values,
@@ -96,7 +98,7 @@ impl Contract for V0_1 {
         let answer = plugin.call_workload_kind(
             store,
             &app.to_wit(),
-            &self.last_facts.get(facts, |f| Arc::new(f.to_wit())),
+            &self.wit_facts(facts),
             &component.to_wit(),
         )?;
         Ok(match answer {
@@ -125,12 +127,7 @@ impl Contract for V0_1 {
             version: call.version.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_lifecycle(
-            store,
-            hook,
-            &app,
-            &self.last_facts.get(facts, |f| Arc::new(f.to_wit())),
-        )?;
+        let answer = plugin.call_lifecycle(store, hook, &app, &self.wit_facts(facts))?;
         Ok(answer
             .map(|outcome| RawHookAnswer {
                 verdict: match outcome {
