@@ -5,13 +5,16 @@
 //! was built against; the runtime asks it in the host's terms
 //! ([`crate::model::ChartCall`], [`crate::model::HookCall`]) and gets raw
 //! answers back, which it checks (sizes, JSON shapes) the same way for
-//! every version.
+//! every version. The facts cross in a form the contract prepares once
+//! per distinct facts ([`PreparedFacts`]), which the runtime keeps.
 
 use std::sync::Arc;
 
 use wasmtime::Store;
 use wasmtime::component::{Component, InstancePre, Linker};
 
+use super::bindings::capstan::plugin::types as wit_0_1;
+use super::bindings_v2::capstan::plugin::types as wit_0_2;
 use super::call::HostState;
 use super::facts::{App, ComponentFacts, Facts};
 use super::{PluginError, v0_1, v0_2};
@@ -56,6 +59,53 @@ pub(crate) struct RawHookAnswer {
     pub status: Option<ReleaseStatus>,
 }
 
+/// The facts as one contract's calls take them, made by
+/// [`Contract::prepare`]: their JSON text as a call's seed reads it, and
+/// the WIT record the component is given. Both are shared, so a plugin
+/// keeps the last ones it made and an apply's calls (every chart of an
+/// app, with the same facts) build neither again.
+#[derive(Clone)]
+pub(crate) struct PreparedFacts {
+    /// The seed's input.
+    pub json: Arc<[u8]>,
+    /// The component's argument.
+    pub wit: WitFacts,
+}
+
+/// The WIT record of the facts, of the contract version that made it.
+#[derive(Clone)]
+pub(crate) enum WitFacts {
+    /// `capstan:plugin@0.1.0`'s `facts`.
+    V0_1(Arc<wit_0_1::Facts>),
+    /// `capstan:plugin@0.2.0`'s `facts`, projected to the plugin's sections.
+    V0_2(Arc<wit_0_2::Facts>),
+}
+
+impl WitFacts {
+    /// The version whose record this is, for the error of a contract
+    /// handed another's.
+    pub(crate) fn version(&self) -> &'static str {
+        match self {
+            WitFacts::V0_1(_) => "0.1.0",
+            WitFacts::V0_2(_) => "0.2.0",
+        }
+    }
+}
+
+/// `value`'s JSON text, as a call's seed reads it.
+pub(crate) fn json_bytes(value: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// The error of a contract given facts another contract prepared (a bug
+/// of the host's, kept an error rather than a panic).
+pub(crate) fn foreign_facts(contract: &str, facts: &WitFacts) -> wasmtime::Error {
+    wasmtime::Error::msg(format!(
+        "facts prepared for contract {} given to a {contract} plugin",
+        facts.version()
+    ))
+}
+
 /// What a call returns: the plugin's answer or its own error, inside the
 /// trap (or interrupt) that may have ended the call.
 pub(crate) type Answer<T> = wasmtime::Result<Result<T, PluginError>>;
@@ -69,14 +119,16 @@ pub(crate) trait Contract: Send + Sync {
     /// `info`.
     fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<Declared>;
 
-    /// `overrides` for one chart. `sections` are those the plugin
-    /// declared; a version without sections ignores them.
+    /// `facts` as this version's calls take them. `sections` are those the
+    /// plugin declared; a version without sections ignores them.
+    fn prepare(&self, facts: &Facts, sections: &[FactsSection]) -> PreparedFacts;
+
+    /// `overrides` for one chart, with facts this contract prepared.
     fn overrides(
         &self,
         store: &mut Store<HostState>,
         call: &ChartCall,
-        facts: &Facts,
-        sections: &[FactsSection],
+        facts: &WitFacts,
     ) -> Answer<RawAnswer>;
 
     /// `workload-kind`; `Ok(None)` when the plugin does not decide it.
@@ -84,8 +136,7 @@ pub(crate) trait Contract: Send + Sync {
         &self,
         store: &mut Store<HostState>,
         app: &App,
-        facts: &Facts,
-        sections: &[FactsSection],
+        facts: &WitFacts,
         component: &ComponentFacts,
     ) -> Answer<Option<WorkloadKind>>;
 
@@ -94,8 +145,7 @@ pub(crate) trait Contract: Send + Sync {
         &self,
         store: &mut Store<HostState>,
         call: &HookCall,
-        facts: &Facts,
-        sections: &[FactsSection],
+        facts: &WitFacts,
     ) -> Answer<RawHookAnswer>;
 }
 
@@ -133,4 +183,25 @@ fn imports_0_2(component: &Component) -> bool {
         .component_type()
         .imports(component.engine())
         .any(|(name, _)| name.starts_with("capstan:plugin/") && name.ends_with("@0.2.0"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_of_another_version_are_an_error_naming_both() {
+        let facts = Facts::from_yaml(
+            "systemMode: simplex\ncontrollerCount: 1\nworkerCount: 1\nkubernetesVersion: 1.30.0\n",
+        )
+        .unwrap();
+        let newer = WitFacts::V0_2(Arc::new(v0_2::facts_to_wit(&facts, &[])));
+        let older = WitFacts::V0_1(Arc::new(facts.to_wit()));
+        assert_eq!(
+            foreign_facts("0.1.0", &newer).to_string(),
+            "facts prepared for contract 0.2.0 given to a 0.1.0 plugin"
+        );
+        assert_eq!(older.version(), "0.1.0");
+        assert_eq!(newer.version(), "0.2.0");
+    }
 }

@@ -13,10 +13,10 @@ use super::sections::{
     ServiceParameter, StorageClass, StorageHealth, StorageTier, SystemInfo,
 };
 
-/// The facts of a plugin's last call and what was built from them (their
-/// JSON text, their WIT record): an apply asks every chart of an app with
-/// the same facts, and comparing facts costs a fraction of building either
-/// again.
+/// The facts of a plugin's last call and what was built from them (what
+/// its contract prepared: their JSON text and WIT record): an apply asks
+/// every chart of an app with the same facts, and comparing facts costs a
+/// fraction of building those again.
 pub(crate) struct LastFacts<T>(Mutex<Option<(Facts, T)>>);
 
 impl<T> Default for LastFacts<T> {
@@ -467,6 +467,33 @@ mod tests {
         let wit = facts.to_wit();
         assert_eq!(wit.nodes[0].labels[0].key, "zone");
         assert_eq!(wit.extra, r#"{"site":"x"}"#);
+    }
+
+    #[test]
+    fn the_memo_builds_once_per_distinct_facts() {
+        let one = Facts::from_yaml(
+            "systemMode: simplex\ncontrollerCount: 1\nworkerCount: 1\nkubernetesVersion: 1.30.0\n",
+        )
+        .unwrap();
+        let mut two = one.clone();
+        two.nodes
+            .push(Node::new("worker-0", vec![NodeRole::Worker]));
+        let memo = LastFacts::default();
+        let builds = std::cell::Cell::new(0);
+        let build = |facts: &Facts| {
+            builds.set(builds.get() + 1);
+            facts.nodes.len()
+        };
+        assert_eq!(memo.get(&one, build), 0);
+        assert_eq!(memo.get(&one.clone(), build), 0);
+        assert_eq!(builds.get(), 1, "the same facts again are not built again");
+        assert_eq!(memo.get(&two, build), 1);
+        assert_eq!(memo.get(&one, build), 0);
+        assert_eq!(
+            builds.get(),
+            3,
+            "other facts are built, and replace the last"
+        );
     }
 
     #[test]

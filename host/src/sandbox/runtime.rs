@@ -14,7 +14,9 @@ use wasmtime::{
 
 use super::cache::ComponentCache;
 use super::call::{CallContext, HostState};
-use super::contract::{self, Contract, RawAction, RawAnswer, RawHookAnswer};
+use super::contract::{
+    self, Contract, PreparedFacts, RawAction, RawAnswer, RawHookAnswer, json_bytes,
+};
 use super::facts::{App, ComponentFacts, Facts, LastFacts};
 use super::policy::{EPOCH_TICK, Policy};
 use super::slots::{Refused, Slots};
@@ -306,10 +308,11 @@ pub struct Plugin {
     info: PluginInfo,
     contract: Arc<dyn Contract>,
     sandbox: Sandbox,
-    /// The facts of the last call and their JSON text as the seed reads
-    /// it: an apply asks every chart of an app with the same facts, so
-    /// they are serialized once, not once a call (see `facts_json`).
-    last_facts: Arc<LastFacts<Arc<[u8]>>>,
+    /// The facts of the last call and what the contract prepared of
+    /// them: an apply asks every chart of an app with the same facts, so
+    /// they are serialized and converted once, not once a call (see
+    /// `prepared`).
+    last_facts: Arc<LastFacts<PreparedFacts>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -370,9 +373,10 @@ impl Plugin {
             name: call.app.clone(),
             version: call.version.clone(),
         };
+        let facts = self.prepared(facts);
         let mut inputs = vec![
             json_bytes(&app).into(),
-            self.facts_json(facts),
+            Arc::clone(&facts.json),
             call.chart.as_bytes().into(),
         ];
         if self.info.contract != "0.1.0" {
@@ -382,9 +386,8 @@ impl Plugin {
             ]);
         }
         let contract = Arc::clone(&self.contract);
-        let sections = self.info.facts.clone();
         let answer = self.call(ctx, &call.app, "overrides", inputs, |store| {
-            contract.overrides(store, call, facts, &sections)
+            contract.overrides(store, call, &facts.wit)
         })?;
         let answer = answer.map_err(|e| self.plugin_error(e))?;
         self.check_answer(answer)
@@ -403,15 +406,15 @@ impl Plugin {
         facts: &Facts,
         component: &ComponentFacts,
     ) -> Result<Option<WorkloadKind>, Error> {
+        let facts = self.prepared(facts);
         let inputs = vec![
             json_bytes(app).into(),
-            self.facts_json(facts),
+            Arc::clone(&facts.json),
             json_bytes(component).into(),
         ];
         let contract = Arc::clone(&self.contract);
-        let sections = self.info.facts.clone();
         let answer = self.call(ctx, &app.name, "workload-kind", inputs, |store| {
-            contract.workload_kind(store, app, facts, &sections, component)
+            contract.workload_kind(store, app, &facts.wit, component)
         })?;
         answer.map_err(|e| self.plugin_error(e))
     }
@@ -450,19 +453,19 @@ impl Plugin {
             name: call.app.clone(),
             version: call.version.clone(),
         };
+        let facts = self.prepared(facts);
         let mut inputs = vec![
             call.hook.as_str().as_bytes().into(),
             json_bytes(&app).into(),
-            self.facts_json(facts),
+            Arc::clone(&facts.json),
         ];
         if self.info.contract != "0.1.0" {
             let state = call.state.as_deref().unwrap_or_default();
             inputs.extend([json_bytes(call).into(), state.into()]);
         }
         let contract = Arc::clone(&self.contract);
-        let sections = self.info.facts.clone();
         let answer = self.call(ctx, &call.app, "lifecycle", inputs, |store| {
-            contract.lifecycle(store, call, facts, &sections)
+            contract.lifecycle(store, call, &facts.wit)
         })?;
         let answer = answer.map_err(|e| self.plugin_error(e))?;
         self.check_hook_answer(answer)
@@ -630,17 +633,12 @@ impl Plugin {
         })
     }
 
-    /// The facts as a call's seed reads them: for a 0.1.0 plugin, only
-    /// what 0.1.0 has (see [`Facts::as_of_0_1`]). The text of the last
-    /// facts is kept: comparing facts costs a tenth of serializing them.
-    fn facts_json(&self, facts: &Facts) -> Arc<[u8]> {
+    /// The facts as the contract's calls take them (their seed text and
+    /// WIT record). What was made of the last facts is kept: comparing
+    /// facts costs a fraction of serializing and converting them.
+    fn prepared(&self, facts: &Facts) -> PreparedFacts {
         self.last_facts.get(facts, |facts| {
-            if self.info.contract == "0.1.0" {
-                json_bytes(&facts.as_of_0_1())
-            } else {
-                json_bytes(facts)
-            }
-            .into()
+            self.contract.prepare(facts, &self.info.facts)
         })
     }
 
@@ -767,10 +765,6 @@ impl Plugin {
             fault,
         }
     }
-}
-
-fn json_bytes(value: &impl serde::Serialize) -> Vec<u8> {
-    serde_json::to_vec(value).unwrap_or_default()
 }
 
 fn json_kind(value: &serde_json::Value) -> &'static str {

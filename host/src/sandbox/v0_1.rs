@@ -14,21 +14,23 @@ use super::PluginError;
 use super::bindings::capstan::plugin::types as wit;
 use super::bindings::{OverridePlugin, OverridePluginPre};
 use super::call::HostState;
-use super::contract::{Answer, Contract, Declared, RawAnswer, RawHookAnswer};
-use super::facts::{App, ComponentFacts, Facts, LastFacts};
+use super::contract::{
+    Answer, Contract, Declared, PreparedFacts, RawAnswer, RawHookAnswer, WitFacts, foreign_facts,
+    json_bytes,
+};
+use super::facts::{App, ComponentFacts, Facts};
 use crate::model::{ChartCall, FactsSection, Hook, HookCall, HookOutcome, WorkloadKind};
 
 /// A component built against 0.1.0.
 pub(crate) struct V0_1 {
     pre: OverridePluginPre<HostState>,
-    /// The WIT record of the last call's facts.
-    last_facts: LastFacts<Arc<wit::Facts>>,
 }
 
-impl V0_1 {
-    /// `facts` as the WIT record a 0.1.0 call is given.
-    fn wit_facts(&self, facts: &Facts) -> Arc<wit::Facts> {
-        self.last_facts.get(facts, |facts| Arc::new(facts.to_wit()))
+/// The 0.1.0 record of facts this contract prepared.
+fn wit_facts(facts: &WitFacts) -> wasmtime::Result<&wit::Facts> {
+    match facts {
+        WitFacts::V0_1(facts) => Ok(facts),
+        other @ WitFacts::V0_2(_) => Err(foreign_facts("0.1.0", other)),
     }
 }
 
@@ -41,7 +43,6 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
 pub(crate) fn bind(pre: InstancePre<HostState>) -> wasmtime::Result<V0_1> {
     Ok(V0_1 {
         pre: OverridePluginPre::new(pre)?,
-        last_facts: LastFacts::default(),
     })
 }
 
@@ -63,19 +64,28 @@ impl Contract for V0_1 {
         })
     }
 
+    /// Only what 0.1.0 has (see [`Facts::as_of_0_1`]), in the seed's text
+    /// as in the record.
+    fn prepare(&self, facts: &Facts, _sections: &[FactsSection]) -> PreparedFacts {
+        PreparedFacts {
+            json: json_bytes(&facts.as_of_0_1()).into(),
+            wit: WitFacts::V0_1(Arc::new(facts.to_wit())),
+        }
+    }
+
     fn overrides(
         &self,
         store: &mut Store<HostState>,
         call: &ChartCall,
-        facts: &Facts,
-        _sections: &[FactsSection],
+        facts: &WitFacts,
     ) -> Answer<RawAnswer> {
+        let facts = wit_facts(facts)?;
         let app = wit::App {
             name: call.app.clone(),
             version: call.version.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_overrides(store, &app, &self.wit_facts(facts), &call.chart)?;
+        let answer = plugin.call_overrides(store, &app, facts, &call.chart)?;
         Ok(answer
             .map(|values| RawAnswer {
                 values,
@@ -90,17 +100,12 @@ impl Contract for V0_1 {
         &self,
         store: &mut Store<HostState>,
         app: &App,
-        facts: &Facts,
-        _sections: &[FactsSection],
+        facts: &WitFacts,
         component: &ComponentFacts,
     ) -> Answer<Option<WorkloadKind>> {
+        let facts = wit_facts(facts)?;
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_workload_kind(
-            store,
-            &app.to_wit(),
-            &self.wit_facts(facts),
-            &component.to_wit(),
-        )?;
+        let answer = plugin.call_workload_kind(store, &app.to_wit(), facts, &component.to_wit())?;
         Ok(match answer {
             Ok(wit::WorkloadKind::Deployment) => Ok(Some(WorkloadKind::Deployment)),
             Ok(wit::WorkloadKind::StatefulSet) => Ok(Some(WorkloadKind::StatefulSet)),
@@ -113,9 +118,9 @@ impl Contract for V0_1 {
         &self,
         store: &mut Store<HostState>,
         call: &HookCall,
-        facts: &Facts,
-        _sections: &[FactsSection],
+        facts: &WitFacts,
     ) -> Answer<RawHookAnswer> {
+        let facts = wit_facts(facts)?;
         let Some(hook) = hook_to_wit(call.hook) else {
             return Ok(Err(PluginError::Unsupported(format!(
                 "hook {} is not in contract 0.1.0",
@@ -127,7 +132,7 @@ impl Contract for V0_1 {
             version: call.version.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_lifecycle(store, hook, &app, &self.wit_facts(facts))?;
+        let answer = plugin.call_lifecycle(store, hook, &app, facts)?;
         Ok(answer
             .map(|outcome| RawHookAnswer {
                 verdict: match outcome {

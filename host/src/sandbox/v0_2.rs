@@ -5,6 +5,7 @@
 //! answers out.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
@@ -13,7 +14,10 @@ use super::PluginError;
 use super::bindings_v2::capstan::plugin::{host, types as wit};
 use super::bindings_v2::{OverridePlugin, OverridePluginPre};
 use super::call::HostState;
-use super::contract::{Answer, Contract, Declared, RawAction, RawAnswer, RawHookAnswer};
+use super::contract::{
+    Answer, Contract, Declared, PreparedFacts, RawAction, RawAnswer, RawHookAnswer, WitFacts,
+    foreign_facts, json_bytes,
+};
 use super::facts::{App, ComponentFacts, Facts, NodeRole, StorageKind, SystemMode};
 use super::sections::{
     AddressFamily, AdministrativeState, AvailabilityState, CpuFunction, DistributedCloudRole,
@@ -75,13 +79,22 @@ impl Contract for V0_2 {
         })
     }
 
+    /// All the facts in the seed's text; in the record, the sections the
+    /// plugin declared.
+    fn prepare(&self, facts: &Facts, sections: &[FactsSection]) -> PreparedFacts {
+        PreparedFacts {
+            json: json_bytes(facts).into(),
+            wit: WitFacts::V0_2(Arc::new(facts_to_wit(facts, sections))),
+        }
+    }
+
     fn overrides(
         &self,
         store: &mut Store<HostState>,
         call: &ChartCall,
-        facts: &Facts,
-        sections: &[FactsSection],
+        facts: &WitFacts,
     ) -> Answer<RawAnswer> {
+        let facts = wit_facts(facts)?;
         let wit_call = wit::ChartCall {
             app: wit::App {
                 name: call.app.clone(),
@@ -92,7 +105,7 @@ impl Contract for V0_2 {
             user_overrides: call.user_overrides.to_string(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_overrides(store, &wit_call, &facts_to_wit(facts, sections))?;
+        let answer = plugin.call_overrides(store, &wit_call, facts)?;
         Ok(answer
             .map(|a| RawAnswer {
                 values: a.values,
@@ -107,10 +120,10 @@ impl Contract for V0_2 {
         &self,
         store: &mut Store<HostState>,
         app: &App,
-        facts: &Facts,
-        sections: &[FactsSection],
+        facts: &WitFacts,
         component: &ComponentFacts,
     ) -> Answer<Option<WorkloadKind>> {
+        let facts = wit_facts(facts)?;
         let wit_app = wit::App {
             name: app.name.clone(),
             version: app.version.clone(),
@@ -132,12 +145,7 @@ impl Contract for V0_2 {
             local_volumes: component.local_volumes.clone(),
         };
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_workload_kind(
-            store,
-            &wit_app,
-            &facts_to_wit(facts, sections),
-            &wit_component,
-        )?;
+        let answer = plugin.call_workload_kind(store, &wit_app, facts, &wit_component)?;
         Ok(match answer {
             Ok(wit::WorkloadKind::Deployment) => Ok(Some(WorkloadKind::Deployment)),
             Ok(wit::WorkloadKind::StatefulSet) => Ok(Some(WorkloadKind::StatefulSet)),
@@ -150,12 +158,12 @@ impl Contract for V0_2 {
         &self,
         store: &mut Store<HostState>,
         call: &HookCall,
-        facts: &Facts,
-        sections: &[FactsSection],
+        facts: &WitFacts,
     ) -> Answer<RawHookAnswer> {
+        let facts = wit_facts(facts)?;
         let wit_call = hook_call_to_wit(call);
         let plugin = self.pre.instantiate(&mut *store)?;
-        let answer = plugin.call_lifecycle(store, &wit_call, &facts_to_wit(facts, sections))?;
+        let answer = plugin.call_lifecycle(store, &wit_call, facts)?;
         Ok(answer
             .map(|a| RawHookAnswer {
                 verdict: match a.verdict {
@@ -179,6 +187,14 @@ fn plugin_error(error: wit::PluginError) -> PluginError {
         wit::PluginError::InvalidFacts(m) => PluginError::InvalidFacts(m),
         wit::PluginError::Unsupported(m) => PluginError::Unsupported(m),
         wit::PluginError::Failed(m) => PluginError::Failed(m),
+    }
+}
+
+/// The 0.2.0 record of facts this contract prepared.
+fn wit_facts(facts: &WitFacts) -> wasmtime::Result<&wit::Facts> {
+    match facts {
+        WitFacts::V0_2(facts) => Ok(facts),
+        other @ WitFacts::V0_1(_) => Err(foreign_facts("0.2.0", other)),
     }
 }
 
