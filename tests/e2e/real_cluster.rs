@@ -1041,7 +1041,8 @@ fn a_verb_missing_from_the_cluster_role_fails_the_flow_that_needs_it() {
 /// A Service's `clusterIP` is immutable once the server assigned one:
 /// asking for another is refused by the real validation, naming the
 /// Service and `--recreate`; with `--recreate Service/NAME` it is deleted
-/// and created with the new address.
+/// and created with the new address. An address another Service holds
+/// fails the recreate at once, naming that Service.
 #[test]
 fn a_services_cluster_ip_is_immutable_until_recreated() {
     let Some(cp) = control_plane() else { return };
@@ -1071,20 +1072,25 @@ fn a_services_cluster_ip_is_immutable_until_recreated() {
         "10.0.0.12"
     };
 
-    d.ok(&[
-        "override",
-        "set",
-        app,
-        "web",
-        "--set",
-        &format!("service.clusterIP={wanted}"),
-    ]);
-    let out = d.cli(&["app", "apply", app]);
-    assert!(!out.status.success(), "{}", d.log());
-    let message = d.show(app)["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    // Asks for `address` and applies with `flags`, which fails: the
+    // failure's message.
+    let refused = |address: &str, flags: &[&str]| {
+        d.ok(&[
+            "override",
+            "set",
+            app,
+            "web",
+            "--set",
+            &format!("service.clusterIP={address}"),
+        ]);
+        let out = d.cli(&[&["app", "apply", app][..], flags].concat());
+        assert!(!out.status.success(), "{}", d.log());
+        d.show(app)["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let message = refused(wanted, &[]);
     assert!(
         message.contains("Service") && message.contains("web") && message.contains("--recreate"),
         "{message}"
@@ -1097,6 +1103,26 @@ fn a_services_cluster_ip_is_immutable_until_recreated() {
     let service = cp.object("service", Some(app), "web").expect("recreated");
     assert_ne!(service["metadata"]["uid"], uid, "a new Service");
     assert_eq!(service["spec"]["clusterIP"], wanted);
+
+    // An address another Service holds is not waited for until the
+    // deadline: the refusal names the holder, read from its IPAddress.
+    let taken = "10.0.0.14";
+    cp.kubectl_ok(&[
+        "-n",
+        app,
+        "create",
+        "service",
+        "clusterip",
+        "blocker",
+        "--tcp=80:80",
+        &format!("--clusterip={taken}"),
+    ]);
+    let message = refused(taken, &["--recreate", "Service/web"]);
+    assert!(
+        message.contains("already allocated")
+            && message.contains(&format!("by Service {app}/blocker")),
+        "{message}"
+    );
     d.ok(&["app", "remove", app]);
     cp.delete_namespace(app);
 }

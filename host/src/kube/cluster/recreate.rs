@@ -14,8 +14,11 @@
 //!   already allocated"): the API server checks addresses against an
 //!   informer's cache of its `IPAddress` objects, which learns of the
 //!   release a little after the Service is gone (kubernetes#136475). That
-//!   refusal is retried at the poll interval until the deadline; any
-//!   other is not.
+//!   refusal is retried at the poll interval until the deadline, unless
+//!   the address's `IPAddress` object names another Service as its
+//!   parent: then the address is taken, and the error says by whom at
+//!   once rather than after the deadline. Any other refusal is not
+//!   retried.
 //! - **Kind change (rekind).** When the plan prunes a Deployment and
 //!   applies a StatefulSet of the same name and namespace (or the other
 //!   way), the old workload is deleted with orphan propagation and waited
@@ -92,6 +95,9 @@ pub(super) async fn recreate(
             .await
         {
             Err(error) if still_allocated(&error) && Instant::now() < deadline => {
+                if let Some(holder) = other_holder(cluster, p, &error).await {
+                    return Err(held_by(error, &holder));
+                }
                 tracing::debug!(object = %p.id, "created again too soon, retrying: {error}");
                 let left = deadline.saturating_duration_since(Instant::now());
                 tokio::time::sleep(poll.min(left)).await;
@@ -110,6 +116,72 @@ fn still_allocated(error: &Error) -> bool {
             if message.contains("provided IP is already allocated")
                 || message.contains("provided port is already allocated")
     )
+}
+
+/// The cluster IP a `still_allocated` refusal names ("failed to
+/// allocate IP 10.0.0.12: provided IP is already allocated").
+fn refused_address(error: &Error) -> Option<std::net::IpAddr> {
+    let Error::Refused { message, .. } = error else {
+        return None;
+    };
+    let (_, rest) = message.split_once("failed to allocate IP ")?;
+    let (address, _) = rest.split_once(": ")?;
+    address.trim().parse().ok()
+}
+
+/// The object other than `p`'s that holds the cluster IP `error` names,
+/// as `Kind namespace/name` from its `IPAddress`'s `spec.parentRef`;
+/// `None` when the address is not named, has no such object (its release
+/// is still on its way), is `p`'s own, or cannot be read (then the retry
+/// decides, as without this check).
+async fn other_holder(cluster: &Cluster, p: &Prepared, error: &Error) -> Option<String> {
+    let address = refused_address(error)?;
+    let path = format!("/apis/networking.k8s.io/v1/ipaddresses/{address}");
+    let object = match cluster.get_path(&path).await {
+        Ok(object) => object?,
+        Err(error) => {
+            tracing::debug!(%address, "reading who holds the address: {error}");
+            return None;
+        }
+    };
+    let parent = object.pointer("/spec/parentRef")?;
+    let field = |name: &str| parent.get(name).and_then(Value::as_str).unwrap_or_default();
+    let (resource, namespace, name) = (field("resource"), field("namespace"), field("name"));
+    let ours =
+        resource == "services" && name == p.id.name && Some(namespace) == p.id.namespace.as_deref();
+    if ours || name.is_empty() {
+        return None;
+    }
+    let kind = if resource == "services" {
+        "Service"
+    } else {
+        resource
+    };
+    Some(if namespace.is_empty() {
+        format!("{kind} {name}")
+    } else {
+        format!("{kind} {namespace}/{name}")
+    })
+}
+
+/// `error` with the object that holds its address named.
+fn held_by(error: Error, holder: &str) -> Error {
+    match error {
+        Error::Refused {
+            verb,
+            target,
+            code,
+            reason,
+            message,
+        } => Error::Refused {
+            verb,
+            target,
+            code,
+            reason,
+            message: format!("{message} (by {holder}, not by the object deleted to recreate it)"),
+        },
+        other => other,
+    }
 }
 
 fn workload(id: &ObjectRef) -> bool {
@@ -193,6 +265,30 @@ mod tests {
         let range = r#"Service "web" is invalid: spec.clusterIPs: Invalid value: ["10.9.0.1"]: failed to allocate IP 10.9.0.1: the provided IP (10.9.0.1) is not in the valid range"#;
         assert!(!still_allocated(&refused(422, range)));
         assert!(!still_allocated(&refused(409, held)));
+    }
+
+    #[test]
+    fn the_address_is_read_from_the_refusal_and_its_holder_named() {
+        let held = r#"Service "web" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.200"]: failed to allocate IP 10.0.0.200: provided IP is already allocated"#;
+        assert_eq!(
+            refused_address(&refused(422, held)),
+            Some("10.0.0.200".parse().unwrap())
+        );
+        let v6 = "failed to allocate IP fd00::c: provided IP is already allocated";
+        assert_eq!(
+            refused_address(&refused(422, v6)),
+            Some("fd00::c".parse().unwrap())
+        );
+        let port =
+            r#"spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated"#;
+        assert_eq!(refused_address(&refused(422, port)), None);
+        let named = held_by(refused(422, held), "Service shop/db").to_string();
+        assert!(
+            named.ends_with(
+                "provided IP is already allocated (by Service shop/db, not by the object deleted to recreate it)"
+            ),
+            "{named}"
+        );
     }
 
     fn id(kind: &str, name: &str) -> ObjectRef {
