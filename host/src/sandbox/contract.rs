@@ -82,28 +82,43 @@ pub(crate) enum WitFacts {
 }
 
 impl WitFacts {
-    /// The version whose record this is, for the error of a contract
-    /// handed another's.
-    pub(crate) fn version(&self) -> &'static str {
+    /// The 0.1.0 record, for a 0.1.0 contract's calls.
+    ///
+    /// # Errors
+    /// Facts another contract prepared (a bug of the host's, kept an
+    /// error rather than a panic).
+    pub(crate) fn as_0_1(&self) -> wasmtime::Result<&wit_0_1::Facts> {
         match self {
+            WitFacts::V0_1(facts) => Ok(facts),
+            WitFacts::V0_2(_) => Err(self.foreign("0.1.0")),
+        }
+    }
+
+    /// The 0.2.0 record, for a 0.2.0 contract's calls.
+    ///
+    /// # Errors
+    /// As [`WitFacts::as_0_1`].
+    pub(crate) fn as_0_2(&self) -> wasmtime::Result<&wit_0_2::Facts> {
+        match self {
+            WitFacts::V0_2(facts) => Ok(facts),
+            WitFacts::V0_1(_) => Err(self.foreign("0.2.0")),
+        }
+    }
+
+    fn foreign(&self, contract: &str) -> wasmtime::Error {
+        let made = match self {
             WitFacts::V0_1(_) => "0.1.0",
             WitFacts::V0_2(_) => "0.2.0",
-        }
+        };
+        wasmtime::Error::msg(format!(
+            "facts prepared for contract {made} given to a {contract} plugin"
+        ))
     }
 }
 
 /// `value`'s JSON text, as a call's seed reads it.
 pub(crate) fn json_bytes(value: &impl serde::Serialize) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
-}
-
-/// The error of a contract given facts another contract prepared (a bug
-/// of the host's, kept an error rather than a panic).
-pub(crate) fn foreign_facts(contract: &str, facts: &WitFacts) -> wasmtime::Error {
-    wasmtime::Error::msg(format!(
-        "facts prepared for contract {} given to a {contract} plugin",
-        facts.version()
-    ))
 }
 
 /// What a call returns: the plugin's answer or its own error, inside the
@@ -198,10 +213,13 @@ mod tests {
         let newer = WitFacts::V0_2(Arc::new(v0_2::facts_to_wit(&facts, &[])));
         let older = WitFacts::V0_1(Arc::new(facts.to_wit()));
         assert_eq!(
-            foreign_facts("0.1.0", &newer).to_string(),
-            "facts prepared for contract 0.2.0 given to a 0.1.0 plugin"
+            newer.as_0_1().err().map(|e| e.to_string()).as_deref(),
+            Some("facts prepared for contract 0.2.0 given to a 0.1.0 plugin")
         );
-        assert_eq!(older.version(), "0.1.0");
-        assert_eq!(newer.version(), "0.2.0");
+        assert_eq!(
+            older.as_0_2().err().map(|e| e.to_string()).as_deref(),
+            Some("facts prepared for contract 0.1.0 given to a 0.2.0 plugin")
+        );
+        assert!(older.as_0_1().is_ok() && newer.as_0_2().is_ok());
     }
 }

@@ -15,8 +15,7 @@ use super::bindings::capstan::plugin::types as wit;
 use super::bindings::{OverridePlugin, OverridePluginPre};
 use super::call::HostState;
 use super::contract::{
-    Answer, Contract, Declared, PreparedFacts, RawAnswer, RawHookAnswer, WitFacts, foreign_facts,
-    json_bytes,
+    Answer, Contract, Declared, PreparedFacts, RawAnswer, RawHookAnswer, WitFacts, json_bytes,
 };
 use super::facts::{App, ComponentFacts, Facts};
 use crate::model::{ChartCall, FactsSection, Hook, HookCall, HookOutcome, WorkloadKind};
@@ -24,14 +23,6 @@ use crate::model::{ChartCall, FactsSection, Hook, HookCall, HookOutcome, Workloa
 /// A component built against 0.1.0.
 pub(crate) struct V0_1 {
     pre: OverridePluginPre<HostState>,
-}
-
-/// The 0.1.0 record of facts this contract prepared.
-fn wit_facts(facts: &WitFacts) -> wasmtime::Result<&wit::Facts> {
-    match facts {
-        WitFacts::V0_1(facts) => Ok(facts),
-        other @ WitFacts::V0_2(_) => Err(foreign_facts("0.1.0", other)),
-    }
 }
 
 /// Adds the 0.1.0 `host` import to `linker`.
@@ -79,7 +70,7 @@ impl Contract for V0_1 {
         call: &ChartCall,
         facts: &WitFacts,
     ) -> Answer<RawAnswer> {
-        let facts = wit_facts(facts)?;
+        let facts = facts.as_0_1()?;
         let app = wit::App {
             name: call.app.clone(),
             version: call.version.clone(),
@@ -103,7 +94,7 @@ impl Contract for V0_1 {
         facts: &WitFacts,
         component: &ComponentFacts,
     ) -> Answer<Option<WorkloadKind>> {
-        let facts = wit_facts(facts)?;
+        let facts = facts.as_0_1()?;
         let plugin = self.pre.instantiate(&mut *store)?;
         let answer = plugin.call_workload_kind(store, &app.to_wit(), facts, &component.to_wit())?;
         Ok(match answer {
@@ -120,7 +111,7 @@ impl Contract for V0_1 {
         call: &HookCall,
         facts: &WitFacts,
     ) -> Answer<RawHookAnswer> {
-        let facts = wit_facts(facts)?;
+        let facts = facts.as_0_1()?;
         let Some(hook) = hook_to_wit(call.hook) else {
             return Ok(Err(PluginError::Unsupported(format!(
                 "hook {} is not in contract 0.1.0",

@@ -16,7 +16,7 @@ use super::bindings_v2::{OverridePlugin, OverridePluginPre};
 use super::call::HostState;
 use super::contract::{
     Answer, Contract, Declared, PreparedFacts, RawAction, RawAnswer, RawHookAnswer, WitFacts,
-    foreign_facts, json_bytes,
+    json_bytes,
 };
 use super::facts::{App, ComponentFacts, Facts, NodeRole, StorageKind, SystemMode};
 use super::sections::{
@@ -94,7 +94,7 @@ impl Contract for V0_2 {
         call: &ChartCall,
         facts: &WitFacts,
     ) -> Answer<RawAnswer> {
-        let facts = wit_facts(facts)?;
+        let facts = facts.as_0_2()?;
         let wit_call = wit::ChartCall {
             app: wit::App {
                 name: call.app.clone(),
@@ -123,7 +123,7 @@ impl Contract for V0_2 {
         facts: &WitFacts,
         component: &ComponentFacts,
     ) -> Answer<Option<WorkloadKind>> {
-        let facts = wit_facts(facts)?;
+        let facts = facts.as_0_2()?;
         let wit_app = wit::App {
             name: app.name.clone(),
             version: app.version.clone(),
@@ -160,7 +160,7 @@ impl Contract for V0_2 {
         call: &HookCall,
         facts: &WitFacts,
     ) -> Answer<RawHookAnswer> {
-        let facts = wit_facts(facts)?;
+        let facts = facts.as_0_2()?;
         let wit_call = hook_call_to_wit(call);
         let plugin = self.pre.instantiate(&mut *store)?;
         let answer = plugin.call_lifecycle(store, &wit_call, facts)?;
@@ -187,14 +187,6 @@ fn plugin_error(error: wit::PluginError) -> PluginError {
         wit::PluginError::InvalidFacts(m) => PluginError::InvalidFacts(m),
         wit::PluginError::Unsupported(m) => PluginError::Unsupported(m),
         wit::PluginError::Failed(m) => PluginError::Failed(m),
-    }
-}
-
-/// The 0.2.0 record of facts this contract prepared.
-fn wit_facts(facts: &WitFacts) -> wasmtime::Result<&wit::Facts> {
-    match facts {
-        WitFacts::V0_2(facts) => Ok(facts),
-        other @ WitFacts::V0_1(_) => Err(foreign_facts("0.2.0", other)),
     }
 }
 
