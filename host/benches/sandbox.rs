@@ -4,7 +4,9 @@
 //!   (chart `rbd-provisioner`, the simplex facts) through capstan's sandbox
 //!   on a warm host: a fresh store and instance from the pre-instantiated
 //!   component, with every limit and capture on, and the returned JSON
-//!   parsed and checked.
+//!   checked to be one object (not built: the lifecycle parses the text
+//!   once, into its own values). `overrides/capstan-values` adds that
+//!   parse: the whole cost of a chart's answer to the lifecycle.
 //! - `overrides/bare-wasmtime`: the floor: the same component and call in a
 //!   bare wasmtime loop on an engine with the sandbox's pooling allocator
 //!   configuration ([`capstan::sandbox::pooling_config`]), a fresh store per
@@ -222,11 +224,16 @@ fn overrides(c: &mut Criterion) {
             .expect("overrides")
     };
     assert_eq!(
-        serde_json::Value::Object(call()),
+        serde_json::Value::Object(call().to_map().expect("a JSON object")),
         expected,
         "capstan's output"
     );
     group.bench_function("capstan", |b| b.iter(call));
+    // What the lifecycle does with each chart's answer: the call, then its
+    // text parsed into the values it merges.
+    group.bench_function("capstan-values", |b| {
+        b.iter(|| capstan::values::parse_json(call().as_str()).expect("the values"))
+    });
 
     let mut config = Config::new();
     config
@@ -371,7 +378,7 @@ fn python(c: &mut Criterion) {
             .expect("overrides")
     };
     assert_eq!(
-        serde_json::Value::Object(call()),
+        serde_json::Value::Object(call().to_map().expect("a JSON object")),
         expected,
         "the Python plugin's output"
     );

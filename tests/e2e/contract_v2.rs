@@ -80,7 +80,8 @@ fn a_chart_call_hands_only_the_declared_sections_and_the_charts_user_overrides()
     let answer = plugin
         .answer(&ctx(), &chart_call(json!({"replicas": 3})), &facts())
         .unwrap();
-    let seen = &answer.values["seen"];
+    let values = answer.values.to_map().unwrap();
+    let seen = &values["seen"];
     assert_eq!(seen["namespace"], "web-ns");
     assert_eq!(seen["user"], json!({"replicas": 3}));
     assert_eq!(seen["app"], "demo");
@@ -174,7 +175,7 @@ fn a_0_1_plugin_is_handed_what_it_was_before_0_2() {
         .overrides(&ctx(), &app, &richer, "rbd-provisioner")
         .unwrap();
     assert_eq!(before, after);
-    assert!(!before.is_empty());
+    assert!(!before.to_map().unwrap().is_empty());
 }
 
 /// An app of one chart `web` (a ConfigMap of the values it gets) served

@@ -176,9 +176,13 @@ fn hostile(f: &Fixture, chart: &str) -> Result<serde_json::Map<String, serde_jso
             &simplex(),
             "rbd-provisioner",
         )
+        .unwrap()
+        .to_map()
         .unwrap();
     assert_eq!(good["provisioner"]["replicaCount"], 1);
-    result.map_err(|e| e.fault().cloned().unwrap_or_else(|| panic!("{e}")))
+    result
+        .map(|values| values.to_map().unwrap())
+        .map_err(|e| e.fault().cloned().unwrap_or_else(|| panic!("{e}")))
 }
 
 fn denial(f: &Fixture, chart: &str) -> String {

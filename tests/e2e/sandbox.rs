@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
-use capstan::model::{Hook, HookOutcome};
+use capstan::model::{Hook, HookOutcome, Overrides};
 use capstan::sandbox::{
     App, CallContext, ComponentCache, Error, Facts, Fault, Plugin, PluginError, Policy, Sandbox,
     Stream,
@@ -92,6 +92,8 @@ fn host_still_serves() {
     let values = f
         .storage
         .overrides(&ctx(), &app(), &simplex(), "rbd-provisioner")
+        .unwrap()
+        .to_map()
         .unwrap();
     assert_eq!(
         values["provisioner"]["leaderElection"]["enabled"],
@@ -100,6 +102,8 @@ fn host_still_serves() {
     let ok = f
         .hostile
         .overrides(&ctx(), &app(), &simplex(), "well-behaved")
+        .unwrap()
+        .to_map()
         .unwrap();
     assert_eq!(ok["app"], serde_json::json!("demo"));
 }
@@ -130,6 +134,8 @@ fn a_sleep_returns_at_once_and_sleeping_forever_times_out() {
     let values = f
         .hostile
         .overrides(&ctx(), &app(), &simplex(), "sleep")
+        .unwrap()
+        .to_map()
         .unwrap();
     assert_eq!(values["slept"], serde_json::json!(true));
     assert!(started.elapsed() < DEADLINE + MARGIN);
@@ -348,6 +354,8 @@ fn a_call_never_sees_what_an_earlier_call_left_in_its_slot() {
         serde_json::Value::Object(
             hostile
                 .overrides(&ctx(), &app, &simplex(), "residue")
+                .unwrap()
+                .to_map()
                 .unwrap(),
         )
     };
@@ -404,6 +412,8 @@ fn clock_and_randomness_are_deterministic_per_inputs() {
         f.hostile
             .overrides(ctx, app, &simplex(), "clock-and-random")
             .unwrap()
+            .to_map()
+            .unwrap()
     };
     let first = run(&ctx(), &app());
     let second = run(&ctx(), &app());
@@ -438,6 +448,8 @@ fn clock_and_randomness_are_deterministic_per_inputs() {
     let hash_with = |facts: &Facts| {
         f.hostile
             .overrides(&ctx(), &app(), facts, "clock-and-random")
+            .unwrap()
+            .to_map()
             .unwrap()["hash"]
             .clone()
     };
@@ -471,7 +483,11 @@ fn a_corrupted_cache_entry_is_recompiled_not_loaded() {
     // a daemon restart) is what reads the disk cache again.
     let sandbox = Sandbox::with_cache(Policy::new(), cache.clone()).unwrap();
     let plugin = sandbox.load("ha", &wasm).unwrap();
-    let values = plugin.overrides(&ctx(), &app(), &simplex(), "web").unwrap();
+    let values = plugin
+        .overrides(&ctx(), &app(), &simplex(), "web")
+        .unwrap()
+        .to_map()
+        .unwrap();
     assert_eq!(values["replicaCount"], serde_json::json!(1));
     assert_eq!(std::fs::read(&entry).unwrap(), written, "entry rewritten");
 
@@ -510,7 +526,7 @@ fn one_sandbox_compiles_a_component_once_and_shares_it() {
 /// A call that spins or sleeps with an abort flag, on its own thread.
 struct Hog {
     flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    call: std::thread::JoinHandle<Result<serde_json::Map<String, serde_json::Value>, Error>>,
+    call: std::thread::JoinHandle<Result<Overrides, Error>>,
 }
 
 impl Hog {
@@ -608,7 +624,10 @@ fn a_saturated_pool_is_a_typed_fault_waited_for_within_the_deadline_and_shared_p
     let (result, took) = probe_as("a", "well-behaved");
     exhausted(result, took);
     let (result, _) = probe_as("c", "well-behaved");
-    assert_eq!(result.unwrap()["ok"], serde_json::json!(true));
+    assert_eq!(
+        result.unwrap().to_map().unwrap()["ok"],
+        serde_json::json!(true)
+    );
 
     // The pool full: any app's call ends `pool-exhausted` at its deadline.
     let b = Hog::start(&hostile, "b", "sleep-loop");
@@ -638,7 +657,7 @@ fn a_saturated_pool_is_a_typed_fault_waited_for_within_the_deadline_and_shared_p
     assert_eq!(fault, Some(Fault::Aborted));
     assert!(took < MARGIN, "the sleeping call took {took:?} to abort");
     assert_eq!(
-        waiter.join().unwrap().unwrap()["app"],
+        waiter.join().unwrap().unwrap().to_map().unwrap()["app"],
         serde_json::json!("d")
     );
 

@@ -71,9 +71,9 @@ pub fn lint(dir: &Path, facts: Option<&Facts>) -> anyhow::Result<LintReport> {
                 continue;
             }
             match plugin.overrides(&ctx, &app, &facts, &name) {
-                Ok(map) => flags.files.push((
+                Ok(values) => flags.files.push((
                     format!("system overrides of {}", declared.path),
-                    serde_json::Value::Object(map).to_string(),
+                    values.to_string(),
                 )),
                 Err(e) => report.warnings.push(format!(
                     "chart {name}: plugin {} gave no overrides on these facts: {}",

@@ -248,7 +248,7 @@ fn run_plugin(args: RunArgs) -> anyhow::Result<ExitCode> {
         writeln!(
             out,
             "{}",
-            to_yaml(&serde_json::Value::Object(values))?.trim_end()
+            to_yaml(&serde_json::Value::Object(values.to_map()?))?.trim_end()
         )?;
     }
     Ok(ExitCode::SUCCESS)
@@ -284,7 +284,7 @@ fn run_json(
         let mut overrides = serde_json::Map::new();
         for chart in charts {
             let values = plugin.overrides(ctx, app, facts, &chart)?;
-            overrides.insert(chart, serde_json::Value::Object(values));
+            overrides.insert(chart, serde_json::Value::Object(values.to_map()?));
         }
         document.insert("overrides".into(), serde_json::Value::Object(overrides));
     }

@@ -1347,7 +1347,11 @@ impl Job<'_> {
                     tracing::info!(app = %self.app, plugin = %p.path, chart, "chart disabled by the plugin");
                     disabled.insert(chart.clone());
                 }
-                let value = from_json(&serde_json::Value::Object(answer.values))?;
+                let value = values::parse_json(answer.values.as_str()).map_err(|e| {
+                    Error::InvalidOverrides {
+                        reason: e.to_string(),
+                    }
+                })?;
                 if let values::Value::Map(map) = value {
                     let merged = out.entry(chart.clone()).or_default();
                     *merged = values::merge_maps(merged, &map);

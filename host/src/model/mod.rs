@@ -41,7 +41,7 @@ pub use object::{ObjectKey, ObjectRef};
 pub use plugin::{
     Action, ActionPolicies, ActionPolicy, Charset, ChartAnswer, ChartCall, DEFAULT_MAX_OWNED,
     FactsSection, GeneratedKey, GeneratedSecret, HookAnswer, HookCall, HookOperation, Mirror,
-    MirrorKind, Mode, Observed, ReleaseStatus, SecretKeyRef, SecretShape, SecretSource,
+    MirrorKind, Mode, Observed, Overrides, ReleaseStatus, SecretKeyRef, SecretShape, SecretSource,
     SecretValue, Trigger, TriggerKind, TriggerSpec,
 };
 pub use size::{InvalidSize, Size};

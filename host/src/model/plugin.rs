@@ -213,7 +213,7 @@ pub struct GeneratedSecret {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChartAnswer {
     /// The chart's system overrides.
-    pub values: serde_json::Map<String, serde_json::Value>,
+    pub values: Overrides,
     /// Values filled in from secrets at render.
     pub secret_values: Vec<SecretValue>,
     /// Secrets to generate for the app.
@@ -672,5 +672,195 @@ impl ActionPolicies {
     /// The policy of `app`.
     pub fn for_app(&self, app: &str) -> &ActionPolicy {
         self.apps.get(app).unwrap_or(&self.default)
+    }
+}
+
+/// A chart's system overrides as a plugin returned them: its JSON text,
+/// checked when the call returned to be one JSON object that parses
+/// (numbers in range, nesting within serde_json's limit), without building
+/// it. The text is kept: the lifecycle parses it once, straight into the
+/// values it merges (`values::parse_json`), and tools that want serde_json's
+/// map ask [`Overrides::to_map`] (issue 28: a call no longer builds a map
+/// that the lifecycle then printed and parsed again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overrides(String);
+
+impl Default for Overrides {
+    /// No overrides: `{}`.
+    fn default() -> Self {
+        Overrides("{}".to_string())
+    }
+}
+
+impl Overrides {
+    /// `text` if it is one JSON object.
+    ///
+    /// # Errors
+    ///
+    /// Why it is not, in one line: not JSON (serde_json's error, with its
+    /// line and column), or JSON of another kind ("got a string").
+    pub fn parse(text: String) -> Result<Overrides, String> {
+        use serde::Deserializer as _;
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let kind = de
+            .deserialize_any(Check)
+            .and_then(|kind| de.end().map(|()| kind))
+            .map_err(|e| format!("overrides are not valid JSON: {e}"))?;
+        if kind != "an object" {
+            return Err(format!("overrides must be a JSON object, got {kind}"));
+        }
+        Ok(Overrides(text))
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The object as serde_json's map.
+    ///
+    /// # Errors
+    ///
+    /// None for text [`Overrides::parse`] accepted (it checked what this
+    /// parse needs); the error is kept rather than assumed away.
+    pub fn to_map(&self) -> Result<serde_json::Map<String, serde_json::Value>, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+}
+
+impl fmt::Display for Overrides {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Walks one JSON value as serde_json's own `Value` would be built from it
+/// (every number converted, so one out of range is refused) while keeping
+/// nothing, and names its kind.
+struct Check;
+
+impl<'de> serde::de::Visitor<'de> for Check {
+    type Value = &'static str;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok("null")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok("a boolean")
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok("a number")
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok("a number")
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok("a number")
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok("a string")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element_seed(Walk)?.is_some() {}
+        Ok("an array")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map
+            .next_entry_seed(std::marker::PhantomData::<serde::de::IgnoredAny>, Walk)?
+            .is_some()
+        {}
+        Ok("an object")
+    }
+}
+
+/// [`Check`] as a seed, for the values inside arrays and objects.
+struct Walk;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Walk {
+    type Value = &'static str;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_any(Check)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Overrides, String> {
+        Overrides::parse(text.to_string())
+    }
+
+    #[test]
+    fn an_object_is_kept_as_its_text_and_parses_as_serde_json_would() {
+        let text = r#" {"a": {"b": [1, 2.5, -3, "x\u00e9", null, true]}, "a2": {}} "#;
+        let values = parse(text).unwrap();
+        assert_eq!(values.as_str(), text);
+        assert_eq!(
+            serde_json::Value::Object(values.to_map().unwrap()),
+            serde_json::from_str::<serde_json::Value>(text).unwrap()
+        );
+        assert_eq!(Overrides::default().to_map().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn other_kinds_are_named() {
+        for (text, kind) in [
+            ("[]", "an array"),
+            ("\"text\"", "a string"),
+            ("12", "a number"),
+            ("true", "a boolean"),
+            ("null", "null"),
+        ] {
+            assert_eq!(
+                parse(text).unwrap_err(),
+                format!("overrides must be a JSON object, got {kind}")
+            );
+        }
+    }
+
+    /// What serde_json refuses when it builds a value is refused without
+    /// building one: bad syntax, trailing text, a number out of range,
+    /// nesting past its limit; a repeated key it accepts (the last wins).
+    #[test]
+    fn what_serde_json_refuses_is_refused() {
+        for text in [
+            "{",
+            "{\"a\": 1,}",
+            "{} {}",
+            "{\"a\": 1e400}",
+            "{\"a\": \"\\ud800\"}",
+            "",
+        ] {
+            let error = parse(text).unwrap_err();
+            assert!(
+                error.starts_with("overrides are not valid JSON: "),
+                "{text:?}: {error}"
+            );
+            assert!(
+                serde_json::from_str::<serde_json::Value>(text).is_err(),
+                "{text:?}"
+            );
+        }
+        let deep = format!("{{\"a\": {}{}}}", "[".repeat(200), "]".repeat(200));
+        assert!(
+            parse(&deep)
+                .unwrap_err()
+                .contains("recursion limit exceeded")
+        );
+        let repeated = parse(r#"{"a": 1, "a": 2}"#).unwrap();
+        assert_eq!(repeated.to_map().unwrap()["a"], 2);
     }
 }

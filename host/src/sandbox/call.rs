@@ -158,7 +158,7 @@ impl SeedSource {
 
 /// The store data of one call.
 pub(crate) struct HostState {
-    plugin: String,
+    plugin: Arc<str>,
     /// The WASI context and its output pipes, built from `source` when the
     /// plugin first calls a WASI function.
     wasi: Option<(WasiCtx, Output)>,
@@ -174,9 +174,9 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    pub(crate) fn new(plugin: &str, policy: &Policy, source: SeedSource) -> Self {
+    pub(crate) fn new(plugin: Arc<str>, policy: &Policy, source: SeedSource) -> Self {
         HostState {
-            plugin: plugin.to_string(),
+            plugin,
             wasi: None,
             source,
             table: ResourceTable::new(),
@@ -388,7 +388,7 @@ impl HostState {
                 self.plugin
             ));
         }
-        let plugin = self.plugin.as_str();
+        let plugin = &*self.plugin;
         match level {
             tracing::Level::TRACE => tracing::trace!(plugin, "{message}"),
             tracing::Level::DEBUG => tracing::debug!(plugin, "{message}"),
@@ -428,7 +428,7 @@ mod tests {
     fn empty_log_calls_are_charged_so_the_budget_bounds_lines() {
         let policy = Policy::new().log_bytes(64 * 1024);
         let source = CallContext::new([0; 32]).seed_source("lifecycle", Vec::new());
-        let mut state = HostState::new("p", &policy, source);
+        let mut state = HostState::new("p".into(), &policy, source);
         let mut lines = 0usize;
         while host::Host::log(&mut state, types::LogLevel::Trace, String::new()).is_ok() {
             lines += 1;

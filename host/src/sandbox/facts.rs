@@ -386,6 +386,21 @@ pub struct App {
     pub version: String,
 }
 
+/// An app's name and version borrowed from a call, serialized exactly as
+/// [`App`] is (a call's seed reads that JSON text), without copying them
+/// into an [`App`] first.
+#[derive(Serialize)]
+pub(crate) struct AppRef<'a> {
+    name: &'a str,
+    version: &'a str,
+}
+
+impl<'a> AppRef<'a> {
+    pub(crate) fn new(name: &'a str, version: &'a str) -> Self {
+        AppRef { name, version }
+    }
+}
+
 impl App {
     pub(crate) fn to_wit(&self) -> wit::App {
         wit::App {
@@ -451,6 +466,19 @@ impl ComponentFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The seed reads this text: a borrowed app must print as an owned one.
+    #[test]
+    fn a_borrowed_app_serializes_as_an_app() {
+        let app = App {
+            name: "web \"shop\"".into(),
+            version: "1.0.0-rc.1".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&AppRef::new(&app.name, &app.version)).unwrap(),
+            serde_json::to_string(&app).unwrap()
+        );
+    }
 
     #[test]
     fn reads_the_documented_yaml_shape() {

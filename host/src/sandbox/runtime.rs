@@ -17,7 +17,7 @@ use super::call::{CallContext, HostState};
 use super::contract::{
     self, Contract, PreparedFacts, RawAction, RawAnswer, RawHookAnswer, json_bytes,
 };
-use super::facts::{App, ComponentFacts, Facts, LastFacts};
+use super::facts::{App, AppRef, ComponentFacts, Facts, LastFacts};
 use super::policy::{EPOCH_TICK, Policy};
 use super::slots::{Refused, Slots};
 use super::{Error, Fault, PluginError, Stream, wasi};
@@ -58,7 +58,7 @@ pub const MAX_RETRY_AFTER_SECONDS: u32 = 300;
 
 use crate::model::{
     Action, ChartAnswer, ChartCall, FactsSection, Hook, HookAnswer, HookCall, HookOperation,
-    HookOutcome, ReleaseStatus, SecretShape, WorkloadKind,
+    HookOutcome, Overrides, ReleaseStatus, SecretShape, WorkloadKind,
 };
 
 /// What a plugin declares about itself.
@@ -193,7 +193,7 @@ impl Sandbox {
             .map_err(|e| link_error(name, &e))?;
         let contract = contract::bind(&component, pre).map_err(|e| link_error(name, &e))?;
         let mut plugin = Plugin {
-            name: name.to_string(),
+            name: name.into(),
             info: PluginInfo {
                 name: name.to_string(),
                 version: String::new(),
@@ -208,7 +208,7 @@ impl Sandbox {
             last_facts: Arc::default(),
         };
         plugin.info = plugin.call_info(&ctx.bare(), app)?;
-        plugin.name = plugin.info.name.clone();
+        plugin.name = plugin.info.name.as_str().into();
         Ok(plugin)
     }
 }
@@ -304,7 +304,8 @@ fn link_error(name: &str, error: &wasmtime::Error) -> Error {
 /// from one call (or app) to the next.
 #[derive(Clone)]
 pub struct Plugin {
-    name: String,
+    /// Shared with each call's store (its log lines and faults name it).
+    name: Arc<str>,
     info: PluginInfo,
     contract: Arc<dyn Contract>,
     sandbox: Sandbox,
@@ -345,7 +346,7 @@ impl Plugin {
         app: &App,
         facts: &Facts,
         chart: &str,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+    ) -> Result<Overrides, Error> {
         let call = ChartCall {
             app: app.name.clone(),
             version: app.version.clone(),
@@ -369,16 +370,13 @@ impl Plugin {
         call: &ChartCall,
         facts: &Facts,
     ) -> Result<ChartAnswer, Error> {
-        let app = App {
-            name: call.app.clone(),
-            version: call.version.clone(),
-        };
         let facts = self.prepared(facts);
-        let mut inputs = vec![
-            json_bytes(&app).into(),
+        let mut inputs = Vec::with_capacity(5);
+        inputs.extend([
+            json_bytes(&AppRef::new(&call.app, &call.version)).into(),
             Arc::clone(&facts.json),
             call.chart.as_bytes().into(),
-        ];
+        ]);
         if self.info.contract != "0.1.0" {
             inputs.extend([
                 call.namespace.as_bytes().into(),
@@ -449,14 +447,10 @@ impl Plugin {
         call: &HookCall,
         facts: &Facts,
     ) -> Result<HookAnswer, Error> {
-        let app = App {
-            name: call.app.clone(),
-            version: call.version.clone(),
-        };
         let facts = self.prepared(facts);
         let mut inputs = vec![
             call.hook.as_str().as_bytes().into(),
-            json_bytes(&app).into(),
+            json_bytes(&AppRef::new(&call.app, &call.version)).into(),
             Arc::clone(&facts.json),
         ];
         if self.info.contract != "0.1.0" {
@@ -523,7 +517,7 @@ impl Plugin {
                 .map(|g| g.name.len() + 64)
                 .sum::<usize>();
         self.check_size(size)?;
-        let values = self.parse_overrides(&raw.values)?;
+        let values = self.parse_overrides(raw.values)?;
         for value in &raw.secret_values {
             if value.path.is_empty() {
                 return Err(self.invalid("a secret value has an empty path".into()));
@@ -671,7 +665,11 @@ impl Plugin {
             Err(Refused::Aborted) => return Err(self.fault(Fault::Aborted)),
             Err(Refused::Exhausted) => return Err(self.fault(self.pool_exhausted(started))),
         };
-        let state = HostState::new(&self.name, policy, ctx.seed_source(function, inputs));
+        let state = HostState::new(
+            Arc::clone(&self.name),
+            policy,
+            ctx.seed_source(function, inputs),
+        );
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|state| state);
         store.set_epoch_deadline(1);
@@ -720,20 +718,9 @@ impl Plugin {
         }
     }
 
-    fn parse_overrides(
-        &self,
-        text: &str,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+    fn parse_overrides(&self, text: String) -> Result<Overrides, Error> {
         self.check_size(text.len())?;
-        match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(serde_json::Value::Object(map)) => Ok(map),
-            Ok(other) => Err(self.fault(Fault::InvalidOutput {
-                reason: format!("overrides must be a JSON object, got {}", json_kind(&other)),
-            })),
-            Err(e) => Err(self.fault(Fault::InvalidOutput {
-                reason: format!("overrides are not valid JSON: {e}"),
-            })),
-        }
+        Overrides::parse(text).map_err(|reason| self.fault(Fault::InvalidOutput { reason }))
     }
 
     fn check_size(&self, len: usize) -> Result<(), Error> {
@@ -761,7 +748,7 @@ impl Plugin {
 
     fn fault(&self, fault: Fault) -> Error {
         Error::Fault {
-            plugin: self.name.clone(),
+            plugin: self.name.to_string(),
             fault,
         }
     }

@@ -35,7 +35,14 @@ pub(crate) struct Slots {
 #[derive(Debug, Default)]
 struct Held {
     total: usize,
+    /// Slots held by each app. An app's entry stays at zero when it gives
+    /// its last slot back (its next call then needs no new entry); entries
+    /// at zero are dropped once there are more than twice `capacity`
+    /// entries, so the map stays bounded by the pool, not by the apps seen.
     by_app: HashMap<String, usize>,
+    /// Calls waiting for a slot: a freed slot wakes them only when there
+    /// are some (waking costs a system call even when nobody waits).
+    waiting: usize,
 }
 
 /// Why no slot was given.
@@ -47,11 +54,11 @@ pub(crate) enum Refused {
     Aborted,
 }
 
-/// A held slot; dropping it gives it back and wakes a waiter.
+/// A held slot; dropping it gives it back and wakes the waiters.
 #[derive(Debug)]
 pub(crate) struct Slot<'a> {
     slots: &'a Slots,
-    app: String,
+    app: &'a str,
 }
 
 impl Slots {
@@ -74,12 +81,12 @@ impl Slots {
 
     /// Takes a slot for `app`, waiting until `until` at the latest while the
     /// pool is full or `app` holds its share.
-    pub(crate) fn acquire(
-        &self,
-        app: &str,
+    pub(crate) fn acquire<'a>(
+        &'a self,
+        app: &'a str,
         until: Instant,
         abort: Option<&AtomicBool>,
-    ) -> Result<Slot<'_>, Refused> {
+    ) -> Result<Slot<'a>, Refused> {
         let aborted = || abort.is_some_and(|flag| flag.load(Ordering::SeqCst));
         let mut held = self.lock();
         loop {
@@ -89,11 +96,16 @@ impl Slots {
             let mine = held.by_app.get(app).copied().unwrap_or(0);
             if held.total < self.capacity && mine < self.per_app {
                 held.total += 1;
-                *held.by_app.entry(app.to_owned()).or_insert(0) += 1;
-                return Ok(Slot {
-                    slots: self,
-                    app: app.to_owned(),
-                });
+                match held.by_app.get_mut(app) {
+                    Some(count) => *count += 1,
+                    None => {
+                        if held.by_app.len() >= 2 * self.capacity {
+                            held.by_app.retain(|_, count| *count > 0);
+                        }
+                        held.by_app.insert(app.to_owned(), 1);
+                    }
+                }
+                return Ok(Slot { slots: self, app });
             }
             let now = Instant::now();
             if now >= until {
@@ -103,11 +115,13 @@ impl Slots {
             if abort.is_some() {
                 wait = wait.min(ABORT_POLL);
             }
+            held.waiting += 1;
             held = self
                 .freed
                 .wait_timeout(held, wait)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            held.waiting = held.waiting.saturating_sub(1);
         }
     }
 
@@ -120,15 +134,15 @@ impl Drop for Slot<'_> {
     fn drop(&mut self) {
         let mut held = self.slots.lock();
         held.total = held.total.saturating_sub(1);
-        if let Some(count) = held.by_app.get_mut(&self.app) {
+        if let Some(count) = held.by_app.get_mut(self.app) {
             *count = count.saturating_sub(1);
-            if *count == 0 {
-                held.by_app.remove(&self.app);
-            }
         }
+        let waiting = held.waiting > 0;
         drop(held);
         // Waiters may be of other apps than the one that freed a slot.
-        self.slots.freed.notify_all();
+        if waiting {
+            self.slots.freed.notify_all();
+        }
     }
 }
 
@@ -155,7 +169,28 @@ mod tests {
         let c = slots.acquire("c", soon(), None).unwrap();
         drop((b, c));
         assert_eq!(slots.in_use(), 0);
-        assert!(slots.lock().by_app.is_empty(), "no app keeps a count");
+        assert!(
+            slots.lock().by_app.values().all(|count| *count == 0),
+            "no app keeps a slot"
+        );
+    }
+
+    #[test]
+    fn the_counts_stay_bounded_by_the_pool_not_by_the_apps_seen() {
+        let slots = Slots::new(2, 1);
+        let held = slots.acquire("kept", soon(), None).unwrap();
+        let names: Vec<String> = (0..100).map(|i| format!("app-{i}")).collect();
+        for name in &names {
+            drop(slots.acquire(name, soon(), None).unwrap());
+            assert!(slots.lock().by_app.len() <= 5, "{:?}", slots.lock().by_app);
+        }
+        assert_eq!(
+            slots.lock().by_app.get("kept"),
+            Some(&1),
+            "a holder's count is kept"
+        );
+        drop(held);
+        assert_eq!(slots.lock().waiting, 0);
     }
 
     #[test]
