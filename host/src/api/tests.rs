@@ -517,6 +517,14 @@ fn every_error_answer_has_a_code() {
             b"[]".to_vec(),
             ErrorCode::BadRequest,
         ),
+        // A body of only whitespace is not "no body" (schemathesis, ST201).
+        (
+            Method::POST,
+            "/v1/apps/demo/apply",
+            JSON,
+            b"\r".to_vec(),
+            ErrorCode::BadRequest,
+        ),
         (
             Method::PUT,
             "/v1/apps/demo/overrides/a",
