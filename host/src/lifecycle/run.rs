@@ -37,7 +37,7 @@ use super::context::Inner;
 use super::facts::current_facts;
 use super::plan::{self, ChartInput, NewDecision, PluginChoice};
 use super::secret_values::ChartSecrets;
-use super::stored::{StoredVersion, from_json, to_json};
+use super::stored::{StoredVersion, from_json, from_json_text, to_json};
 
 /// Which user overrides an apply uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1347,11 +1347,7 @@ impl Job<'_> {
                     tracing::info!(app = %self.app, plugin = %p.path, chart, "chart disabled by the plugin");
                     disabled.insert(chart.clone());
                 }
-                let value = values::parse_json(answer.values.as_str()).map_err(|e| {
-                    Error::InvalidOverrides {
-                        reason: e.to_string(),
-                    }
-                })?;
+                let value = from_json_text(answer.values.as_str())?;
                 if let values::Value::Map(map) = value {
                     let merged = out.entry(chart.clone()).or_default();
                     *merged = values::merge_maps(merged, &map);

@@ -96,7 +96,12 @@ impl StoredVersion {
 
 /// Store JSON -> Helm values.
 pub(crate) fn from_json(value: &serde_json::Value) -> Result<values::Value, Error> {
-    values::parse_json(&value.to_string()).map_err(|e| Error::InvalidOverrides {
+    from_json_text(&value.to_string())
+}
+
+/// JSON text (a plugin's overrides as it returned them) -> Helm values.
+pub(crate) fn from_json_text(text: &str) -> Result<values::Value, Error> {
+    values::parse_json(text).map_err(|e| Error::InvalidOverrides {
         reason: e.to_string(),
     })
 }

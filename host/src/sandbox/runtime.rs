@@ -502,8 +502,9 @@ impl Plugin {
         })
     }
 
-    /// A chart answer's values parsed, and its other parts checked to be
-    /// within the contract's bounds.
+    /// A chart answer within the output cap (its values and other parts
+    /// together), its values one JSON object, and its other parts within
+    /// the contract's bounds.
     fn check_answer(&self, raw: RawAnswer) -> Result<ChartAnswer, Error> {
         let size = raw.values.len()
             + raw
@@ -517,7 +518,7 @@ impl Plugin {
                 .map(|g| g.name.len() + 64)
                 .sum::<usize>();
         self.check_size(size)?;
-        let values = self.parse_overrides(raw.values)?;
+        let values = Overrides::parse(raw.values).map_err(|reason| self.invalid(reason))?;
         for value in &raw.secret_values {
             if value.path.is_empty() {
                 return Err(self.invalid("a secret value has an empty path".into()));
@@ -716,11 +717,6 @@ impl Plugin {
             per_app: policy.get_app_slots(),
             waited: started.elapsed(),
         }
-    }
-
-    fn parse_overrides(&self, text: String) -> Result<Overrides, Error> {
-        self.check_size(text.len())?;
-        Overrides::parse(text).map_err(|reason| self.fault(Fault::InvalidOutput { reason }))
     }
 
     fn check_size(&self, len: usize) -> Result<(), Error> {
