@@ -86,6 +86,11 @@ mod control_plane;
 /// immutable fields as the real server decides them.
 mod real_cluster;
 
+/// Helm 4 as a differential oracle for install, upgrade and uninstall on
+/// the real control plane: the same charts through `helm` and capstan,
+/// what each step leaves compared (issue 42).
+mod apply_differential;
+
 /// Connected rendering on the real control plane: `lookup` of live
 /// objects under the lookup policy, `.Capabilities` from the server.
 mod connected;

@@ -43,6 +43,13 @@ pub struct Metadata {
     /// Workloads the platform may run as different kinds (issue 6). Empty by default.
     #[serde(default)]
     pub components: Vec<ComponentSpec>,
+    /// Whether a LoadBalancer Service of any chart is ready only once the
+    /// cluster's load-balancer controller gave it an address; a chart's
+    /// own `wait_for_load_balancer` wins. Off by default: ready once it
+    /// has a cluster IP, as kstatus and Helm 4's `--wait` say, so a
+    /// cluster without a load-balancer controller applies the chart.
+    #[serde(default)]
+    pub wait_for_load_balancer: bool,
     /// Whether the daemon applies the app again on its own when a change
     /// of the facts would change it (StarlingX's automatic re-apply),
     /// unless its `semantic-check` hook vetoes. Off by default: the app is
@@ -91,6 +98,11 @@ pub struct Chart {
     /// (`90s`, `5m`, `1h`); absent means the target's default (5 minutes).
     #[serde(default, deserialize_with = "deserialize_timeout")]
     pub timeout: Option<std::time::Duration>,
+    /// Whether this chart's LoadBalancer Services are ready only once
+    /// they have an address; absent means the app's
+    /// `wait_for_load_balancer`.
+    #[serde(default)]
+    pub wait_for_load_balancer: Option<bool>,
 }
 
 /// The longest readiness timeout a chart may ask for.
@@ -385,6 +397,14 @@ impl KubernetesRange {
 }
 
 impl Metadata {
+    /// Whether `chart`'s LoadBalancer Services wait for an address: the
+    /// chart's `wait_for_load_balancer`, else the app's.
+    pub fn waits_for_load_balancer(&self, chart: &Chart) -> bool {
+        chart
+            .wait_for_load_balancer
+            .unwrap_or(self.wait_for_load_balancer)
+    }
+
     /// The least time between two automatic re-applies of the app.
     pub fn auto_reapply_interval(&self) -> std::time::Duration {
         self.auto_reapply_interval
@@ -716,6 +736,27 @@ components:
             "capstan.yaml routes hooks [semantic-check] to plugins/ha.wasm but its info() \
              implements hooks [pre-apply]"
         );
+    }
+
+    #[test]
+    fn waiting_for_a_load_balancer_is_opt_in_by_app_and_by_chart() {
+        let metadata = Metadata::parse(HELLO).unwrap();
+        let (hello, extra) = (&metadata.charts[0], &metadata.charts[1]);
+        assert!(!metadata.waits_for_load_balancer(hello));
+        let text = HELLO
+            .replace(
+                "maintain_user_overrides: true\n",
+                "maintain_user_overrides: true\nwait_for_load_balancer: true\n",
+            )
+            .replace(
+                "    release: hello-extra\n",
+                "    release: hello-extra\n    wait_for_load_balancer: false\n",
+            );
+        let metadata = Metadata::parse(&text).unwrap();
+        let (hello, extra_off) = (&metadata.charts[0], &metadata.charts[1]);
+        assert!(metadata.waits_for_load_balancer(hello));
+        assert!(!metadata.waits_for_load_balancer(extra_off));
+        assert_eq!(extra.wait_for_load_balancer, None);
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //! does not.
 //!
 //! A hook is an object annotated `helm.sh/hook` with a comma-separated
-//! list of events. Helm's order: `helm.sh/hook-weight` (an integer,
-//! default 0, ascending), then kind in [`super::INSTALL_ORDER`], then
-//! name. `helm.sh/hook-delete-policy` lists `before-hook-creation`,
+//! list of events (trimmed, any case). Helm 4's order
+//! (`pkg/action/hooks.go`'s `hookByWeight`, a stable sort over hooks
+//! already sorted by kind): `helm.sh/hook-weight` (an integer, 0 when
+//! absent or not one), then name, then kind in [`super::INSTALL_ORDER`]
+//! (unknown kinds after, alphabetically), then the rendered order.
+//! `helm.sh/hook-delete-policy` lists `before-hook-creation`,
 //! `hook-succeeded` and `hook-failed`; without it, `before-hook-creation`
 //! applies. `test` hooks (and Helm 2's `test-success`/`test-failure`) are
 //! never run by apply, update or remove.
@@ -121,14 +124,15 @@ pub fn hook_events(resource: &Resource) -> Vec<HookEvent> {
     annotation(resource.object(), HOOK_ANNOTATION)
         .into_iter()
         .flat_map(|h| h.split(','))
-        .filter_map(|e| e.trim().parse().ok())
+        .filter_map(|e| e.trim().to_ascii_lowercase().parse().ok())
         .collect()
 }
 
-/// `helm.sh/hook-weight`, 0 when absent or not an integer (as Helm).
+/// `helm.sh/hook-weight`, 0 when absent or not an integer (as Helm's
+/// `strconv.Atoi`: a sign is allowed, spaces are not).
 pub fn hook_weight(resource: &Resource) -> i64 {
     annotation(resource.object(), HOOK_WEIGHT_ANNOTATION)
-        .and_then(|w| w.trim().parse().ok())
+        .and_then(|w| w.parse().ok())
         .unwrap_or(0)
 }
 
@@ -140,9 +144,9 @@ pub fn delete_policy(resource: &Resource) -> DeletePolicy {
     for word in annotation(resource.object(), HOOK_DELETE_POLICY_ANNOTATION)
         .into_iter()
         .flat_map(|p| p.split(','))
-        .map(str::trim)
+        .map(|w| w.trim().to_ascii_lowercase())
     {
-        match word {
+        match word.as_str() {
             "before-hook-creation" => policy.before_creation = true,
             "hook-succeeded" => policy.succeeded = true,
             "hook-failed" => policy.failed = true,
@@ -156,8 +160,9 @@ pub fn delete_policy(resource: &Resource) -> DeletePolicy {
     policy
 }
 
-/// The hooks of `event` among `hooks`, in Helm's order: weight, then kind
-/// ([`INSTALL_ORDER`], unknown kinds after, alphabetically), then name.
+/// The hooks of `event` among `hooks`, in Helm's order: weight, then
+/// name, then kind ([`INSTALL_ORDER`], unknown kinds after,
+/// alphabetically), then their order in `hooks`.
 pub fn hooks_for(hooks: &[Resource], event: HookEvent) -> Vec<&Resource> {
     let mut chosen: Vec<&Resource> = hooks
         .iter()
@@ -170,7 +175,7 @@ pub fn hooks_for(hooks: &[Resource], event: HookEvent) -> Vec<&Resource> {
                 .iter()
                 .position(|k| *k == kind)
                 .unwrap_or(INSTALL_ORDER.len());
-            (hook_weight(r), rank, kind.to_string(), r.id().name.clone())
+            (hook_weight(r), r.id().name.clone(), rank, kind.to_string())
         };
         key(a).cmp(&key(b))
     });
@@ -194,13 +199,36 @@ mod tests {
     }
 
     #[test]
-    fn hooks_go_by_weight_then_kind_then_name() {
+    fn hooks_go_by_weight_then_name_then_kind() {
         let hooks = hooks();
         let names: Vec<&str> = hooks_for(&hooks, HookEvent::PreInstall)
             .iter()
             .map(|r| r.id().name.as_str())
             .collect();
-        assert_eq!(names, ["first", "z", "a", "b"]);
+        assert_eq!(names, ["first", "a", "b", "z"]);
+        // ingress-nginx's admission hooks: one name for the ServiceAccount,
+        // its RBAC and (weight 1) the Job; kind breaks the tie.
+        let chain = parse_manifests(
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: adm-create, annotations: {helm.sh/hook: PRE-INSTALL, helm.sh/hook-weight: '1'}}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: adm, annotations: {helm.sh/hook: ' pre-install'}}\n---\n\
+             apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: adm, annotations: {helm.sh/hook: pre-install, helm.sh/hook-weight: ' 2'}}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: adm, annotations: {helm.sh/hook: pre-install, helm.sh/hook-weight: '+0'}}\n",
+        )
+        .unwrap();
+        let order: Vec<String> = hooks_for(&chain, HookEvent::PreInstall)
+            .iter()
+            .map(|r| format!("{}/{}", r.id().kind, r.id().name))
+            .collect();
+        // ' 2' is not a number to Go's Atoi: weight 0.
+        assert_eq!(
+            order,
+            [
+                "ServiceAccount/adm",
+                "ClusterRole/adm",
+                "RoleBinding/adm",
+                "Job/adm-create"
+            ]
+        );
         let names: Vec<&str> = hooks_for(&hooks, HookEvent::PreUpgrade)
             .iter()
             .map(|r| r.id().name.as_str())

@@ -14,6 +14,10 @@ pub struct Resource {
     object: Value,
     id: ObjectRef,
     source: String,
+    /// Installed and updated but never deleted by a remove (a
+    /// CustomResourceDefinition from a chart's `crds/` folder, which
+    /// Helm installs and never deletes).
+    install_only: bool,
 }
 
 impl Resource {
@@ -29,7 +33,26 @@ impl Resource {
     pub fn from_value(object: Value, source: impl Into<String>) -> Result<Self, Error> {
         let source = source.into();
         let id = object_ref(&object, &source)?;
-        Ok(Resource { object, id, source })
+        Ok(Resource {
+            object,
+            id,
+            source,
+            install_only: false,
+        })
+    }
+
+    /// The same resource marked install-only: a remove leaves it unless
+    /// purged (see [`Resource::is_install_only`]).
+    #[must_use]
+    pub fn install_only(mut self) -> Self {
+        self.install_only = true;
+        self
+    }
+
+    /// Whether a remove leaves this object (a CRD from a chart's `crds/`
+    /// folder) unless `--purge`.
+    pub fn is_install_only(&self) -> bool {
+        self.install_only
     }
 
     /// The object as rendered.

@@ -360,6 +360,12 @@ pub struct ApplyOptions {
     /// Do not wait for readiness (stages still go in order; CRDs are
     /// still waited for until their kinds resolve).
     pub no_wait: bool,
+    /// Wait for a LoadBalancer Service's address, not only its cluster
+    /// IP (kstatus's and Helm 4's rule): `wait_for_load_balancer` in
+    /// `capstan.yaml`, for the charts whose readiness means reachable
+    /// from outside. Off by default, so a cluster without a
+    /// load-balancer controller still applies such charts.
+    pub wait_for_load_balancer: bool,
     /// What pruning may delete besides ordinary objects.
     pub purge: Purge,
     /// Objects the operator lets the target delete and create again when

@@ -117,10 +117,19 @@ pub(crate) fn plan_chart(input: &ChartInput<'_>) -> Result<ChartPlan, Error> {
     .map_err(render_err)?;
     // The charts' `crds/` files first (Helm installs them before the
     // templates); the cluster target stages CRDs first anyway and never
-    // prunes them.
-    let objects: Vec<serde_json::Value> = rendered
-        .crd_objects()
-        .map_err(render_err)?
+    // prunes them, and a remove leaves them unless purged, as Helm's
+    // uninstall does (they are marked install-only below).
+    let crd_objects = rendered.crd_objects().map_err(render_err)?;
+    let from_crds_folder: BTreeSet<String> = crd_objects
+        .iter()
+        .filter_map(|r| {
+            r.object
+                .pointer("/metadata/name")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    let objects: Vec<serde_json::Value> = crd_objects
         .into_iter()
         .chain(rendered.objects().map_err(render_err)?)
         .map(|r| with_namespace(r.object, &input.release.namespace))
@@ -144,7 +153,20 @@ pub(crate) fn plan_chart(input: &ChartInput<'_>) -> Result<ChartPlan, Error> {
     let desired = objects
         .into_iter()
         .enumerate()
-        .map(|(i, o)| Resource::from_value(o, format!("{} object {}", input.name, i + 1)))
+        .map(|(i, o)| {
+            let resource = Resource::from_value(o, format!("{} object {}", input.name, i + 1))?;
+            let id = resource.id();
+            Ok::<_, crate::kube::Error>(
+                if id.kind == "CustomResourceDefinition"
+                    && id.group() == "apiextensions.k8s.io"
+                    && from_crds_folder.contains(&id.name)
+                {
+                    resource.install_only()
+                } else {
+                    resource
+                },
+            )
+        })
         .collect::<Result<_, _>>()
         .map_err(|source| Error::Kube {
             chart: input.name.to_owned(),

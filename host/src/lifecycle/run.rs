@@ -120,6 +120,9 @@ struct RenderedChart {
     /// `.Release.Revision` it was rendered with.
     revision: u64,
     timeout: Option<std::time::Duration>,
+    /// Whether its LoadBalancer Services wait for an address
+    /// ([`ApplyOptions::wait_for_load_balancer`]).
+    wait_for_load_balancer: bool,
     adopt: bool,
     recreate: Vec<String>,
     /// The releases of charts this operation lets go of, whose objects
@@ -439,6 +442,7 @@ impl Job<'_> {
                     new_decisions: planned.new_decisions,
                     revision,
                     timeout: chart.timeout,
+                    wait_for_load_balancer: version.metadata.waits_for_load_balancer(chart),
                     adopt: prepared.request.adopt,
                     recreate: prepared.request.recreate.to_vec(),
                     take_over: take_over.clone(),
@@ -745,6 +749,7 @@ impl Job<'_> {
         let options = ApplyOptions {
             adopt: chart.adopt,
             timeout: chart.timeout,
+            wait_for_load_balancer: chart.wait_for_load_balancer,
             recreate: chart.recreate.clone(),
             take_over: chart.take_over.clone(),
             revision: Some(chart.revision),

@@ -90,7 +90,21 @@ impl Manifest {
     /// # Errors
     /// [`Error::ManifestYaml`] naming the template when it is not YAML.
     pub fn to_object(&self) -> Result<Option<RenderedObject>, Error> {
-        let object = read_object(&self.source, &self.content)?;
+        // The text as Helm's kube client reads it: an ordinary object
+        // from the release manifest, where each document is printed with
+        // a line break after it; a hook from its own manifest, read to
+        // its end, where a last line of only spaces (the indentation a
+        // template's `{{- end }}` leaves) is neither content nor a break.
+        // The document text keeps that last line (Helm 4 trims only the
+        // left), and a block scalar must not read it as an empty line of
+        // its own: `helm install` gives `metrics.conf: |` ending in one
+        // `\n`, not two.
+        let text = if self.is_hook() {
+            std::borrow::Cow::Borrowed(without_blank_last_line(&self.content))
+        } else {
+            std::borrow::Cow::Owned(format!("{}\n", self.content))
+        };
+        let object = read_object(&self.source, &text)?;
         Ok(object.map(|object| RenderedObject {
             source: self.source.clone(),
             object,
@@ -121,6 +135,15 @@ pub fn read_objects(source: &str, text: &str) -> Result<Vec<RenderedObject>, Err
             hook_weight: 0,
         })
         .collect())
+}
+
+/// `text` without a last line (after its last line break) of only spaces
+/// and tabs.
+fn without_blank_last_line(text: &str) -> &str {
+    match text.rfind('\n') {
+        Some(at) if text[at + 1..].chars().all(|c| c == ' ' || c == '\t') => &text[..=at],
+        _ => text,
+    }
 }
 
 fn read_object(source: &str, text: &str) -> Result<Option<serde_json::Value>, Error> {
@@ -245,7 +268,7 @@ fn read_head(path: &str, doc: String) -> Result<Option<Manifest>, Error> {
             return Ok(None);
         }
         manifest.hook_events = events;
-        manifest.hook_weight = head.hook_weight.trim().parse().unwrap_or(0);
+        manifest.hook_weight = head.hook_weight.parse().unwrap_or(0);
     }
     Ok(Some(manifest))
 }
@@ -342,6 +365,28 @@ mod tests {
             let want: Vec<&str> = re.split(text).collect();
             assert_eq!(split_on_separators(text), want, "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_last_line_of_spaces_is_no_line_of_a_block_scalar() {
+        // fluentd's configmap: a literal block, then the indentation a
+        // template's `{{- end }}` leaves, at the end of the file.
+        let doc =
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  m: |\n    x\n    ";
+        let hook_doc = doc.replace(
+            "name: c}",
+            "name: c, annotations: {helm.sh/hook: pre-install}}",
+        );
+        for (hook, text) in [(false, doc.to_string()), (true, hook_doc)] {
+            let (hooks, generic) =
+                sort_manifests(&[("c/templates/cm.yaml".to_string(), text)]).unwrap();
+            let manifest = if hook { &hooks[0] } else { &generic[0] };
+            let object = manifest.to_object().unwrap().unwrap().object;
+            assert_eq!(object["data"]["m"], "x\n", "hook: {hook}");
+        }
+        assert_eq!(without_blank_last_line("a\n  \t"), "a\n");
+        assert_eq!(without_blank_last_line("a\n  b"), "a\n  b");
+        assert_eq!(without_blank_last_line("  "), "  ");
     }
 
     #[test]

@@ -552,6 +552,7 @@ impl Backend for ClusterBackend {
                 false,
             ),
         )
+        .map(|deleted| deleted.is_some())
     }
 }
 

@@ -94,9 +94,11 @@ pub struct Coalesced {
 /// defaults, then each subchart's defaults under the values its parent
 /// gives it, with `global` copied down first.
 ///
-/// Nulls: a user `null` deletes a default; `null`s in a subchart's
-/// defaults are dropped; `null`s in the top chart's own defaults are kept
-/// (Helm 4 behaviour).
+/// Nulls: a user `null` deletes a default; `null`s in any chart's own
+/// defaults (the top chart's, a subchart's, inside maps and `global`) are
+/// dropped, so a key whose default is `null` is absent from `.Values`
+/// unless a higher source sets it (Helm 4.3's `coalesceValues` and
+/// `cleanNilValues`).
 ///
 /// Not reproduced: Go shares nested global maps between parent and
 /// subchart, so a subchart default can leak into the parent's globals
@@ -171,7 +173,6 @@ fn coalesce_defaults(
     warnings: &mut Vec<String>,
 ) {
     let sub_prefix = concat_prefix(prefix, chart.name);
-    let is_subchart = !prefix.is_empty();
     for (key, default) in chart.defaults {
         match dest.get_mut(key) {
             Some(Value::Null) if !merge => {
@@ -181,7 +182,7 @@ fn coalesce_defaults(
                 Value::Map(default_table) => {
                     let merge = merge || chart.dependencies.iter().any(|d| d.name == key);
                     let mut src = default_table.clone();
-                    if !merge && is_subchart {
+                    if !merge {
                         clean_nulls(&mut src);
                     }
                     let full_key = concat_prefix(&sub_prefix, key);
@@ -195,7 +196,7 @@ fn coalesce_defaults(
             Some(_) => {}
             None => {
                 let mut default = default.clone();
-                if !merge && is_subchart {
+                if !merge {
                     match &mut default {
                         Value::Null => continue,
                         Value::Map(m) => clean_nulls(m),
@@ -411,7 +412,7 @@ mod tests {
     #[test]
     fn chart_values_coalesce_user_over_defaults() {
         let defaults =
-            y("replicas: 1\nimage: {repo: nginx, tag: '1.0'}\nremoveMe: 5\nkeepNull: null\n");
+            y("replicas: 1\nimage: {repo: nginx, tag: '1.0'}\nremoveMe: 5\ndefaultNull: null\n");
         let chart = ChartValues {
             name: "web",
             defaults: &defaults,
@@ -419,9 +420,10 @@ mod tests {
         };
         let user = y("replicas: 3\nimage: {tag: '2.0'}\nremoveMe: null\n");
         let out = coalesce_chart_values(&chart, &user).unwrap();
+        // A default of null is no value (Helm 4.3 drops it).
         assert_eq!(
             out.values,
-            y("replicas: 3\nimage: {repo: nginx, tag: '2.0'}\nkeepNull: null\n")
+            y("replicas: 3\nimage: {repo: nginx, tag: '2.0'}\n")
         );
         let merged = merge_chart_values(&chart, &user).unwrap();
         assert_eq!(merged.values.get("removeMe"), Some(&Value::Null));
@@ -470,6 +472,31 @@ mod tests {
             .unwrap()
             .values;
         assert_eq!(out["sub"], v("b: 2\nglobal: {}\n"));
+    }
+
+    #[test]
+    fn nulls_in_the_top_charts_own_defaults_are_dropped() {
+        // `hasKey .Values.debug "verbose"` is false in Helm 4.3 when the
+        // chart's values.yaml says `verbose: ~`.
+        let defaults = y("debug: {verbose: ~, level: 1}\ngone: ~\nglobal: {x: ~, y: 1}\n");
+        let chart = ChartValues {
+            name: "top",
+            defaults: &defaults,
+            dependencies: vec![],
+        };
+        let out = coalesce_chart_values(&chart, &Map::new()).unwrap().values;
+        assert_eq!(out, y("debug: {level: 1}\nglobal: {y: 1}\n"));
+        // A user value still fills the key; a user map meets cleaned defaults.
+        let out = coalesce_chart_values(&chart, &y("debug: {verbose: true}\ngone: 2\n"))
+            .unwrap()
+            .values;
+        assert_eq!(
+            out,
+            y("debug: {verbose: true, level: 1}\ngone: 2\nglobal: {y: 1}\n")
+        );
+        // Merging (MergeValues) keeps them.
+        let out = merge_chart_values(&chart, &Map::new()).unwrap().values;
+        assert_eq!(out["gone"], Value::Null);
     }
 
     #[test]

@@ -42,6 +42,7 @@ use super::discovery::Kind;
 use super::error::Error;
 use super::inventory::{Inventory, Owner, owner, secret_name, with_ownership};
 use super::prune;
+use super::readiness::Rules;
 use super::recreate;
 use super::stages::{Stage, stages};
 use super::wait::{self, Awaited};
@@ -182,6 +183,8 @@ pub(super) struct Prepared {
     pub(super) id: ObjectRef,
     pub(super) kind: Kind,
     pub(super) body: Value,
+    /// [`Resource::is_install_only`].
+    pub(super) install_only: bool,
 }
 
 /// Applies `plan` for `release`: stages in order, each waited for
@@ -250,8 +253,11 @@ pub async fn apply_release(
         }
         for p in &prepared {
             record.inventory.add_pending(&p.id);
+            record.inventory.set_install_only(&p.id, p.install_only);
         }
         record.save(cluster, release).await?;
+        let mut uids: std::collections::HashMap<ObjectKey, String> =
+            std::collections::HashMap::new();
         let pairs: Vec<(&Prepared, &Option<Value>)> = prepared.iter().zip(&lives).collect();
         let mut written = 0;
         for chunk in
@@ -272,7 +278,8 @@ pub async fn apply_release(
             let mut failure = None;
             for ((p, _), outcome) in chunk.iter().zip(outcomes) {
                 match outcome {
-                    Ok(change) => {
+                    Ok((change, uid)) => {
+                        uids.insert(p.id.key(), uid);
                         record.inventory.mark_applied(&p.id);
                         match change {
                             Change::Unchanged => result.unchanged += 1,
@@ -312,6 +319,7 @@ pub async fn apply_release(
             let awaited: Vec<Awaited> = prepared
                 .into_iter()
                 .map(|p| Awaited {
+                    uid: uids.remove(&p.id.key()).unwrap_or_default(),
                     id: p.id,
                     kind: p.kind,
                 })
@@ -322,6 +330,9 @@ pub async fn apply_release(
                 deadline,
                 timeout,
                 settings.poll,
+                Rules {
+                    load_balancer_address: options.wait_for_load_balancer,
+                },
                 progress,
             )
             .await?;
@@ -426,6 +437,7 @@ pub(super) fn place(release: &Release, resource: &Resource, kind: Kind) -> Prepa
         },
         kind,
         body,
+        install_only: resource.is_install_only(),
     }
 }
 
@@ -502,30 +514,31 @@ async fn apply_one(
     live: Option<&Value>,
     force: bool,
     recreate: Option<recreate::Times>,
-) -> Result<Change, Error> {
+) -> Result<(Change, String), Error> {
     let namespace = p.id.namespace.as_deref();
+    let uid = |object: &Value| wait::uid_of(object).to_string();
     let Some(live) = live else {
-        cluster
+        let created = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, false, force)
             .await?;
-        return Ok(Change::Created);
+        return Ok((Change::Created, uid(&created)));
     };
     let written = async {
         let dry = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, true, force)
             .await?;
         if comparable(&dry) == comparable(live) {
-            return Ok(Change::Unchanged);
+            return Ok((Change::Unchanged, uid(live)));
         }
-        cluster
+        let applied = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, false, force)
             .await?;
-        Ok(Change::Configured)
+        Ok((Change::Configured, uid(&applied)))
     };
     match (written.await, recreate) {
         (Err(Error::Immutable { .. }), Some(times)) => {
             recreate::recreate(cluster, p, force, times).await?;
-            Ok(Change::Configured)
+            Ok((Change::Configured, String::new()))
         }
         (result, _) => result,
     }
@@ -552,13 +565,13 @@ async fn rekind(
                 .clone()
                 .unwrap_or_else(|| release.namespace.clone())
         });
-        let awaited = Awaited {
-            id: ObjectRef {
+        let awaited = Awaited::new(
+            ObjectRef {
                 namespace,
                 ..id.clone()
             },
             kind,
-        };
+        );
         record.touch();
         delete_until_gone(cluster, &awaited, true, times).await?;
         record.inventory.forget(id);

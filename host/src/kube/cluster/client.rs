@@ -445,7 +445,10 @@ impl Cluster {
             }),
             ..DeleteParams::background()
         };
-        self.delete_with(kind, namespace, id, &params).await
+        Ok(self
+            .delete_with(kind, namespace, id, &params)
+            .await?
+            .is_some())
     }
 
     /// A `POST` ([`Verb::Create`]) or `PUT` (any other verb) of `body`.
@@ -517,7 +520,8 @@ impl Cluster {
     }
 
     /// Deletes `id` with the given propagation (`Background` or
-    /// `Orphan`); `false` when it was already gone (404).
+    /// `Orphan`); the uid of the object the server deleted (`""` when its
+    /// answer names none), or `None` when it was already gone (404).
     ///
     /// # Errors
     /// The request's error after the retry budget, or at once for a status that is not transient.
@@ -527,30 +531,43 @@ impl Cluster {
         namespace: Option<&str>,
         id: &ObjectRef,
         orphan: bool,
-    ) -> Result<bool, Error> {
+    ) -> Result<Option<String>, Error> {
         let params = if orphan {
             DeleteParams::orphan()
         } else {
             DeleteParams::background()
         };
-        self.delete_with(kind, namespace, id, &params).await
+        let answer = self.delete_with(kind, namespace, id, &params).await?;
+        Ok(answer.map(|a| {
+            // The object (still finalizing) or a success Status whose
+            // details carry the uid.
+            a.pointer("/metadata/uid")
+                .or_else(|| a.pointer("/details/uid"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        }))
     }
 
-    /// `DELETE` of `id` with `params`; `false` when it was already gone.
+    /// `DELETE` of `id` with `params`: the server's answer, or `None` when
+    /// it was already gone.
     async fn delete_with(
         &self,
         kind: &Kind,
         namespace: Option<&str>,
         id: &ObjectRef,
         params: &DeleteParams,
-    ) -> Result<bool, Error> {
+    ) -> Result<Option<Value>, Error> {
         let request = kube::core::Request::new(kind.collection_path(namespace));
         let op = object_op(Verb::Delete, id);
         let answer = send(&self.client, &self.policy, &op, || {
             request.delete(&id.name, params)
         })
         .await?;
-        Ok(matches!(answer, Answer::Found(_)))
+        Ok(match answer {
+            Answer::Found(object) => Some(object),
+            Answer::NotFound => None,
+        })
     }
 }
 

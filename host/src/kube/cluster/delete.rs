@@ -5,9 +5,11 @@
 //! uninstall order, Namespaces last), one kind at a time, and waits for
 //! each kind's objects to be gone before the next, so custom resources
 //! are gone while their CRDs and controllers still run their finalizers.
-//! An object leaves the inventory only once a GET gives 404; one still
-//! there at the deadline is reported with the finalizers holding it. The
-//! inventory Secret itself goes last.
+//! An object leaves the inventory only once a GET gives 404 or an object
+//! of another uid (another client created one of the same name meanwhile:
+//! the deleted one is gone, as kubectl's delete judges with a uid
+//! precondition); one still there at the deadline is reported with the
+//! finalizers holding it. The inventory Secret itself goes last.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +30,15 @@ pub struct Doomed {
     pub recorded: ObjectRef,
     /// The object with its real namespace, and its kind.
     pub awaited: Awaited,
+    /// The uid of the object deleted (`""` when unknown): a live object
+    /// of another uid is a new object, and the deleted one is gone.
+    pub uid: String,
+}
+
+/// Whether `live` is the object deleted with `uid`: the same uid, or any
+/// object when the uid is unknown.
+pub fn is_same(live: &Value, uid: &str) -> bool {
+    uid.is_empty() || live.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid)
 }
 
 /// The finalizers of `live`.
@@ -65,6 +76,7 @@ pub async fn until_gone(
             match cluster
                 .get(&at.kind, at.id.namespace.as_deref(), &at.id)
                 .await?
+                .filter(|live| is_same(live, &d.uid))
             {
                 None => {
                     record.inventory.forget(&d.recorded);
@@ -95,7 +107,8 @@ pub async fn until_gone(
 }
 
 /// Deletes one object outside the inventory's bookkeeping (a hook, a
-/// recreate, a kind change) and polls until a GET gives 404. `orphan`
+/// recreate, a kind change) and polls until a GET gives 404 or an object
+/// of another uid (created anew by someone else). `orphan`
 /// deletes with `propagationPolicy: Orphan` (dependents such as a
 /// StatefulSet's Pods stay), else Background. Returns whether there was
 /// anything to delete.
@@ -110,11 +123,15 @@ pub async fn delete_until_gone(
     (deadline, timeout, poll): (Instant, Duration, Duration),
 ) -> Result<bool, Error> {
     let (kind, namespace, id) = (&awaited.kind, awaited.id.namespace.as_deref(), &awaited.id);
-    if !cluster.delete(kind, namespace, id, orphan).await? {
+    let Some(uid) = cluster.delete(kind, namespace, id, orphan).await? else {
         return Ok(false);
-    }
+    };
     loop {
-        let Some(live) = cluster.get(kind, namespace, id).await? else {
+        let Some(live) = cluster
+            .get(kind, namespace, id)
+            .await?
+            .filter(|live| is_same(live, &uid))
+        else {
             return Ok(true);
         };
         let now = Instant::now();
@@ -155,8 +172,15 @@ pub async fn remove_release(
     for group in order.chunk_by(|a, b| a.kind == b.kind && a.group() == b.group()) {
         let mut doomed = Vec::new();
         for id in group {
-            let protection =
-                |id: &ObjectRef, live: &Value| remove_protection(id, live, options.purge);
+            let install_only = record.inventory.is_install_only(id);
+            let protection = |id: &ObjectRef, live: &Value| {
+                if install_only && !options.purge.all {
+                    return Some(
+                        "a CustomResourceDefinition from the chart's crds/ folder, which a remove leaves as Helm's uninstall does (pass --purge to delete it)",
+                    );
+                }
+                remove_protection(id, live, options.purge)
+            };
             if let Some(d) =
                 start_deleting(cluster, release, id, &mut record, protection, progress).await?
             {
@@ -193,6 +217,15 @@ pub async fn remove_release(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_object_of_another_uid_is_not_the_one_deleted() {
+        let live = json!({"metadata": {"uid": "b2"}});
+        assert!(is_same(&live, "b2"));
+        assert!(!is_same(&live, "a1"));
+        assert!(is_same(&live, ""));
+        assert!(!is_same(&json!({}), "a1"));
+    }
 
     #[test]
     fn finalizers_are_read() {

@@ -5,14 +5,24 @@
 //!
 //! 1. deleted first when its policy says `before-hook-creation` (the
 //!    default): a previous object of the same name is deleted with
-//!    Background propagation and waited for until a GET gives 404;
+//!    Background propagation and waited for until it is gone;
 //! 2. created by server-side apply (field manager `capstan`, with the
 //!    release's ownership labels and annotation);
 //! 3. waited for: a Job until `Complete`, a Pod until `Succeeded`; other
 //!    kinds are only applied. A Job's `Failed` condition or a Pod's
-//!    `Failed` phase fails the hook at once;
-//! 4. deleted on `hook-succeeded`, or on `hook-failed` when it failed
-//!    (and waited for until gone).
+//!    `Failed` phase fails the hook at once.
+//!
+//! Deletions by policy come after the event, as in Helm 4: when every
+//! hook succeeded, those with `hook-succeeded` are deleted in reverse
+//! order, so a hook Job's ServiceAccount and RBAC (earlier hooks of the
+//! same event) live until the Job is done; when one failed, it is deleted
+//! if it says `hook-failed`, then the earlier ones that say
+//! `hook-succeeded`, in order, and the event fails with the hook's cause
+//! (a deletion that fails then is logged, not reported over the cause). A
+//! CustomResourceDefinition hook is never deleted by a policy (Helm
+//! neither). A hook Job that does not finish or fails is reported with
+//! what is underneath: its Pods' troubles and the latest Warning Event of
+//! the Job or its Pods (`FailedCreate: ... serviceaccount "x" not found`).
 //!
 //! Hook objects never enter the release's inventory (as in Helm), so they
 //! are neither pruned nor removed with the release. A live object of the
@@ -28,10 +38,9 @@ use serde_json::Value;
 use super::apply::{Namespaces, Settings, check_owner, place};
 use super::client::Cluster;
 use super::delete::delete_until_gone;
-use super::discovery::Kind;
 use super::error::Error;
-use super::wait::{Awaited, human, pod_cause};
-use crate::kube::hooks::{delete_policy, hooks_for};
+use super::wait::{Awaited, diagnose, gone_job, human, pod_cause, uid_of};
+use crate::kube::hooks::{DeletePolicy, delete_policy, hooks_for};
 use crate::kube::target::{ApplyEvent, ApplyOptions, Change, ProgressSink};
 use crate::kube::{HookEvent, ObjectRef, Release, Resource};
 
@@ -71,7 +80,8 @@ pub async fn run_hooks(
         objects: chosen.len(),
     });
     let mut namespaces = Namespaces::default();
-    let mut ran = Vec::with_capacity(chosen.len());
+    // Hooks that ran and succeeded, with their delete policies.
+    let mut done: Vec<(Awaited, DeletePolicy)> = Vec::with_capacity(chosen.len());
     for resource in chosen {
         let id = resource.id();
         let kind = cluster
@@ -82,11 +92,8 @@ pub async fn run_hooks(
         if let Some(namespace) = p.id.namespace.as_deref() {
             namespaces.ensure(cluster, namespace).await?;
         }
-        let awaited = Awaited {
-            id: p.id.clone(),
-            kind: p.kind.clone(),
-        };
-        let policy = delete_policy(resource);
+        let mut awaited = Awaited::new(p.id.clone(), p.kind.clone());
+        let policy = policy_of(resource);
         let namespace = p.id.namespace.as_deref();
         if let Some(live) = cluster.get(&p.kind, namespace, &p.id).await? {
             check_owner(release, &p, &live, &HashSet::new(), &namespaces, options)?;
@@ -94,25 +101,28 @@ pub async fn run_hooks(
                 delete_until_gone(cluster, &awaited, false, times).await?;
             }
         }
-        cluster
+        let created = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, false, options.adopt)
             .await?;
         progress.event(&ApplyEvent::Applied {
             object: &p.id,
             change: Change::Created,
         });
+        awaited.uid = uid_of(&created).to_string();
         match wait_for(cluster, &awaited, times).await? {
-            Outcome::Succeeded => {
-                if policy.succeeded {
-                    delete_until_gone(cluster, &awaited, false, times).await?;
-                    progress.event(&ApplyEvent::Deleted { object: &p.id });
-                }
-            }
+            Outcome::Succeeded => done.push((awaited, policy)),
             Outcome::Failed(cause) => {
                 if policy.failed
                     && let Err(err) = delete_until_gone(cluster, &awaited, false, times).await
                 {
                     tracing::warn!(%release, hook = %p.id, "deleting the failed hook: {err}");
+                }
+                for (earlier, policy) in &done {
+                    if policy.succeeded
+                        && let Err(err) = delete_until_gone(cluster, earlier, false, times).await
+                    {
+                        tracing::warn!(%release, hook = %earlier.id, "deleting a hook that succeeded before one failed: {err}");
+                    }
                 }
                 return Err(Error::HookFailed {
                     event,
@@ -121,13 +131,31 @@ pub async fn run_hooks(
                 });
             }
         }
-        ran.push(p.id);
     }
-    Ok(ran)
+    for (hook, policy) in done.iter().rev() {
+        if policy.succeeded {
+            delete_until_gone(cluster, hook, false, times).await?;
+            progress.event(&ApplyEvent::Deleted { object: &hook.id });
+        }
+    }
+    Ok(done.into_iter().map(|(hook, _)| hook.id).collect())
+}
+
+/// A hook's delete policy as Helm applies it: a CustomResourceDefinition
+/// is never deleted by one.
+fn policy_of(resource: &Resource) -> DeletePolicy {
+    let id = resource.id();
+    if id.kind == "CustomResourceDefinition" {
+        return DeletePolicy::default();
+    }
+    delete_policy(resource)
 }
 
 /// Polls a hook until it ends; a timeout is a [`Outcome::Failed`] naming
-/// its state and, for a Job, its Pods' troubles.
+/// its state and, for a Job, its Pods' troubles. A Job gone (or replaced
+/// by an object of another uid) before it was seen to end is judged by
+/// its Events ([`gone_job`]): `ttlSecondsAfterFinished` may remove a
+/// finished Job between two polls.
 async fn wait_for(
     cluster: &Cluster,
     hook: &Awaited,
@@ -142,8 +170,17 @@ async fn wait_for(
     }
     loop {
         let namespace = hook.id.namespace.as_deref();
-        let Some(live) = cluster.get(&hook.kind, namespace, &hook.id).await? else {
-            return Ok(Outcome::Failed("it was deleted while running".into()));
+        let live = match cluster.get(&hook.kind, namespace, &hook.id).await? {
+            Some(live) if hook.uid.is_empty() || uid_of(&live) == hook.uid => live,
+            _ => {
+                return Ok(match gone_job(cluster, hook).await {
+                    Some(Ok(())) => Outcome::Succeeded,
+                    Some(Err(cause)) => {
+                        Outcome::Failed(format!("{cause} (the Job was deleted after it failed)"))
+                    }
+                    None => Outcome::Failed("it was deleted while running".into()),
+                });
+            }
         };
         let state = match hook.id.kind.as_str() {
             "Job" => job_state(&live),
@@ -151,23 +188,35 @@ async fn wait_for(
         };
         match state {
             HookState::Done => return Ok(Outcome::Succeeded),
-            HookState::Failed(cause) => return Ok(Outcome::Failed(cause)),
+            HookState::Failed(cause) => {
+                return Ok(Outcome::Failed(
+                    with_causes(cluster, hook, &live, cause).await,
+                ));
+            }
             HookState::Running(state) => {
                 let now = Instant::now();
                 if now >= deadline {
-                    let mut cause = format!("not finished after {}: {state}", human(timeout));
-                    if hook.id.kind == "Job" {
-                        for trouble in job_pod_troubles(cluster, hook).await {
-                            cause.push_str("; ");
-                            cause.push_str(&trouble);
-                        }
-                    }
-                    return Ok(Outcome::Failed(cause));
+                    let cause = format!("not finished after {}: {state}", human(timeout));
+                    return Ok(Outcome::Failed(
+                        with_causes(cluster, hook, &live, cause).await,
+                    ));
                 }
                 tokio::time::sleep(poll.min(deadline - now)).await;
             }
         }
     }
+}
+
+/// `cause` and, for a Job, what is underneath it ([`diagnose`]: its
+/// Pods' troubles, the latest Warning Event of the Job or its Pods).
+async fn with_causes(cluster: &Cluster, hook: &Awaited, live: &Value, mut cause: String) -> String {
+    if hook.id.kind == "Job" {
+        for trouble in diagnose(cluster, hook, live).await {
+            cause.push_str("; ");
+            cause.push_str(&trouble);
+        }
+    }
+    cause
 }
 
 /// Where a Job or Pod hook stands.
@@ -268,28 +317,6 @@ pub fn pod_state(pod: &Value) -> HookState {
             None => format!("Pod {phase}"),
         }),
     }
-}
-
-/// The troubles of a Job's Pods (by the `batch.kubernetes.io/job-name`
-/// label the Job controller sets); best effort.
-async fn job_pod_troubles(cluster: &Cluster, job: &Awaited) -> Vec<String> {
-    let selector = format!("batch.kubernetes.io/job-name={}", job.id.name);
-    let pods = cluster
-        .list(
-            &Kind::core("Pod", "pods"),
-            job.id.namespace.as_deref(),
-            Some(&selector),
-            None,
-        )
-        .await
-        .unwrap_or_default();
-    pods.iter()
-        .filter_map(|pod| {
-            let name = pod.pointer("/metadata/name").and_then(Value::as_str)?;
-            pod_cause(pod).map(|cause| format!("pod {name}: {cause}"))
-        })
-        .take(3)
-        .collect()
 }
 
 #[cfg(test)]

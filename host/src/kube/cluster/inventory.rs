@@ -86,6 +86,10 @@ pub struct Entry {
     pub method: Method,
     /// Known applied, or only about to be.
     pub state: EntryState,
+    /// Left by a remove unless purged: a CRD from the chart's `crds/`
+    /// folder ([`crate::kube::Resource::is_install_only`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub install_only: bool,
 }
 
 impl Entry {
@@ -150,8 +154,22 @@ impl Inventory {
                 name: id.name.clone(),
                 method: Method::ServerSideApply,
                 state: EntryState::Pending,
+                install_only: false,
             }),
         }
+    }
+
+    /// Records whether `id` (recorded already) is install-only.
+    pub fn set_install_only(&mut self, id: &ObjectRef, install_only: bool) {
+        if let Some(index) = self.position(id) {
+            self.objects[index].install_only = install_only;
+        }
+    }
+
+    /// Whether `id` is recorded as install-only.
+    pub fn is_install_only(&self, id: &ObjectRef) -> bool {
+        self.position(id)
+            .is_some_and(|index| self.objects[index].install_only)
     }
 
     /// Marks `id` applied (adding it if missing).

@@ -147,12 +147,23 @@ pub async fn start_deleting(
         return Ok(None);
     }
     record.touch();
-    cluster
+    let uid = match cluster
         .delete(&kind, scoped.namespace.as_deref(), &scoped, false)
-        .await?;
+        .await?
+    {
+        Some(uid) if !uid.is_empty() => uid,
+        // Gone between the GET and the DELETE, or the answer named no
+        // uid: the one read is the one deleted.
+        _ => live
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+    };
     Ok(Some(Doomed {
         recorded: id.clone(),
-        awaited: Awaited { id: scoped, kind },
+        awaited: Awaited::new(scoped, kind),
+        uid,
     }))
 }
 

@@ -7,7 +7,11 @@
 //! `Reconciling`/`Stalled` conditions, then the kind's own rule, then a
 //! generic `Ready` condition. One deliberate difference: a Job is Current
 //! only once it is `Complete` (kstatus calls a started Job Current), as
-//! `helm --wait-for-jobs` and hooks need.
+//! `helm --wait-for-jobs` and hooks need. A LoadBalancer Service is
+//! Current once it has a cluster IP, as in kstatus and Helm 4's `--wait`
+//! (a cluster without a load-balancer controller never gives it an
+//! address); [`Rules::load_balancer_address`] waits for the address too,
+//! for the apps that ask (`wait_for_load_balancer` in `capstan.yaml`).
 //!
 //! Never does I/O; [`super::wait`] polls objects and asks this module.
 
@@ -75,8 +79,22 @@ impl Readiness {
     }
 }
 
+/// The choices a chart may make about readiness; the default is kstatus's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Rules {
+    /// A LoadBalancer Service is Current only once its
+    /// `status.loadBalancer.ingress` lists an address (kstatus: once it
+    /// has a cluster IP).
+    pub load_balancer_address: bool,
+}
+
+/// [`readiness_with`] under kstatus's rules ([`Rules::default`]).
+pub fn readiness(object: &Value, now: SystemTime) -> Readiness {
+    readiness_with(object, now, Rules::default())
+}
+
 /// The readiness of `object` (a live object as the API server returns it)
-/// at `now`.
+/// at `now`, under `rules`.
 ///
 /// Rules, in order: `deletionTimestamp` set is Terminating;
 /// `status.observedGeneration` present and different from
@@ -86,7 +104,7 @@ impl Readiness {
 /// CustomResourceDefinition, Service), and for any other kind a `Ready`
 /// condition when there is one (`False`/`Unknown` is InProgress), else
 /// Current. Missing numbers count as 0, missing `spec.replicas` as 1.
-pub fn readiness(object: &Value, now: SystemTime) -> Readiness {
+pub fn readiness_with(object: &Value, now: SystemTime, rules: Rules) -> Readiness {
     if let Some(generic) = generic(object) {
         return generic;
     }
@@ -103,7 +121,7 @@ pub fn readiness(object: &Value, now: SystemTime) -> Readiness {
         ("batch", "Job") => job(object),
         ("", "Pod") => pod(object, now),
         ("", "PersistentVolumeClaim") => pvc(object),
-        ("", "Service") => service(object),
+        ("", "Service") => service(object, rules),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(object),
         _ => ready_condition(object),
     }
@@ -324,14 +342,23 @@ fn pvc(object: &Value) -> Readiness {
     }
 }
 
-fn service(object: &Value) -> Readiness {
+/// kstatus's `serviceConditions`: a LoadBalancer Service without a
+/// cluster IP is InProgress, every other Service Current; with
+/// [`Rules::load_balancer_address`] a LoadBalancer also waits for an
+/// ingress address.
+fn service(object: &Value, rules: Rules) -> Readiness {
     if str_at(object, "/spec/type") == Some("LoadBalancer") {
+        if str_at(object, "/spec/clusterIP").is_none_or(str::is_empty) {
+            return Readiness::in_progress("ClusterIP not set. Service type: LoadBalancer");
+        }
         let has_address = object
             .pointer("/status/loadBalancer/ingress")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty());
-        if !has_address {
-            return Readiness::in_progress("waiting for the load balancer's address");
+        if rules.load_balancer_address && !has_address {
+            return Readiness::in_progress(
+                "waiting for the load balancer's address (wait_for_load_balancer is set)",
+            );
         }
     }
     Readiness::current("Service is ready")
@@ -700,11 +727,30 @@ mod tests {
             "reason": "MultipleNames", "message": "\"widget\" is already in use"});
         assert_eq!(check(&crd).0, State::Failed);
 
+        // kstatus: a LoadBalancer is Current once it has a cluster IP, with
+        // or without an address; the opt-in rule waits for the address.
+        let now = at("2025-01-01T00:10:00Z");
+        let waits = Rules {
+            load_balancer_address: true,
+        };
         let mut svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
             "spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {}}});
-        assert_eq!(check(&svc).0, State::InProgress);
+        assert_eq!(
+            check(&svc),
+            (
+                State::InProgress,
+                "ClusterIP not set. Service type: LoadBalancer".into()
+            )
+        );
+        svc["spec"]["clusterIP"] = json!("10.0.0.17");
+        assert_eq!(check(&svc).0, State::Current);
+        assert_eq!(readiness_with(&svc, now, waits).state, State::InProgress);
         svc["status"]["loadBalancer"]["ingress"] = json!([{"ip": "10.0.0.5"}]);
         assert_eq!(check(&svc).0, State::Current);
+        assert_eq!(readiness_with(&svc, now, waits).state, State::Current);
+        let node_port = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "np"},
+            "spec": {"type": "NodePort", "clusterIP": "10.0.0.18"}});
+        assert_eq!(readiness_with(&node_port, now, waits).state, State::Current);
 
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         assert_eq!(check(&cm).0, State::Current);

@@ -82,10 +82,7 @@ pub(super) async fn recreate(
     force: bool,
     times: Times,
 ) -> Result<(), Error> {
-    let awaited = Awaited {
-        id: p.id.clone(),
-        kind: p.kind.clone(),
-    };
+    let awaited = Awaited::new(p.id.clone(), p.kind.clone());
     delete_until_gone(cluster, &awaited, orphans(&p.id), times).await?;
     let namespace = p.id.namespace.as_deref();
     let (deadline, _, poll) = times;

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::client::Cluster;
 use super::discovery::Kind;
 use super::error::{Blocker, Error};
-use super::readiness::{State, readiness, waiting_containers};
+use super::readiness::{Rules, State, readiness_with, waiting_containers};
 use crate::kube::ObjectRef;
 use crate::kube::target::{ApplyEvent, ProgressSink};
 
@@ -34,9 +34,74 @@ pub struct Awaited {
     pub id: ObjectRef,
     /// Its kind, resolved.
     pub kind: Kind,
+    /// The uid of the object applied (`""` when unknown): a Job gone
+    /// since, or replaced by an object of another uid, is judged by its
+    /// Events ([`gone_job`]).
+    pub uid: String,
 }
 
-/// Polls `objects` every `interval` until all are Current.
+impl Awaited {
+    /// `id` of `kind`, uid unknown.
+    pub fn new(id: ObjectRef, kind: Kind) -> Self {
+        Awaited {
+            id,
+            kind,
+            uid: String::new(),
+        }
+    }
+}
+
+/// An object's `metadata.uid` (`""` when it has none).
+pub fn uid_of(object: &Value) -> &str {
+    object
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// How a Job that is gone ended, from the Events the Job controller wrote
+/// about it (by its uid): `Some(Ok)` for `Completed`, `Some(Err)` with the
+/// failure reason and message; `None` when neither is there (or the uid
+/// is unknown). `ttlSecondsAfterFinished` may remove a finished Job
+/// between two polls.
+pub async fn gone_job(cluster: &Cluster, job: &Awaited) -> Option<Result<(), String>> {
+    if job.uid.is_empty() || job.id.kind != "Job" || job.id.group() != "batch" {
+        return None;
+    }
+    let events = cluster
+        .list(
+            &Kind::core("Event", "events"),
+            job.id.namespace.as_deref(),
+            None,
+            Some(&format!("involvedObject.uid={}", job.uid)),
+        )
+        .await
+        .unwrap_or_default();
+    job_end(&events)
+}
+
+/// A finished Job's end among its Events: `Ok` for `Completed`, `Err`
+/// with `REASON: MESSAGE` for a failure; `None` when neither is there.
+pub fn job_end(events: &[Value]) -> Option<Result<(), String>> {
+    const FAILURES: [&str; 4] = [
+        "BackoffLimitExceeded",
+        "DeadlineExceeded",
+        "PodFailurePolicy",
+        "MaxFailedIndexesExceeded",
+    ];
+    fn field<'a>(e: &'a Value, key: &str) -> &'a str {
+        e.get(key).and_then(Value::as_str).unwrap_or("")
+    }
+    if events.iter().any(|e| field(e, "reason") == "Completed") {
+        return Some(Ok(()));
+    }
+    events
+        .iter()
+        .find(|e| FAILURES.contains(&field(e, "reason")))
+        .map(|e| Err(format!("{}: {}", field(e, "reason"), field(e, "message"))))
+}
+
+/// Polls `objects` every `interval` until all are Current under `rules`.
 ///
 /// Adds no timeout of its own beyond `deadline`; `timeout` is only what
 /// the error reports.
@@ -51,6 +116,7 @@ pub async fn until_current(
     deadline: Instant,
     timeout: Duration,
     interval: Duration,
+    rules: Rules,
     progress: &dyn ProgressSink,
 ) -> Result<(), Error> {
     let mut pending: Vec<&Awaited> = objects.iter().collect();
@@ -61,13 +127,21 @@ pub async fn until_current(
         for awaited in pending {
             let live = cluster
                 .get(&awaited.kind, awaited.id.namespace.as_deref(), &awaited.id)
-                .await?;
+                .await?
+                .filter(|live| awaited.uid.is_empty() || uid_of(live) == awaited.uid);
             let (state, message) = match &live {
                 Some(object) => {
-                    let r = readiness(object, SystemTime::now());
+                    let r = readiness_with(object, SystemTime::now(), rules);
                     (r.state, r.message)
                 }
-                None => (State::InProgress, "not found".to_string()),
+                None => match gone_job(cluster, awaited).await {
+                    Some(Ok(())) => (State::Current, String::new()),
+                    Some(Err(cause)) => (
+                        State::Failed,
+                        format!("{cause} (the Job was deleted after it failed)"),
+                    ),
+                    None => (State::InProgress, "not found".to_string()),
+                },
             };
             if state == State::Current {
                 continue;
@@ -108,9 +182,11 @@ pub async fn until_current(
     }
 }
 
-/// What is underneath a blocked object: its Pods' troubles and the latest
-/// Warning event.
-async fn diagnose(cluster: &Cluster, awaited: &Awaited, object: &Value) -> Vec<String> {
+/// What is underneath a blocked object: its Pods' troubles (by its
+/// `spec.selector`, which a Job has too) and the latest Warning event of
+/// the object or its Pods (a Job's `FailedCreate` when the Job controller
+/// cannot create its Pods).
+pub async fn diagnose(cluster: &Cluster, awaited: &Awaited, object: &Value) -> Vec<String> {
     let namespace = awaited.id.namespace.as_deref();
     let mut causes = Vec::new();
     let mut names: HashSet<String> = HashSet::from([awaited.id.name.clone()]);
@@ -244,6 +320,22 @@ pub fn human(duration: Duration) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_gone_job_is_judged_by_its_events() {
+        let created = json!({"reason": "SuccessfulCreate", "message": "Created pod: j-x"});
+        assert_eq!(job_end(std::slice::from_ref(&created)), None);
+        let done = json!({"reason": "Completed", "message": "Job completed"});
+        assert_eq!(job_end(&[created.clone(), done]), Some(Ok(())));
+        let failed = json!({"reason": "BackoffLimitExceeded",
+            "message": "Job has reached the specified backoff limit"});
+        assert_eq!(
+            job_end(&[created, failed]),
+            Some(Err(
+                "BackoffLimitExceeded: Job has reached the specified backoff limit".into()
+            ))
+        );
+    }
 
     #[test]
     fn pods_tell_why_they_are_stuck() {
