@@ -91,6 +91,10 @@ mod real_cluster;
 /// what each step leaves compared (issue 42).
 mod apply_differential;
 
+/// Helm's semantics the differential cannot show by what is left: a hook
+/// Job's failure, the load-balancer opt-in, a remove raced by a re-create.
+mod helm_semantics;
+
 /// Connected rendering on the real control plane: `lookup` of live
 /// objects under the lookup policy, `.Capabilities` from the server.
 mod connected;
