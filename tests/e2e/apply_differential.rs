@@ -850,7 +850,12 @@ fn run_cases(test: &str, cases: &[Case]) -> Vec<String> {
 /// alike (see the module doc).
 #[test]
 fn charts_install_upgrade_and_uninstall_as_helm_does() {
-    let problems = run_cases("apply-diff-local", &local_cases());
+    assert_agree("apply-diff-local", &local_cases());
+}
+
+/// Runs `cases` ([`run_cases`]) and fails with every problem found.
+fn assert_agree(test: &str, cases: &[Case]) {
+    let problems = run_cases(test, cases);
     assert!(
         problems.is_empty(),
         "{} difference(s):\n{}",
@@ -879,13 +884,7 @@ fn conformance_charts_install_upgrade_and_uninstall_as_helm_does() {
         "no helm conformance charts at {} (CAPSTAN_HELM_CONFORMANCE=off skips this test)",
         dir.display()
     );
-    let problems = run_cases("apply-diff-conformance", &cases);
-    assert!(
-        problems.is_empty(),
-        "{} difference(s):\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
+    assert_agree("apply-diff-conformance", &cases);
 }
 
 /// The book's table of deliberate differences is this test's list.

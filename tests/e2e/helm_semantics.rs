@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::control_plane::control_plane;
-use crate::daemon::{edit, text};
+use crate::control_plane::{ControlPlane, control_plane};
+use crate::daemon::{Daemon, edit, text};
 use crate::real_cluster::{audit_events, shop};
 
 /// Who the daemon is on the control plane.
@@ -21,27 +21,12 @@ const DAEMON_USER: &str = "system:serviceaccount:capstan-system:capstan";
 fn a_hook_job_that_cannot_create_its_pods_says_why() {
     let Some(cp) = control_plane() else { return };
     let app = "hs-hook-sa";
-    let d = shop(&cp, app, |a| {
-        edit(
-            &a.join("capstan.yaml"),
-            "release: worker}",
-            "release: worker, timeout: 15s}",
-        );
-        std::fs::write(
-            a.join("charts/worker/templates/hook.yaml"),
-            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: worker-admission\n  annotations:\n    \
-             helm.sh/hook: pre-install\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      \
-             serviceAccountName: worker-gone\n      restartPolicy: Never\n      containers:\n        \
-             - {name: create, image: registry.example/create:1.0}\n",
-        )
-        .unwrap();
-    });
-    let out = d.cli(&["app", "apply", app]);
-    assert!(!out.status.success(), "{}", d.log());
-    let message = d.show(app)["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let hook = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: worker-admission\n  annotations:\n    \
+                helm.sh/hook: pre-install\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      \
+                serviceAccountName: worker-gone\n      restartPolicy: Never\n      containers:\n        \
+                - {name: create, image: registry.example/create:1.0}\n";
+    let d = shop_with(&cp, app, ("worker", "timeout: 15s"), ("hook.yaml", hook));
+    let message = failed_apply(&d, app);
     for needle in [
         "pre-install hook",
         "worker-admission",
@@ -51,8 +36,7 @@ fn a_hook_job_that_cannot_create_its_pods_says_why() {
     ] {
         assert!(message.contains(needle), "lacks {needle:?}: {message}");
     }
-    let _ = d.cli(&["app", "remove", app]);
-    cp.delete_namespace(app);
+    clean_up(&cp, &d, app);
 }
 
 /// `wait_for_load_balancer: true` waits for the address no controller
@@ -64,29 +48,21 @@ fn a_load_balancer_waits_for_its_address_only_when_asked() {
     let app = "hs-lb";
     let service = "apiVersion: v1\nkind: Service\nmetadata:\n  name: worker-lb\nspec:\n  \
                    type: LoadBalancer\n  selector: {app: worker}\n  ports:\n    - {port: 80}\n";
-    let d = shop(&cp, app, |a| {
-        edit(
-            &a.join("capstan.yaml"),
-            "release: worker}",
-            "release: worker, timeout: 10s, wait_for_load_balancer: true}",
-        );
-        std::fs::write(a.join("charts/worker/templates/lb.yaml"), service).unwrap();
-    });
+    let d = shop_with(
+        &cp,
+        app,
+        ("worker", "timeout: 10s, wait_for_load_balancer: true"),
+        ("lb.yaml", service),
+    );
     let started = Instant::now();
-    let out = d.cli(&["app", "apply", app]);
-    assert!(!out.status.success(), "{}", d.log());
-    let message = d.show(app)["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let message = failed_apply(&d, app);
     assert!(
         message.contains("worker-lb") && message.contains("wait_for_load_balancer"),
         "{message}"
     );
     assert!(started.elapsed() < Duration::from_secs(120), "{message}");
 
-    let _ = d.cli(&["app", "remove", app]);
-    cp.delete_namespace(app);
+    clean_up(&cp, &d, app);
 
     // The same chart without the opt-in: ready once it has a cluster IP.
     let app = "hs-lb-default";
@@ -99,8 +75,7 @@ fn a_load_balancer_waits_for_its_address_only_when_asked() {
         .object("service", Some(app), "worker-lb")
         .expect("the Service");
     assert!(lb["status"]["loadBalancer"]["ingress"].is_null(), "{lb}");
-    let _ = d.cli(&["app", "remove", app]);
-    cp.delete_namespace(app);
+    clean_up(&cp, &d, app);
 }
 
 /// A remove waits for what it deleted to be gone, not for a name: a
@@ -116,14 +91,12 @@ fn a_remove_counts_an_object_created_again_by_another_client_as_gone() {
     let Some(cp) = control_plane() else { return };
     let app = "hs-uid";
     let held = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  finalizers: [capstan.test/hold]\ndata: {a: b}\n";
-    let d = shop(&cp, app, |a| {
-        edit(
-            &a.join("capstan.yaml"),
-            "release: shop-config}",
-            "release: shop-config, timeout: 60s}",
-        );
-        std::fs::write(a.join("charts/config/templates/held.yaml"), held).unwrap();
-    });
+    let d = shop_with(
+        &cp,
+        app,
+        ("shop-config", "timeout: 60s"),
+        ("held.yaml", held),
+    );
     for attempt in 1..=4 {
         d.ok(&["app", "apply", app]);
         let state = d.state();
@@ -193,13 +166,53 @@ fn a_remove_counts_an_object_created_again_by_another_client_as_gone() {
             "--ignore-not-found",
         ]);
         if saw_new {
-            let _ = d.cli(&["app", "remove", app]);
-            cp.delete_namespace(app);
+            clean_up(&cp, &d, app);
             return;
         }
         eprintln!("attempt {attempt}: the daemon's poll fell before the new object; again");
     }
     panic!("in four attempts the daemon never read the object created again");
+}
+
+/// The shop as `app` ([`shop`]), with `settings` added to the chart whose
+/// release is `release` in `capstan.yaml` and the template `file` added to
+/// that chart (the shop's charts are named as their releases, but for
+/// `shop-config`, the chart `config`).
+fn shop_with(
+    cp: &ControlPlane,
+    app: &str,
+    (release, settings): (&str, &str),
+    (file, template): (&str, &str),
+) -> Daemon {
+    let chart = release.strip_prefix("shop-").unwrap_or(release);
+    shop(cp, app, |a| {
+        edit(
+            &a.join("capstan.yaml"),
+            &format!("release: {release}}}"),
+            &format!("release: {release}, {settings}}}"),
+        );
+        std::fs::write(
+            a.join("charts").join(chart).join("templates").join(file),
+            template,
+        )
+        .unwrap();
+    })
+}
+
+/// Applies `app`, which must fail; the message `app show` keeps.
+fn failed_apply(d: &Daemon, app: &str) -> String {
+    let out = d.cli(&["app", "apply", app]);
+    assert!(!out.status.success(), "{}", d.log());
+    d.show(app)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Removes the app and deletes its namespace.
+fn clean_up(cp: &ControlPlane, d: &Daemon, app: &str) {
+    let _ = d.cli(&["app", "remove", app]);
+    cp.delete_namespace(app);
 }
 
 /// Now in the audit log's format (`2026-12-07T13:42:10.123456Z`).
