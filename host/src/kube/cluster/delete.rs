@@ -19,7 +19,7 @@ use super::apply::{Record, Settings};
 use super::client::Cluster;
 use super::error::{Error, Held};
 use super::prune::{remove_protection, start_deleting};
-use super::wait::Awaited;
+use super::wait::{Awaited, is_same};
 use crate::kube::target::{ApplyEvent, ProgressSink, RemoveOptions};
 use crate::kube::{ObjectRef, Release, plan_remove};
 
@@ -28,17 +28,10 @@ use crate::kube::{ObjectRef, Release, plan_remove};
 pub struct Doomed {
     /// The inventory's id (what to forget).
     pub recorded: ObjectRef,
-    /// The object with its real namespace, and its kind.
+    /// The object with its real namespace, its kind and the uid of the
+    /// object deleted (a live object of another uid is a new object, and
+    /// the deleted one is gone).
     pub awaited: Awaited,
-    /// The uid of the object deleted (`""` when unknown): a live object
-    /// of another uid is a new object, and the deleted one is gone.
-    pub uid: String,
-}
-
-/// Whether `live` is the object deleted with `uid`: the same uid, or any
-/// object when the uid is unknown.
-pub fn is_same(live: &Value, uid: &str) -> bool {
-    uid.is_empty() || live.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid)
 }
 
 /// The finalizers of `live`.
@@ -76,7 +69,7 @@ pub async fn until_gone(
             match cluster
                 .get(&at.kind, at.id.namespace.as_deref(), &at.id)
                 .await?
-                .filter(|live| is_same(live, &d.uid))
+                .filter(|live| is_same(live, &at.uid))
             {
                 None => {
                     record.inventory.forget(&d.recorded);
@@ -174,12 +167,7 @@ pub async fn remove_release(
         for id in group {
             let install_only = record.inventory.is_install_only(id);
             let protection = |id: &ObjectRef, live: &Value| {
-                if install_only && !options.purge.all {
-                    return Some(
-                        "a CustomResourceDefinition from the chart's crds/ folder, which a remove leaves as Helm's uninstall does (pass --purge to delete it)",
-                    );
-                }
-                remove_protection(id, live, options.purge)
+                remove_protection(id, live, install_only, options.purge)
             };
             if let Some(d) =
                 start_deleting(cluster, release, id, &mut record, protection, progress).await?
@@ -217,15 +205,6 @@ pub async fn remove_release(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn an_object_of_another_uid_is_not_the_one_deleted() {
-        let live = json!({"metadata": {"uid": "b2"}});
-        assert!(is_same(&live, "b2"));
-        assert!(!is_same(&live, "a1"));
-        assert!(is_same(&live, ""));
-        assert!(!is_same(&json!({}), "a1"));
-    }
 
     #[test]
     fn finalizers_are_read() {

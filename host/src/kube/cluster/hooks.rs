@@ -39,7 +39,7 @@ use super::apply::{Namespaces, Settings, check_owner, place};
 use super::client::Cluster;
 use super::delete::delete_until_gone;
 use super::error::Error;
-use super::wait::{Awaited, diagnose, gone_job, human, pod_cause, uid_of};
+use super::wait::{Awaited, diagnose, gone_job, human, is_same, pod_cause, uid_of};
 use crate::kube::hooks::{DeletePolicy, delete_policy, hooks_for};
 use crate::kube::target::{ApplyEvent, ApplyOptions, Change, ProgressSink};
 use crate::kube::{HookEvent, ObjectRef, Release, Resource};
@@ -171,13 +171,11 @@ async fn wait_for(
     loop {
         let namespace = hook.id.namespace.as_deref();
         let live = match cluster.get(&hook.kind, namespace, &hook.id).await? {
-            Some(live) if hook.uid.is_empty() || uid_of(&live) == hook.uid => live,
+            Some(live) if is_same(&live, &hook.uid) => live,
             _ => {
                 return Ok(match gone_job(cluster, hook).await {
                     Some(Ok(())) => Outcome::Succeeded,
-                    Some(Err(cause)) => {
-                        Outcome::Failed(format!("{cause} (the Job was deleted after it failed)"))
-                    }
+                    Some(Err(cause)) => Outcome::Failed(cause),
                     None => Outcome::Failed("it was deleted while running".into()),
                 });
             }

@@ -23,7 +23,7 @@ use super::delete::{Doomed, until_gone};
 use super::discovery::Kind;
 use super::error::Error;
 use super::inventory::{Owner, owner};
-use super::wait::Awaited;
+use super::wait::{Awaited, uid_of};
 use crate::kube::target::{ApplyEvent, ProgressSink, Purge};
 use crate::kube::{ObjectRef, Release};
 
@@ -51,11 +51,23 @@ pub fn prune_protection(id: &ObjectRef, live: &Value, purge: Purge) -> Option<&'
     }
 }
 
-/// Why a remove leaves `live` in place: `keep`, and claims unless
-/// purged. A remove deletes CRDs and Namespaces the release applied.
-pub fn remove_protection(id: &ObjectRef, live: &Value, purge: Purge) -> Option<&'static str> {
+/// Why a remove leaves `live` in place: `keep`, an install-only object
+/// (a CRD of the chart's `crds/` folder, which Helm's uninstall leaves
+/// too), and claims, unless purged. A remove deletes the other CRDs and
+/// the Namespaces the release applied.
+pub fn remove_protection(
+    id: &ObjectRef,
+    live: &Value,
+    install_only: bool,
+    purge: Purge,
+) -> Option<&'static str> {
     if purge.all {
         return None;
+    }
+    if install_only {
+        return Some(
+            "a CustomResourceDefinition from the chart's crds/ folder, which a remove leaves as Helm's uninstall does (pass --purge to delete it)",
+        );
     }
     if keep_annotated(live) {
         return Some("annotated helm.sh/resource-policy: keep");
@@ -154,16 +166,15 @@ pub async fn start_deleting(
         Some(uid) if !uid.is_empty() => uid,
         // Gone between the GET and the DELETE, or the answer named no
         // uid: the one read is the one deleted.
-        _ => live
-            .pointer("/metadata/uid")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+        _ => uid_of(&live).to_string(),
     };
     Ok(Some(Doomed {
         recorded: id.clone(),
-        awaited: Awaited::new(scoped, kind),
-        uid,
+        awaited: Awaited {
+            id: scoped,
+            kind,
+            uid,
+        },
     }))
 }
 
@@ -252,10 +263,13 @@ mod tests {
             None
         );
 
-        assert_eq!(remove_protection(&crd, &plain, none), None);
-        assert_eq!(remove_protection(&ns, &plain, none), None);
-        assert!(remove_protection(&pvc, &plain, none).is_some());
-        assert!(remove_protection(&cm, &keep, none).is_some());
-        assert_eq!(remove_protection(&cm, &keep, all), None);
+        assert_eq!(remove_protection(&crd, &plain, false, none), None);
+        assert!(remove_protection(&crd, &plain, true, none).is_some());
+        assert!(remove_protection(&crd, &plain, true, volumes).is_some());
+        assert_eq!(remove_protection(&crd, &plain, true, all), None);
+        assert_eq!(remove_protection(&ns, &plain, false, none), None);
+        assert!(remove_protection(&pvc, &plain, false, none).is_some());
+        assert!(remove_protection(&cm, &keep, false, none).is_some());
+        assert_eq!(remove_protection(&cm, &keep, false, all), None);
     }
 }

@@ -59,11 +59,18 @@ pub fn uid_of(object: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// Whether `live` is the object with `uid`: the same uid, or any object
+/// when the uid is unknown (an object of another uid is a new one, made
+/// by someone else since).
+pub fn is_same(live: &Value, uid: &str) -> bool {
+    uid.is_empty() || uid_of(live) == uid
+}
+
 /// How a Job that is gone ended, from the Events the Job controller wrote
 /// about it (by its uid): `Some(Ok)` for `Completed`, `Some(Err)` with the
-/// failure reason and message; `None` when neither is there (or the uid
-/// is unknown). `ttlSecondsAfterFinished` may remove a finished Job
-/// between two polls.
+/// failure reason and message, saying the Job is gone; `None` when
+/// neither is there (or the uid is unknown). `ttlSecondsAfterFinished`
+/// may remove a finished Job between two polls.
 pub async fn gone_job(cluster: &Cluster, job: &Awaited) -> Option<Result<(), String>> {
     if job.uid.is_empty() || job.id.kind != "Job" || job.id.group() != "batch" {
         return None;
@@ -78,6 +85,7 @@ pub async fn gone_job(cluster: &Cluster, job: &Awaited) -> Option<Result<(), Str
         .await
         .unwrap_or_default();
     job_end(&events)
+        .map(|end| end.map_err(|cause| format!("{cause} (the Job was deleted after it failed)")))
 }
 
 /// A finished Job's end among its Events: `Ok` for `Completed`, `Err`
@@ -128,7 +136,7 @@ pub async fn until_current(
             let live = cluster
                 .get(&awaited.kind, awaited.id.namespace.as_deref(), &awaited.id)
                 .await?
-                .filter(|live| awaited.uid.is_empty() || uid_of(live) == awaited.uid);
+                .filter(|live| is_same(live, &awaited.uid));
             let (state, message) = match &live {
                 Some(object) => {
                     let r = readiness_with(object, SystemTime::now(), rules);
@@ -136,10 +144,7 @@ pub async fn until_current(
                 }
                 None => match gone_job(cluster, awaited).await {
                     Some(Ok(())) => (State::Current, String::new()),
-                    Some(Err(cause)) => (
-                        State::Failed,
-                        format!("{cause} (the Job was deleted after it failed)"),
-                    ),
+                    Some(Err(cause)) => (State::Failed, cause),
                     None => (State::InProgress, "not found".to_string()),
                 },
             };
@@ -320,6 +325,15 @@ pub fn human(duration: Duration) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_object_of_another_uid_is_not_the_same() {
+        let live = json!({"metadata": {"uid": "b2"}});
+        assert!(is_same(&live, "b2"));
+        assert!(!is_same(&live, "a1"));
+        assert!(is_same(&live, ""));
+        assert!(!is_same(&json!({}), "a1"));
+    }
 
     #[test]
     fn a_gone_job_is_judged_by_its_events() {
