@@ -11,6 +11,7 @@ pub mod kube;
 pub mod lifecycle;
 pub mod model;
 pub mod oci;
+pub mod policy;
 pub mod render;
 pub mod sandbox;
 pub mod secrets;

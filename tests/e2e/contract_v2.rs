@@ -747,7 +747,7 @@ fn generated_password(d: &Daemon) -> String {
         .collect();
     let secret = docs
         .iter()
-        .find(|d| d["metadata"]["name"].as_str() == Some("contract-db"))
+        .find(|d| d["metadata"]["name"].as_str() == Some("contract.db"))
         .unwrap_or_else(|| panic!("no generated Secret in {text}"));
     let encoded = secret["data"]["password"].as_str().unwrap();
     String::from_utf8(
@@ -862,13 +862,13 @@ fn a_generated_secret_is_made_once_placed_at_render_and_shown_nowhere() {
     d.ok(&["app", "remove", "contract", "--keep-secrets"]);
     let kept = std::fs::read_to_string(&owned).unwrap_or_default();
     assert!(
-        kept.contains("name: contract-db") && !kept.contains("name: extra"),
+        kept.contains("name: contract.db") && !kept.contains("name: extra"),
         "{kept}"
     );
     assert!(!d.applied().join("contract/web.yaml").exists());
     let message = d.show("contract")["message"].to_string();
     assert!(
-        message.contains("kept the generated secrets web-ns/contract-db"),
+        message.contains("kept the generated secrets web-ns/contract.db"),
         "{message}"
     );
     assert!(!message.contains(&password), "{message}");
@@ -1384,7 +1384,7 @@ fn a_generated_secret_is_shown_nowhere_on_the_real_control_plane() {
     let encoded = cp.kubectl_ok(&[
         "get",
         "secret",
-        "contract-db",
+        "contract.db",
         "-n",
         ns,
         "-o",

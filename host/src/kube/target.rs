@@ -201,6 +201,36 @@ pub trait ApplyTarget: Send + Sync {
         self.apply(release, &plan)
     }
 
+    /// Checks, writing nothing, that [`ApplyTarget::apply_some`] of
+    /// `objects` into `release` would not be refused by the target itself
+    /// (ownership, kinds it does not serve, shapes it cannot keep), so a
+    /// caller can refuse a whole request before its first write. The
+    /// default admits everything.
+    ///
+    /// # Errors
+    /// The refusal the write would meet.
+    fn admit(
+        &self,
+        release: &Release,
+        objects: &[Resource],
+        options: &ApplyOptions,
+    ) -> Result<(), Error> {
+        let _ = (release, objects, options);
+        Ok(())
+    }
+
+    /// Checks, writing nothing, that [`ApplyTarget::restart`] of `object`
+    /// could be done. The default, for a target that runs nothing,
+    /// refuses as `restart` does.
+    ///
+    /// # Errors
+    /// [`Error::CannotRestart`] by default.
+    fn admit_restart(&self, object: &ObjectRef) -> Result<(), Error> {
+        Err(Error::CannotRestart {
+            object: object.to_string(),
+        })
+    }
+
     /// Restarts the workload `object` (a Deployment, StatefulSet or
     /// DaemonSet) as `kubectl rollout restart` does: a new
     /// `kubectl.kubernetes.io/restartedAt` annotation on its Pod

@@ -7,31 +7,23 @@
 //! of every release, and removed with the app. Also owns the `status`
 //! hook's loop per release.
 //!
-//! The policy's rules, as errors name them:
-//! - `app-namespaces`: objects are written only in the app's charts'
-//!   namespaces and those the policy adds;
-//! - `no-cluster-scoped`, `no-rbac`: unless the policy allows them;
-//! - `mirror-source`: a mirror copies from the app's namespaces, or from a
-//!   source the policy lists;
-//! - `max-owned`: at most the policy's number of owned objects;
-//! - `owned-only`: `delete` and `restart` reach only objects one of the
-//!   app's releases holds;
-//! - `restartable`: `restart` names a Deployment, StatefulSet or
-//!   DaemonSet;
-//! - `known-chart`, `stored-user-overrides`, `override-size`: an override
-//!   patch names a chart of the version (or of the version an update
-//!   replaces), in an operation that uses the stored user overrides, and
-//!   stays under the size limit.
+//! The rules themselves are [`crate::policy::actions`]' pure decision;
+//! this module resolves what each needs (the kind's scope on the target,
+//! the release holding an object, the overrides a patch leaves), asks it,
+//! and adds the target's own refusals (`target`: an object another
+//! release owns, a kind or shape the target refuses, a restart the
+//! target cannot do) before the first write.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::bundle::Metadata;
 use crate::kube::{self, Release, Resource};
 use crate::model::{
-    Action, ActionPolicy, AppName, Hook, HookAnswer, HookOutcome, LookupQuery, MirrorKind,
+    Action, ActionPolicy, AppName, Hook, HookAnswer, HookOutcome, LookupQuery, Mirror, MirrorKind,
     ObjectRef, Observed, ReleaseStatus,
 };
+use crate::policy;
 use crate::store::OverrideLayer;
 
 use super::Error;
@@ -41,15 +33,22 @@ use super::run::{Job, Prepared, UserLayer};
 /// take: chart names are validated against it).
 pub const OWNED_CHART: &str = "capstan-owned";
 
-/// The largest user overrides of one chart an override patch may leave.
-pub const MAX_PATCHED_OVERRIDES_BYTES: usize = 1 << 20;
+pub use crate::policy::actions::MAX_PATCHED_OVERRIDES_BYTES;
+
+/// The annotation a mirror's copy carries: where it was copied from.
+pub const MIRRORED_FROM: &str = "capstan.dev/mirrored-from";
+
+/// Why a mirror's copy could not be made.
+enum MirrorError {
+    /// The policy's refusal (the source does not exist).
+    Refused(policy::Refusal),
+    /// The target's failure to read it.
+    Target(Error),
+}
 
 /// How long the `status` hook may keep answering `retry-after` for one
 /// release when the chart sets no timeout.
 pub const DEFAULT_STATUS_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The kinds a `restart` action may name (in `apps/v1`).
-const RESTARTABLE: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
 
 /// An error of the target reading or writing the owned release.
 pub(super) fn owned_error(source: kube::Error) -> Error {
@@ -100,10 +99,6 @@ fn describe(action: &Action) -> String {
     }
 }
 
-fn is_rbac(api_version: &str) -> bool {
-    api_version.starts_with("rbac.authorization.k8s.io/")
-}
-
 /// The release that holds what `app`'s hooks ensured and mirrored, and
 /// its generated secrets: chart [`OWNED_CHART`], release `APP-owned`, in
 /// the namespace of the version's first chart.
@@ -130,8 +125,10 @@ impl Job<'_> {
         self.inner.action_policies.for_app(self.app.as_str())
     }
 
-    /// Checks every action of `answer` against the policy, then takes them
-    /// in order.
+    /// Decides every action of `answer` ([`policy::actions::check`] over
+    /// what the target says of each object, then the owned bounds and
+    /// the target's own refusals), then takes them in order: a refused
+    /// answer leaves nothing written.
     pub(super) fn take_actions(
         &self,
         prepared: &Prepared<'_>,
@@ -139,33 +136,8 @@ impl Job<'_> {
         hook: Hook,
         answer: &HookAnswer,
     ) -> Result<(), Error> {
-        let mut ensured = Vec::new();
-        for action in &answer.actions {
-            if let Some(object) = self.check(prepared, plugin, hook, action)? {
-                ensured.push(object);
-            }
-        }
-        let already = prepared.ensured().len();
-        if already + ensured.len() > self.policy().max_owned {
-            let action = answer
-                .actions
-                .first()
-                .cloned()
-                .unwrap_or(Action::RequestReapply(String::new()));
-            return Err(denied(
-                plugin,
-                hook,
-                &action,
-                "max-owned",
-                format!(
-                    "{} owned objects would pass the policy's {} (the answer asks for {})",
-                    already + ensured.len(),
-                    self.policy().max_owned,
-                    answer.actions.len()
-                ),
-            ));
-        }
-        let mut ensured = ensured.into_iter();
+        let checked = self.check_answer(prepared, plugin, hook, answer)?;
+        let mut ensured = checked.into_iter();
         for action in &answer.actions {
             match action {
                 Action::Ensure(_) | Action::Mirror(_) => {
@@ -196,191 +168,198 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// Checks one action; for `ensure` and `mirror`, the object the host
-    /// is to apply.
-    fn check(
+    /// Every check of `answer` that can refuse it, before anything is
+    /// written: each action's policy decision, the owned objects' bounds,
+    /// and the target's refusals of the objects to apply and the
+    /// workloads to restart. The objects to apply, in answer order.
+    fn check_answer(
         &self,
         prepared: &Prepared<'_>,
         plugin: &str,
         hook: Hook,
-        action: &Action,
-    ) -> Result<Option<Resource>, Error> {
-        let policy = self.policy();
-        let namespaces = prepared.namespaces();
-        let own = |ns: &str| namespaces.iter().any(|n| n == ns);
-        let deny = |rule, reason| Err(denied(plugin, hook, action, rule, reason));
-        match action {
-            Action::Ensure(object) => {
-                let mut object = object.clone();
-                let resource = Resource::from_value(object.clone(), format!("plugin {plugin}"))
-                    .map_err(|e| denied(plugin, hook, action, "object", e.to_string()))?;
-                let id = resource.id().clone();
-                if is_rbac(&id.api_version) && !policy.rbac {
-                    return deny("no-rbac", format!("{} is an RBAC object", id.kind));
+        answer: &HookAnswer,
+    ) -> Result<Vec<Resource>, Error> {
+        let read_policy = &self.inner.lookup_policy;
+        let scope = policy::Scope {
+            app: self.app.as_str(),
+            namespaces: prepared.namespaces(),
+            policy: self.policy(),
+            read: read_policy,
+        };
+        let mut ensured = Vec::new();
+        let mut patched: BTreeMap<&str, serde_json::Value> = BTreeMap::new();
+        for action in &answer.actions {
+            let deny = |refusal: policy::Refusal| {
+                denied(plugin, hook, action, refusal.rule, refusal.reason)
+            };
+            let resolved = self.resolve(prepared, action, &mut patched)?;
+            let admitted = policy::actions::check(action, &resolved, &scope).map_err(deny)?;
+            let object = match (action, admitted) {
+                (_, policy::Admitted::Ensure(object)) => Some(object),
+                (Action::Mirror(m), _) => Some(self.mirror_copy(m).map_err(|e| match e {
+                    MirrorError::Refused(r) => deny(r),
+                    MirrorError::Target(e) => e,
+                })?),
+                (Action::Restart(object), _) => {
+                    self.target().admit_restart(object).map_err(|e| {
+                        deny(policy::Refusal {
+                            rule: "target",
+                            reason: e.to_string(),
+                        })
+                    })?;
+                    None
                 }
-                let namespaced = self
-                    .target()
-                    .kind_scope(&id.api_version, &id.kind)
-                    .map_err(owned_error)?;
-                match namespaced {
-                    None => {
-                        return deny(
-                            "object",
-                            format!("the target serves no {} in {}", id.kind, id.api_version),
-                        );
-                    }
-                    Some(false) if !policy.cluster_scoped => {
-                        return deny(
-                            "no-cluster-scoped",
-                            format!("{} is cluster-scoped", id.kind),
-                        );
-                    }
-                    Some(false) => {}
-                    Some(true) => {
-                        let namespace = match &id.namespace {
-                            Some(ns) => ns.clone(),
-                            None => {
-                                let ns = namespaces.first().cloned().unwrap_or_default();
-                                if let Some(meta) = object
-                                    .get_mut("metadata")
-                                    .and_then(serde_json::Value::as_object_mut)
-                                {
-                                    meta.insert("namespace".into(), ns.clone().into());
-                                }
-                                ns
-                            }
-                        };
-                        if !own(&namespace) && !policy.may_write_in(&namespace) {
-                            return deny(
-                                "app-namespaces",
-                                format!(
-                                    "namespace {namespace} is not one of the app's ({})",
-                                    namespaces.join(", ")
-                                ),
-                            );
-                        }
-                    }
-                }
+                _ => None,
+            };
+            if let Some(object) = object {
                 let resource = Resource::from_value(object, format!("plugin {plugin}"))
                     .map_err(|e| denied(plugin, hook, action, "object", e.to_string()))?;
-                Ok(Some(resource))
+                ensured.push((action, resource));
             }
-            Action::Mirror(m) => {
-                if !own(&m.from_namespace)
-                    && !policy.may_mirror_from(&m.from_namespace, &m.from_name)
-                {
-                    return deny(
-                        "mirror-source",
-                        format!(
-                            "{}/{} is outside the app's namespaces and not in the policy's mirrorFrom",
-                            m.from_namespace, m.from_name
-                        ),
-                    );
-                }
-                if !own(&m.to_namespace) && !policy.may_write_in(&m.to_namespace) {
-                    return deny(
-                        "app-namespaces",
-                        format!(
-                            "namespace {} is not one of the app's ({})",
-                            m.to_namespace,
-                            namespaces.join(", ")
-                        ),
-                    );
-                }
-                let query = LookupQuery {
-                    api_version: "v1".into(),
-                    kind: m.kind.kind().into(),
-                    namespace: m.from_namespace.clone(),
-                    name: m.from_name.clone(),
-                };
-                let source = self.target().read_live(&query).map_err(owned_error)?;
-                if source.as_object().is_none_or(serde_json::Map::is_empty) {
-                    return deny("mirror-source", format!("{query} does not exist"));
-                }
-                let mut copy = serde_json::json!({
-                    "apiVersion": "v1",
-                    "kind": m.kind.kind(),
-                    "metadata": {
-                        "name": m.to_name,
-                        "namespace": m.to_namespace,
-                        "annotations": {
-                            "capstan.dev/mirrored-from": format!("{}/{}", m.from_namespace, m.from_name),
-                        },
-                    },
-                });
-                let fields: &[&str] = match m.kind {
-                    MirrorKind::Secret => &["type", "data", "stringData"],
-                    MirrorKind::ConfigMap => &["data", "binaryData"],
-                };
-                for field in fields {
-                    if let Some(value) = source.get(*field) {
-                        copy[*field] = value.clone();
-                    }
-                }
-                let resource = Resource::from_value(copy, format!("plugin {plugin}"))
-                    .map_err(|e| denied(plugin, hook, action, "object", e.to_string()))?;
-                Ok(Some(resource))
+        }
+        let already = prepared.ensured();
+        let replaced = |r: &Resource| ensured.iter().any(|(_, e)| e.id().key() == r.id().key());
+        let kept: Vec<&Resource> = already.iter().filter(|r| !replaced(r)).collect();
+        let objects = kept.len() + ensured.len();
+        let bytes = kept
+            .iter()
+            .map(|r| r.object().to_string().len())
+            .chain(ensured.iter().map(|(_, r)| r.object().to_string().len()))
+            .sum();
+        drop(already);
+        if let Some(first) = answer.actions.first() {
+            policy::actions::check_owned(self.policy(), objects, bytes, answer.actions.len())
+                .map_err(|r| denied(plugin, hook, first, r.rule, r.reason))?;
+        }
+        if !ensured.is_empty() {
+            let release = self.owned_release(prepared);
+            let resources: Vec<Resource> = ensured.iter().map(|(_, r)| r.clone()).collect();
+            if let Err(e) =
+                self.target()
+                    .admit(&release, &resources, &kube::ApplyOptions::default())
+            {
+                let action = ensured.first().map_or(&answer.actions[0], |(a, _)| *a);
+                return Err(denied(plugin, hook, action, "target", e.to_string()));
             }
-            Action::Delete(object) => {
-                if self.owning_release(prepared, object)?.is_none() {
-                    return deny(
-                        "owned-only",
-                        format!("no release of app {} holds {object}", self.app),
-                    );
+        }
+        Ok(ensured.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// What the policy's decision on `action` needs read from the target
+    /// or the store: the kind's scope, the release holding an object, the
+    /// overrides a patch leaves (after the answer's earlier patches, kept
+    /// in `patched`).
+    fn resolve<'a>(
+        &self,
+        prepared: &Prepared<'_>,
+        action: &'a Action,
+        patched: &mut BTreeMap<&'a str, serde_json::Value>,
+    ) -> Result<policy::Resolved, Error> {
+        Ok(match action {
+            Action::Ensure(object) => {
+                let text = |p: &str| object.pointer(p).and_then(serde_json::Value::as_str);
+                match (text("/apiVersion"), text("/kind")) {
+                    (Some(api_version), Some(kind)) => policy::Resolved::Kind(
+                        self.target()
+                            .kind_scope(api_version, kind)
+                            .map_err(owned_error)?,
+                    ),
+                    _ => policy::Resolved::Nothing,
                 }
-                Ok(None)
             }
+            Action::Observe(object) => policy::Resolved::Kind(
+                self.target()
+                    .kind_scope(&object.api_version, &object.kind)
+                    .map_err(owned_error)?,
+            ),
+            Action::Delete(object) | Action::Restart(object) => policy::Resolved::Holder(
+                self.owning_release(prepared, object)?
+                    .map(|r| r.to_string()),
+            ),
             Action::PatchOverrides { chart, patch } => {
-                // The version's charts, and those of the version it
-                // replaces (an update moving overrides off a renamed chart).
                 let version = prepared.request.version;
                 let known = [Some(version), prepared.request.replacing]
                     .into_iter()
                     .flatten()
                     .any(|v| v.metadata.charts.iter().any(|c| c.name.as_str() == chart));
-                if !known {
-                    return deny(
-                        "known-chart",
-                        format!("version {} has no chart {chart}", version.version),
-                    );
+                let stored_user = prepared.request.user == UserLayer::Stored;
+                let mut patched_bytes = 0;
+                if known && stored_user {
+                    let current = match patched.get(chart.as_str()) {
+                        Some(value) => value.clone(),
+                        None => self
+                            .store()
+                            .override_layer(&self.app, chart, &OverrideLayer::User)?
+                            .map(|record| record.values)
+                            .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new())),
+                    };
+                    let mut after = current;
+                    merge_patch(&mut after, patch);
+                    patched_bytes = after.to_string().len();
+                    patched.insert(chart.as_str(), after);
                 }
-                if prepared.request.user != UserLayer::Stored {
-                    return deny(
-                        "stored-user-overrides",
-                        "this operation does not use the stored user overrides".into(),
-                    );
+                policy::Resolved::Patch {
+                    known,
+                    stored_user,
+                    patched_bytes,
                 }
-                if patch.to_string().len() > MAX_PATCHED_OVERRIDES_BYTES {
-                    return deny(
-                        "override-size",
-                        format!(
-                            "the patch is over {} KiB",
-                            MAX_PATCHED_OVERRIDES_BYTES >> 10
-                        ),
-                    );
-                }
-                Ok(None)
             }
-            Action::Restart(object) => {
-                if object.api_version != "apps/v1" || !RESTARTABLE.contains(&object.kind.as_str()) {
-                    return deny(
-                        "restartable",
-                        format!(
-                            "only a Deployment, StatefulSet or DaemonSet (apps/v1) restarts, not {} ({})",
-                            object.kind, object.api_version
-                        ),
-                    );
-                }
-                if self.owning_release(prepared, object)?.is_none() {
-                    return deny(
-                        "owned-only",
-                        format!("no release of app {} holds {object}", self.app),
-                    );
-                }
-                Ok(None)
-            }
-            Action::RequestReapply(_) | Action::Observe(_) => Ok(None),
+            Action::Mirror(_) | Action::RequestReapply(_) => policy::Resolved::Nothing,
+        })
+    }
+
+    /// The copy a mirror makes, read from its source (which the policy
+    /// admitted): its data and type, none of its metadata but the
+    /// host's `capstan.dev/mirrored-from`.
+    fn mirror_copy(&self, m: &Mirror) -> Result<serde_json::Value, MirrorError> {
+        let query = LookupQuery {
+            api_version: "v1".into(),
+            kind: m.kind.kind().into(),
+            namespace: m.from_namespace.clone(),
+            name: m.from_name.clone(),
+        };
+        let source = self
+            .target()
+            .read_live(&query)
+            .map_err(|e| MirrorError::Target(owned_error(e)))?;
+        if source.as_object().is_none_or(serde_json::Map::is_empty) {
+            return Err(MirrorError::Refused(policy::Refusal {
+                rule: "mirror-source",
+                reason: format!("{query} does not exist"),
+            }));
         }
+        let mut copy = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": m.kind.kind(),
+            "metadata": {
+                "name": m.to_name,
+                "namespace": m.to_namespace,
+                "annotations": {
+                    MIRRORED_FROM: format!("{}/{}", m.from_namespace, m.from_name),
+                },
+            },
+        });
+        let fields: &[&str] = match m.kind {
+            MirrorKind::Secret => &["type", "data", "stringData"],
+            MirrorKind::ConfigMap => &["data", "binaryData"],
+        };
+        for field in fields {
+            if let Some(value) = source.get(*field) {
+                copy[*field] = value.clone();
+            }
+        }
+        // A Secret type that marks a release record is not copied.
+        if copy
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|t| {
+                let t = t.to_ascii_lowercase();
+                t.starts_with("capstan.dev/") || t.starts_with("helm.sh/")
+            })
+        {
+            copy["type"] = "Opaque".into();
+        }
+        Ok(copy)
     }
 
     /// The release of this app that holds `object`, if one does.

@@ -47,6 +47,9 @@ pub(crate) struct Inner {
     /// How many versions of an app are kept (the active one included).
     pub keep_versions: usize,
     pub secret: [u8; 32],
+    /// The store's daemon key, read at its first use
+    /// ([`Inner::daemon_key`]).
+    pub daemon_key: std::sync::OnceLock<crate::store::DaemonKey>,
     pub running: Mutex<HashMap<String, (OperationId, Arc<AtomicBool>)>>,
     /// Where each chart of each app's latest operation stands.
     pub charts: super::progress::ChartBoard,
@@ -63,6 +66,19 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The store's daemon key (the same for every replica of the store),
+    /// read once.
+    ///
+    /// # Errors
+    /// The store's, when it cannot be read.
+    pub fn daemon_key(&self) -> Result<crate::store::DaemonKey, crate::store::Error> {
+        if let Some(key) = self.daemon_key.get() {
+            return Ok(key.clone());
+        }
+        let key = self.store.daemon_key()?;
+        Ok(self.daemon_key.get_or_init(|| key).clone())
+    }
+
     /// The seed of an app's plugin randomness: the daemon's secret and the
     /// app's name, so apps cannot predict each other's values.
     pub fn app_secret(&self, app: &AppName) -> [u8; 32] {

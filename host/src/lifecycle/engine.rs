@@ -331,6 +331,7 @@ impl Lifecycle {
             limits: options.limits,
             keep_versions: options.keep_versions.max(1),
             secret,
+            daemon_key: std::sync::OnceLock::new(),
             running: Mutex::new(HashMap::new()),
             charts: Default::default(),
             slots: super::slots::Slots::new(options.max_operations),

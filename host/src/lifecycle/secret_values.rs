@@ -8,9 +8,20 @@
 //! show `<redacted>` instead.
 //!
 //! The generated secret `NAME` of app `APP`, asked for by a chart in
-//! namespace `NS`, is the Secret `NS/APP-NAME`, labelled
-//! `capstan.dev/generated-secret: NAME` and annotated with its shape; a
-//! later answer asking for `NAME` with another shape is refused.
+//! namespace `NS`, is the Secret `NS/APP.NAME` (app and secret names are
+//! DNS labels, so no two apps' names meet), labelled
+//! `capstan.dev/generated-secret: NAME`, annotated with its shape and
+//! with a MAC (HMAC-SHA256 under the store's daemon key) over the app,
+//! the namespace, the name, the shape and every key and value. Read back,
+//! it is the app's only when the app's owned release holds it and its MAC
+//! is right: an object planted by another app, a chart or anyone without
+//! the daemon key is refused, never rendered. A later answer asking for
+//! `NAME` with another shape is refused.
+//!
+//! Secrets generated before this binding (`NS/APP-NAME`, no MAC) are
+//! taken over when the app's owned release holds them with the label
+//! naming `NAME` and the same shape: their values move to the new name
+//! with a MAC, and the old Secret is pruned at the end of the apply.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +30,7 @@ use base64::Engine as _;
 use crate::kube::Resource;
 use crate::model::{GeneratedSecret, LookupQuery, SecretSource, SecretValue};
 use crate::secrets::{self, Redactor};
+use crate::store::DaemonKey;
 
 use super::Error;
 use super::actions::OWNED_CHART;
@@ -29,6 +41,52 @@ pub const SHAPE_ANNOTATION: &str = "capstan.dev/generated-shape";
 
 /// The label naming a generated secret.
 pub const GENERATED_LABEL: &str = "capstan.dev/generated-secret";
+
+/// The annotation holding a generated secret's MAC (base64).
+pub const MAC_ANNOTATION: &str = "capstan.dev/generated-mac";
+
+/// The Secret keeping app `app`'s generated secret `secret`.
+pub fn generated_name(app: &str, secret: &str) -> String {
+    format!("{app}.{secret}")
+}
+
+/// Where a generated secret was kept before it was bound to its app.
+fn legacy_name(app: &str, secret: &str) -> String {
+    format!("{app}-{secret}")
+}
+
+/// The MAC binding a generated secret's values to its app, namespace,
+/// name and shape, under the daemon's key.
+fn mac(
+    key: &DaemonKey,
+    app: &str,
+    namespace: &str,
+    secret: &str,
+    shape: &str,
+    keys: &BTreeMap<String, String>,
+) -> String {
+    use hmac::Mac as _;
+    let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key.0) else {
+        return String::new();
+    };
+    for part in ["capstan generated secret v1", app, namespace, secret, shape] {
+        mac.update(&(part.len() as u64).to_be_bytes());
+        mac.update(part.as_bytes());
+    }
+    for (k, v) in keys {
+        for part in [k, v] {
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part.as_bytes());
+        }
+    }
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
+/// Whether `text` is the MAC of the rest, compared in constant time.
+fn mac_matches(text: &str, expected: &str) -> bool {
+    let (a, b) = (text.as_bytes(), expected.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
 
 /// What one chart's answers asked for by reference.
 #[derive(Default)]
@@ -113,7 +171,8 @@ impl Job<'_> {
     }
 
     /// The keys of generated secret `secret` in `namespace`: read back
-    /// when it exists, else generated and applied in the owned release.
+    /// when it exists (and is this app's: held by its owned release, with
+    /// a right MAC), else generated and applied in the owned release.
     /// Either way the Secret counts among what this apply ensured, so it
     /// is not pruned at its end.
     fn generated(
@@ -128,34 +187,48 @@ impl Job<'_> {
             chart: OWNED_CHART.into(),
             reason,
         };
-        let name = format!("{}-{}", self.app, secret.name);
+        let app = self.app.as_str();
+        let name = generated_name(app, &secret.name);
         let shape = serde_json::to_string(&secret.shape).unwrap_or_default();
+        let key = self
+            .inner
+            .daemon_key()
+            .map_err(|e| failed(format!("reading the daemon key: {e}")))?;
+        let held = self.owned_ids(prepared)?;
         let live = self.read(namespace, &name)?;
         let exists = live.as_object().is_some_and(|m| !m.is_empty());
         let mut keys = BTreeMap::new();
+        let mut moved_from = None;
         if exists {
-            let held = live
-                .pointer(&format!(
-                    "/metadata/annotations/{}",
-                    SHAPE_ANNOTATION.replace('/', "~1")
+            let not_ours = |why: &str| {
+                failed(format!(
+                    "Secret {namespace}/{name} is not the generated secret {} capstan made for app {app} ({why}); delete it to generate the secret anew",
+                    secret.name
                 ))
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default();
-            if held != shape {
-                return Err(failed(format!(
+            };
+            if !held.contains(&secret_key(namespace, &name)) {
+                return Err(not_ours("the app's owned release does not hold it"));
+            }
+            check_shape(&live, &shape).map_err(|()| {
+                failed(format!(
                     "generated secret {} exists with another shape; delete the app's Secret {namespace}/{name} to generate it anew",
                     secret.name
-                )));
+                ))
+            })?;
+            keys = read_keys(&live, &secret.shape).map_err(|k| {
+                failed(format!(
+                    "generated secret {} lacks its key {k}",
+                    secret.name
+                ))
+            })?;
+            let stored = annotation(&live, MAC_ANNOTATION).unwrap_or_default();
+            let expected = mac(&key, app, namespace, &secret.name, &shape, &keys);
+            if !mac_matches(stored, &expected) {
+                return Err(not_ours("its MAC does not match"));
             }
-            for key in secret.shape.keys() {
-                let value = data_key(&live, key).ok_or_else(|| {
-                    failed(format!(
-                        "generated secret {} lacks its key {key}",
-                        secret.name
-                    ))
-                })?;
-                keys.insert((*key).to_string(), value);
-            }
+        } else if let Some(old) = self.legacy(prepared, namespace, secret, &shape, &held)? {
+            keys = old;
+            moved_from = Some(legacy_name(app, &secret.name));
         } else {
             let made = secrets::generate(&secret.shape, &mut rand_core::OsRng)
                 .map_err(|e| failed(format!("generating {}: {e}", secret.name)))?;
@@ -169,19 +242,69 @@ impl Job<'_> {
         for value in keys.values() {
             self.redactor().add(value);
         }
-        let object = secret_object(namespace, &name, &secret.name, &shape, &keys);
+        let sealed = mac(&key, app, namespace, &secret.name, &shape, &keys);
+        let object = secret_object(namespace, &name, &secret.name, &shape, &sealed, &keys);
         let resource = Resource::from_value(object, format!("generated secret {}", secret.name))
             .map_err(|e| failed(e.to_string()))?;
         if exists {
             self.keep_owned(prepared, resource);
         } else {
             self.ensure_owned(prepared, resource)?;
-            self.note(format!(
-                "generated secret {} for the app (Secret {namespace}/{name})",
-                secret.name
-            ));
+            self.note(match moved_from {
+                Some(old) => format!(
+                    "moved generated secret {} from Secret {namespace}/{old} to {namespace}/{name}, bound to the app",
+                    secret.name
+                ),
+                None => format!(
+                    "generated secret {} for the app (Secret {namespace}/{name})",
+                    secret.name
+                ),
+            });
         }
         Ok(keys)
+    }
+
+    /// The keys of a generated secret kept under its old name
+    /// (`APP-NAME`), when the app's owned release holds it with the label
+    /// naming it and the same shape.
+    fn legacy(
+        &self,
+        _prepared: &Prepared<'_>,
+        namespace: &str,
+        secret: &GeneratedSecret,
+        shape: &str,
+        held: &std::collections::BTreeSet<crate::model::ObjectKey>,
+    ) -> Result<Option<BTreeMap<String, String>>, Error> {
+        let old = legacy_name(self.app.as_str(), &secret.name);
+        if !held.contains(&secret_key(namespace, &old)) {
+            return Ok(None);
+        }
+        let live = self.read(namespace, &old)?;
+        let labelled = live
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(GENERATED_LABEL))
+            .and_then(serde_json::Value::as_str)
+            == Some(secret.name.as_str());
+        if !labelled || check_shape(&live, shape).is_err() {
+            return Ok(None);
+        }
+        Ok(read_keys(&live, &secret.shape).ok())
+    }
+
+    /// The objects the app's owned release holds, by key.
+    fn owned_ids(
+        &self,
+        prepared: &Prepared<'_>,
+    ) -> Result<std::collections::BTreeSet<crate::model::ObjectKey>, Error> {
+        let release = self.owned_release(prepared);
+        let held = self
+            .target()
+            .applied(&release)
+            .map_err(|source| Error::Kube {
+                chart: OWNED_CHART.into(),
+                source: Box::new(source),
+            })?;
+        Ok(held.iter().map(|r| r.id().key()).collect())
     }
 
     fn read(&self, namespace: &str, name: &str) -> Result<serde_json::Value, Error> {
@@ -211,12 +334,53 @@ impl Job<'_> {
     }
 }
 
+/// The key of Secret `namespace/name`.
+fn secret_key(namespace: &str, name: &str) -> crate::model::ObjectKey {
+    crate::model::ObjectRef {
+        api_version: "v1".into(),
+        kind: "Secret".into(),
+        namespace: Some(namespace.to_string()),
+        name: name.to_string(),
+    }
+    .key()
+}
+
+/// An annotation of a live object.
+fn annotation<'a>(live: &'a serde_json::Value, key: &str) -> Option<&'a str> {
+    live.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(serde_json::Value::as_str)
+}
+
+/// Whether a live generated secret has `shape`.
+fn check_shape(live: &serde_json::Value, shape: &str) -> Result<(), ()> {
+    match annotation(live, SHAPE_ANNOTATION) == Some(shape) {
+        true => Ok(()),
+        false => Err(()),
+    }
+}
+
+/// The keys `shape` makes, as a live Secret holds them; the first one
+/// missing when one is.
+fn read_keys(
+    live: &serde_json::Value,
+    shape: &crate::model::SecretShape,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut keys = BTreeMap::new();
+    for key in shape.keys() {
+        let value = data_key(live, key).ok_or_else(|| (*key).to_string())?;
+        keys.insert((*key).to_string(), value);
+    }
+    Ok(keys)
+}
+
 /// The Secret that keeps a generated secret.
 fn secret_object(
     namespace: &str,
     name: &str,
     secret: &str,
     shape: &str,
+    sealed: &str,
     keys: &BTreeMap<String, String>,
 ) -> serde_json::Value {
     let data: serde_json::Map<String, serde_json::Value> = keys
@@ -237,7 +401,7 @@ fn secret_object(
             "name": name,
             "namespace": namespace,
             "labels": {GENERATED_LABEL: secret},
-            "annotations": {SHAPE_ANNOTATION: shape},
+            "annotations": {SHAPE_ANNOTATION: shape, MAC_ANNOTATION: sealed},
         },
         "type": "Opaque",
         "data": data,

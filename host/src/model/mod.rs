@@ -40,9 +40,9 @@ pub use names::{
 pub use object::{ObjectKey, ObjectRef};
 pub use plugin::{
     Action, ActionPolicies, ActionPolicy, Charset, ChartAnswer, ChartCall, DEFAULT_MAX_OWNED,
-    FactsSection, GeneratedKey, GeneratedSecret, HookAnswer, HookCall, HookOperation, Mirror,
-    MirrorKind, Mode, Observed, Overrides, ReleaseStatus, SecretKeyRef, SecretShape, SecretSource,
-    SecretValue, Trigger, TriggerKind, TriggerSpec,
+    DEFAULT_MAX_OWNED_BYTES, FactsSection, GeneratedKey, GeneratedSecret, HookAnswer, HookCall,
+    HookOperation, Mirror, MirrorKind, Mode, Observed, Overrides, PodSecurity, ReleaseStatus,
+    SecretKeyRef, SecretShape, SecretSource, SecretValue, Trigger, TriggerKind, TriggerSpec,
 };
 pub use size::{InvalidSize, Size};
 pub use workload::{

@@ -620,6 +620,62 @@ pub struct ActionPolicy {
     /// Most objects the app's actions may own at once.
     #[serde(default = "default_max_owned")]
     pub max_owned: usize,
+    /// Most bytes (as JSON) the objects the app's actions own may hold
+    /// together.
+    #[serde(default = "default_max_owned_bytes")]
+    pub max_owned_bytes: usize,
+    /// The Pod Security Standards level the Pods and Pod templates of
+    /// ensured objects must meet.
+    #[serde(default)]
+    pub pod_security: PodSecurity,
+}
+
+/// The Pod Security Standards' levels
+/// (<https://kubernetes.io/docs/concepts/security/pod-security-standards/>),
+/// least to most restrictive.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum PodSecurity {
+    /// Anything goes.
+    Privileged,
+    /// No known privilege escalation: no host namespaces, privileged
+    /// containers, host paths or ports, added capabilities beyond the
+    /// default set.
+    #[default]
+    Baseline,
+    /// Baseline, and hardened: non-root, no privilege escalation, every
+    /// capability dropped, a seccomp profile, restricted volume types.
+    Restricted,
+}
+
+impl PodSecurity {
+    /// The level as the policy file spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodSecurity::Privileged => "privileged",
+            PodSecurity::Baseline => "baseline",
+            PodSecurity::Restricted => "restricted",
+        }
+    }
+}
+
+impl fmt::Display for PodSecurity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The default bound on the objects one app's actions may own.
@@ -627,6 +683,13 @@ pub const DEFAULT_MAX_OWNED: usize = 100;
 
 fn default_max_owned() -> usize {
     DEFAULT_MAX_OWNED
+}
+
+/// The default bound on the bytes one app's owned objects may hold.
+pub const DEFAULT_MAX_OWNED_BYTES: usize = 8 << 20;
+
+fn default_max_owned_bytes() -> usize {
+    DEFAULT_MAX_OWNED_BYTES
 }
 
 impl Default for ActionPolicy {
@@ -637,6 +700,8 @@ impl Default for ActionPolicy {
             rbac: false,
             mirror_from: std::collections::BTreeSet::new(),
             max_owned: DEFAULT_MAX_OWNED,
+            max_owned_bytes: DEFAULT_MAX_OWNED_BYTES,
+            pod_security: PodSecurity::default(),
         }
     }
 }

@@ -60,6 +60,7 @@ use crate::model::{
     Action, ChartAnswer, ChartCall, FactsSection, Hook, HookAnswer, HookCall, HookOperation,
     HookOutcome, Overrides, ReleaseStatus, SecretShape, WorkloadKind,
 };
+use crate::policy::bounds;
 
 /// What a plugin declares about itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -506,18 +507,19 @@ impl Plugin {
     /// together), its values one JSON object, and its other parts within
     /// the contract's bounds.
     fn check_answer(&self, raw: RawAnswer) -> Result<ChartAnswer, Error> {
+        let mut strings = Vec::new();
+        for value in &raw.secret_values {
+            strings.extend(bounds::secret_value_strings(value));
+        }
+        for secret in &raw.generate {
+            strings.extend(bounds::generated_strings(secret));
+        }
+        let parts = raw.secret_values.len() + raw.generate.len();
         let size = raw.values.len()
-            + raw
-                .secret_values
-                .iter()
-                .map(|v| v.path.len() + 64)
-                .sum::<usize>()
-            + raw
-                .generate
-                .iter()
-                .map(|g| g.name.len() + 64)
-                .sum::<usize>();
+            + parts * bounds::ACTION_OVERHEAD_BYTES
+            + strings.iter().map(|(_, text, _)| text.len()).sum::<usize>();
         self.check_size(size)?;
+        self.check_strings(&strings)?;
         let values = Overrides::parse(raw.values).map_err(|reason| self.invalid(reason))?;
         for value in &raw.secret_values {
             if value.path.is_empty() {
@@ -556,18 +558,32 @@ impl Plugin {
 
     /// A hook answer's JSON parsed and its bounds checked.
     fn check_hook_answer(&self, raw: RawHookAnswer) -> Result<HookAnswer, Error> {
-        let mut size = raw.state.as_ref().map_or(0, Vec::len);
+        let mut strings = Vec::new();
         if let HookOutcome::Veto(reason) = &raw.verdict {
-            size += reason.len();
+            strings.push(("the veto's reason", reason.as_str(), bounds::Kind::Reason));
         }
+        if let Some(ReleaseStatus::Failed(reason)) = &raw.status {
+            strings.push((
+                "the status failure's reason",
+                reason.as_str(),
+                bounds::Kind::Reason,
+            ));
+        }
+        let mut size = raw.state.as_ref().map_or(0, Vec::len)
+            + raw.actions.len() * bounds::ACTION_OVERHEAD_BYTES;
         for action in &raw.actions {
-            size += match action {
-                RawAction::Ensure(text) => text.len(),
-                RawAction::PatchOverrides { chart, patch } => chart.len() + patch.len(),
-                RawAction::Plain(_) => 64,
-            };
+            match action {
+                RawAction::Ensure(text) => size += text.len(),
+                RawAction::PatchOverrides { chart, patch } => {
+                    size += patch.len();
+                    strings.push(("the patch's chart", chart.as_str(), bounds::Kind::Label));
+                }
+                RawAction::Plain(action) => strings.extend(bounds::action_strings(action)),
+            }
         }
+        size += strings.iter().map(|(_, text, _)| text.len()).sum::<usize>();
         self.check_size(size)?;
+        self.check_strings(&strings)?;
         if let Some(state) = &raw.state
             && state.len() > MAX_HOOK_STATE_BYTES
         {
@@ -730,15 +746,34 @@ impl Plugin {
         Ok(())
     }
 
+    /// Every string of an answer within its bound ([`bounds`]).
+    fn check_strings(&self, strings: &[(&str, &str, bounds::Kind)]) -> Result<(), Error> {
+        for (what, text, kind) in strings {
+            bounds::check(what, text, *kind).map_err(|reason| self.invalid(reason))?;
+        }
+        Ok(())
+    }
+
+    /// The plugin's own error, its message cut to
+    /// [`bounds::MAX_REASON_BYTES`] (the call failed either way; what is
+    /// logged and stored stays bounded).
     fn plugin_error(&self, error: PluginError) -> Error {
-        let message = match &error {
-            PluginError::InvalidFacts(m) | PluginError::Unsupported(m) | PluginError::Failed(m) => {
-                m
-            }
+        let capped = |m: String| match bounds::cap(&m, bounds::MAX_REASON_BYTES) {
+            std::borrow::Cow::Borrowed(_) => m,
+            std::borrow::Cow::Owned(cut) => cut,
         };
-        if let Err(too_large) = self.check_size(message.len()) {
+        if let Err(too_large) = self.check_size(match &error {
+            PluginError::InvalidFacts(m) | PluginError::Unsupported(m) | PluginError::Failed(m) => {
+                m.len()
+            }
+        }) {
             return too_large;
         }
+        let error = match error {
+            PluginError::InvalidFacts(m) => PluginError::InvalidFacts(capped(m)),
+            PluginError::Unsupported(m) => PluginError::Unsupported(capped(m)),
+            PluginError::Failed(m) => PluginError::Failed(capped(m)),
+        };
         self.fault(Fault::PluginError(error))
     }
 

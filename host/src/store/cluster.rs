@@ -18,8 +18,13 @@
 //! Size: etcd takes requests up to 1.5 MiB by default; a document is held
 //! to [`MAX_DOCUMENT_BYTES`] (history trimmed first).
 //!
+//! The daemon's key is the Secret [`DAEMON_KEY_SECRET`] of the same
+//! namespace, created by the first replica that asks and read by the
+//! others.
+//!
 //! Must not touch: the rules of the store (they are [`DocStore`]'s) or
-//! anything but the App and Volume objects of its namespace.
+//! anything but the App and Volume objects and the key Secret of its
+//! namespace.
 
 use std::time::{Duration, Instant};
 
@@ -27,12 +32,16 @@ use serde_json::{Value, json};
 
 use super::document::{AppDoc, AppSpec, AppStatus, Backend, DocStore, Stored};
 use super::error::Error;
-use super::records::VolumeRecord;
+use super::records::{DaemonKey, VolumeRecord};
 use crate::kube::ObjectRef;
 use crate::kube::cluster::client::{self, Cluster};
 use crate::kube::cluster::discovery::Kind;
 use crate::kube::cluster::{Connect, RetryPolicy};
 use crate::model::AppName;
+
+/// The Secret of the store's namespace that holds the daemon's key
+/// ([`crate::store::Store::daemon_key`]), shared by every replica.
+pub const DAEMON_KEY_SECRET: &str = "capstan-daemon-key";
 
 /// The API group and version of the App and Volume kinds.
 pub const API_VERSION: &str = "capstan.dev/v1alpha1";
@@ -507,6 +516,67 @@ impl Backend for ClusterBackend {
             .iter()
             .map(|item| parse_volume(&self.namespace, item))
             .collect()
+    }
+
+    /// The Secret [`DAEMON_KEY_SECRET`] of the store's namespace: created
+    /// with `fresh` when missing; when another replica created it first
+    /// (409), read.
+    fn daemon_key(&self, fresh: &DaemonKey) -> Result<DaemonKey, Error> {
+        use base64::Engine as _;
+        let context = || {
+            format!(
+                "reading the daemon key (Secret {}/{DAEMON_KEY_SECRET})",
+                self.namespace
+            )
+        };
+        let secrets = Kind {
+            api_version: "v1".into(),
+            kind: "Secret".into(),
+            plural: "secrets".into(),
+            namespaced: true,
+        };
+        let id = ObjectRef {
+            api_version: "v1".into(),
+            kind: "Secret".into(),
+            namespace: Some(self.namespace.clone()),
+            name: DAEMON_KEY_SECRET.into(),
+        };
+        let encoded = base64::engine::general_purpose::STANDARD.encode(fresh.0);
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": DAEMON_KEY_SECRET,
+                "namespace": self.namespace,
+                "labels": {"app.kubernetes.io/managed-by": "capstan"},
+            },
+            "type": "Opaque",
+            "data": {"key": encoded},
+        });
+        let live = match self.runtime.block_on(self.cluster.create(
+            &secrets,
+            Some(&self.namespace),
+            &id,
+            &body,
+        )) {
+            Ok(created) => created,
+            Err(crate::kube::cluster::Error::Refused { code: 409, .. }) => self
+                .block_on(
+                    context,
+                    self.cluster.get(&secrets, Some(&self.namespace), &id),
+                )?
+                .unwrap_or_default(),
+            Err(e) => return Err(backend_error(context(), e)),
+        };
+        let bytes = live
+            .pointer("/data/key")
+            .and_then(Value::as_str)
+            .and_then(|text| base64::engine::general_purpose::STANDARD.decode(text).ok())
+            .unwrap_or_default();
+        DaemonKey::from_bytes(&bytes).map_err(|reason| Error::Invalid {
+            context: context(),
+            reason,
+        })
     }
 
     fn create_volume(&self, volume: &VolumeRecord) -> Result<(), Error> {

@@ -397,6 +397,13 @@ pub fn script(store: &dyn Store, prefix: &str) -> Vec<String> {
         store.delete_app(&ghost, &[AppState::Applied]),
     );
     run.step("list after", store.list_apps().map(|all| mine(all, prefix)));
+    // The daemon key: made once, the same at every later call.
+    let first = store.daemon_key();
+    let again = store.daemon_key();
+    run.step(
+        "daemon key kept",
+        first.and_then(|f| again.map(|a| f == a && f.0 != [0; 32])),
+    );
     run.lines
 }
 

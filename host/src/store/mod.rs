@@ -35,8 +35,8 @@ use crate::model::AppName;
 pub use document::{AppDoc, AppSpec, AppStatus};
 pub use error::Error;
 pub use records::{
-    AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
-    ReleaseRecord, TargetChange, UnixMillis, UserSnapshot, VersionRecord, VolumeRecord,
+    AppRecord, DaemonKey, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord,
+    Reconciled, ReleaseRecord, TargetChange, UnixMillis, UserSnapshot, VersionRecord, VolumeRecord,
 };
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, known_version as schema_version};
 pub use sqlite::{DATABASE_FILE, SqliteStore};
@@ -391,6 +391,16 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// [`Error::VolumeExists`]; the backend's errors.
     fn import_volume(&self, volume: &VolumeRecord) -> Result<(), Error>;
+
+    /// The daemon's key: 32 random bytes made at the first call and the
+    /// same at every later one, for every daemon sharing this store (a
+    /// cluster store's replicas). The lifecycle binds what it generates
+    /// to the app it generated it for with it (a generated secret's MAC),
+    /// so nothing a plugin writes can pass for it.
+    ///
+    /// # Errors
+    /// The backend's errors; a stored key that is not 32 bytes.
+    fn daemon_key(&self) -> Result<DaemonKey, Error>;
 
     /// Whether a write was refused because another writer came first, so
     /// this store writes nothing more until it reconciles (a store shared

@@ -310,3 +310,33 @@ pub struct Reconciled {
     /// The failed state it was moved to.
     pub to: AppState,
 }
+
+/// The daemon's key ([`super::Store::daemon_key`]): never shown, never
+/// logged (its `Debug` says nothing of it).
+#[derive(Clone, PartialEq, Eq)]
+pub struct DaemonKey(pub [u8; 32]);
+
+impl DaemonKey {
+    /// A new random key.
+    pub fn random() -> DaemonKey {
+        let mut bytes = [0u8; 32];
+        rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut bytes);
+        DaemonKey(bytes)
+    }
+
+    /// The key from stored bytes.
+    ///
+    /// # Errors
+    /// When they are not 32 bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<DaemonKey, String> {
+        <[u8; 32]>::try_from(bytes)
+            .map(DaemonKey)
+            .map_err(|_| format!("the stored daemon key is {} bytes, not 32", bytes.len()))
+    }
+}
+
+impl std::fmt::Debug for DaemonKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DaemonKey(..)")
+    }
+}

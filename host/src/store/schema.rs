@@ -137,6 +137,13 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE history ADD COLUMN request TEXT;
     "#,
+    // 7: the daemon's key (generated secrets' MACs), made once.
+    r#"
+    CREATE TABLE daemon_keys (
+        name            TEXT PRIMARY KEY,
+        key             BLOB NOT NULL
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

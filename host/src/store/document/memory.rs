@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use super::{AppDoc, Backend, Stored};
 use crate::model::AppName;
 use crate::store::Error;
-use crate::store::records::VolumeRecord;
+use crate::store::records::{DaemonKey, VolumeRecord};
 
 /// Documents in memory; see the module doc.
 #[derive(Debug)]
@@ -22,6 +22,7 @@ struct Inner {
     apps: BTreeMap<AppName, Stored<AppDoc>>,
     volumes: BTreeMap<String, VolumeRecord>,
     counter: u64,
+    key: Option<DaemonKey>,
 }
 
 impl MemoryBackend {
@@ -136,5 +137,9 @@ impl Backend for MemoryBackend {
 
     fn delete_volume(&self, name: &str) -> Result<bool, Error> {
         Ok(self.lock().volumes.remove(name).is_some())
+    }
+
+    fn daemon_key(&self, fresh: &DaemonKey) -> Result<DaemonKey, Error> {
+        Ok(self.lock().key.get_or_insert_with(|| fresh.clone()).clone())
     }
 }

@@ -44,8 +44,8 @@ use serde_json::Value;
 use super::Store;
 use super::error::Error;
 use super::records::{
-    AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
-    ReleaseRecord, TargetChange, UnixMillis, UserSnapshot, VersionRecord, VolumeRecord,
+    AppRecord, DaemonKey, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord,
+    Reconciled, ReleaseRecord, TargetChange, UnixMillis, UserSnapshot, VersionRecord, VolumeRecord,
 };
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
 use crate::model::AppName;
@@ -287,6 +287,13 @@ pub trait Backend: Send + Sync {
     /// # Errors
     /// The backend's errors.
     fn delete_volume(&self, name: &str) -> Result<bool, Error>;
+
+    /// The daemon's key: `fresh` stored when there is none yet, else the
+    /// stored one (see [`Store::daemon_key`]).
+    ///
+    /// # Errors
+    /// The backend's errors; a stored key that is not 32 bytes.
+    fn daemon_key(&self, fresh: &DaemonKey) -> Result<DaemonKey, Error>;
 }
 
 /// The [`Store`] on a [`Backend`] (see the module doc).
@@ -1098,6 +1105,10 @@ impl<B: Backend> Store for DocStore<B> {
         self.remember(&stored.doc);
         written.insert(doc.name.clone(), stored);
         Ok(())
+    }
+
+    fn daemon_key(&self) -> Result<DaemonKey, Error> {
+        self.backend.daemon_key(&DaemonKey::random())
     }
 
     fn import_volume(&self, volume: &VolumeRecord) -> Result<(), Error> {

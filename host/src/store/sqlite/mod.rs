@@ -871,6 +871,28 @@ impl Store for SqliteStore {
         )
     }
 
+    fn daemon_key(&self) -> Result<crate::store::DaemonKey, Error> {
+        let context = || "reading the daemon key".to_string();
+        let fresh = crate::store::DaemonKey::random();
+        let stored: Vec<u8> = self.write(context, |tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO daemon_keys (name, key) VALUES ('daemon', ?1)",
+                params![fresh.0.as_slice()],
+            )
+            .context(context)?;
+            tx.query_row(
+                "SELECT key FROM daemon_keys WHERE name = 'daemon'",
+                [],
+                |row| row.get(0),
+            )
+            .context(context)
+        })?;
+        crate::store::DaemonKey::from_bytes(&stored).map_err(|reason| Error::Invalid {
+            context: context(),
+            reason,
+        })
+    }
+
     fn import_volume(&self, volume: &VolumeRecord) -> Result<(), Error> {
         self.write(
             || format!("importing volume \"{}\"", volume.name),
