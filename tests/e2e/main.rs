@@ -15,6 +15,11 @@ mod sandbox;
 /// the chart's namespace and user overrides, hook context and state.
 mod contract_v2;
 
+/// Plugins that try to escape (issue 43): generated secrets bound to
+/// their app, `observe` under the read policy, bounded and
+/// all-or-nothing answers, a strict directory target, the Pod rule.
+mod plugin_escapes;
+
 /// Plugins in Python (issue 28): pytest, the shared vectors through both
 /// components, a hostile Python plugin against every grant and cap.
 mod python_plugins;

@@ -96,12 +96,12 @@ pub fn check(what: &str, text: &str, kind: Kind) -> Result<(), String> {
 }
 
 /// `text` quoted for an error: at most [`PREVIEW_CHARS`] characters,
-/// control characters escaped, and how long it was when cut.
+/// control characters escaped, `…` when cut.
 pub fn preview(text: &str) -> String {
     let shown: String = text.chars().take(PREVIEW_CHARS).collect();
     let quoted = format!("{shown:?}");
     match shown.len() < text.len() {
-        true => format!("{quoted}… ({} bytes)", text.len()),
+        true => format!("{quoted}…"),
         false => quoted,
     }
 }
@@ -257,7 +257,8 @@ mod tests {
     fn a_preview_cuts_on_a_character_boundary() {
         let text = "é".repeat(100);
         let shown = preview(&text);
-        assert!(shown.ends_with("… (200 bytes)"), "{shown}");
+        assert!(shown.ends_with("\"…"), "{shown}");
+        assert_eq!(shown.chars().count(), PREVIEW_CHARS + 3);
         assert_eq!(preview("short"), "\"short\"");
     }
 }

@@ -26,7 +26,16 @@
 //!   kind, namespace, name}`), `restart` (a list of `{kind, namespace,
 //!   name}`), `mirror` (a list of `{kind, from, to}`, `NS/NAME`
 //!   each), `patch` (`{chart, patch}`), `patchBytes` (a patch of chart
-//!   `web` about that many bytes long) and `requestReapply` (a reason).
+//!   `web` about that many bytes long), `requestReapply` (a reason),
+//!   `reasonBytes` (a `request-reapply` reason that many bytes long) and
+//!   `observe` (a list of `{apiVersion, kind, namespace, name}`), and
+//!   `ensureDeep` (a ConfigMap nested that many objects deep).
+//! - `status` answers `failed` with a reason `statusFailedBytes` long when
+//!   the user overrides of `web` hold it, else `ready`.
+//! - `askSecret` generates the secret `generateName` (default `db`).
+//!
+//! Together these make it the hostile plugin of the policy's tests: it
+//! asks for whatever its chart's user overrides say, from every hook.
 
 // The bindings that `export!` expands here are wit-bindgen's ABI glue
 // (`unsafe` and `export_name`); this crate writes no unsafe code itself.
@@ -83,6 +92,7 @@ impl Guest for ContractV2 {
                 Hook::PostRecover,
                 Hook::PostAbort,
                 Hook::EvaluateReapply,
+                Hook::Status,
             ],
             decides_workloads: false,
             facts: vec![
@@ -155,16 +165,21 @@ impl Guest for ContractV2 {
         let mut secret_values = Vec::new();
         let mut generate = Vec::new();
         if user.get("askSecret").and_then(Value::as_bool) == Some(true) {
+            let secret = user
+                .get("generateName")
+                .and_then(Value::as_str)
+                .unwrap_or("db")
+                .to_string();
             secret_values.push(SecretValue {
                 path: "auth.password".into(),
                 source: SecretSource::Generated(GeneratedKey {
-                    name: "db".into(),
+                    name: secret.clone(),
                     key: "password".into(),
                 }),
             });
             if user.get("skipGenerate").and_then(Value::as_bool) != Some(true) {
                 generate.push(GeneratedSecret {
-                    name: "db".into(),
+                    name: secret,
                     shape: SecretShape::Password(PasswordShape {
                         length: 24,
                         charset: Charset::Alphanumeric,
@@ -234,6 +249,17 @@ impl Guest for ContractV2 {
                     name: "anything".into(),
                 }));
             }
+        }
+        if call.hook == Hook::Status {
+            let failed = serde_json::from_str::<Value>(&user)
+                .ok()
+                .and_then(|v| v.get("statusFailedBytes").and_then(Value::as_u64));
+            answer.status = Some(match failed {
+                Some(bytes) => {
+                    ReleaseStatus::Failed("r".repeat(usize::try_from(bytes).unwrap_or(usize::MAX)))
+                }
+                None => ReleaseStatus::Ready,
+            });
         }
         if call.hook == Hook::SemanticCheck && flag(&user, "vetoCheck") {
             answer.verdict = Verdict::Veto(format!("held by vetoCheck ({})", name(call.mode)));
@@ -375,6 +401,23 @@ fn actions_from(user: &str) -> Vec<Action> {
     }
     if let Some(reason) = user.get("requestReapply").and_then(Value::as_str) {
         out.push(Action::RequestReapply(reason.into()));
+    }
+    if let Some(bytes) = user.get("reasonBytes").and_then(Value::as_u64) {
+        let size = usize::try_from(bytes).unwrap_or(usize::MAX);
+        out.push(Action::RequestReapply("r".repeat(size)));
+    }
+    if let Some(depth) = user.get("ensureDeep").and_then(Value::as_u64) {
+        // A ConfigMap whose `deep` field nests `depth` objects.
+        let mut deep = String::from("\"x\"");
+        for _ in 0..depth.min(10_000) {
+            deep = format!("{{\"a\":{deep}}}");
+        }
+        out.push(Action::Ensure(format!(
+            "{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"deep\"}},\"deep\":{deep}}}"
+        )));
+    }
+    for object in list("observe") {
+        out.push(Action::Observe(object_ref(&object)));
     }
     out
 }
