@@ -955,8 +955,8 @@ fn the_oidc_example_generates_mirrors_and_moves_overrides_to_its_renamed_chart()
         owned.contains("name: oidc-ca") && owned.contains("ca.crt: Y2EtYnl0ZXM="),
         "{owned}"
     );
-    assert!(owned.contains("name: oidc-client-secret"), "{owned}");
-    let secret = secret_key(&owned, "oidc-client-secret", "password");
+    assert!(owned.contains("name: oidc.client-secret"), "{owned}");
+    let secret = secret_key(&owned, "oidc.client-secret", "password");
     assert_eq!(secret.len(), 32);
     assert!(
         rendered.contains(&format!("secret: \"{secret}\"")),
@@ -1611,7 +1611,7 @@ fn the_oidc_example_mirrors_generates_and_moves_overrides_on_a_real_cluster() {
         mirrored["metadata"]["annotations"]["capstan.dev/mirrored-from"], "platform-ca/ca",
         "{mirrored}"
     );
-    let secret = decoded("oidc-client-secret", "password");
+    let secret = decoded("oidc.client-secret", "password");
     assert_eq!(secret.len(), 32, "{secret:?}");
     let config = decoded("dex-config", "config.yaml");
     assert!(
@@ -1627,7 +1627,7 @@ fn the_oidc_example_mirrors_generates_and_moves_overrides_on_a_real_cluster() {
     let v2 = d.app_bundle("oidc", "2.0.0", oidc_v2);
     d.ok(&["app", "update", v2.to_str().unwrap()]);
     assert_eq!(d.state_of("oidc"), "applied", "{}", d.show("oidc"));
-    assert_eq!(decoded("oidc-client-secret", "password"), secret);
+    assert_eq!(decoded("oidc.client-secret", "password"), secret);
     // The renamed chart's release took the old one's objects over (same
     // names), and removing the old release left them.
     for (kind, name) in [("secret", "dex-config"), ("deployment", "dex")] {
@@ -1648,7 +1648,7 @@ fn the_oidc_example_mirrors_generates_and_moves_overrides_on_a_real_cluster() {
     d.ok(&["app", "remove", "oidc"]);
     assert!(cp.object("secret", Some("oidc"), "oidc-ca").is_none());
     assert!(
-        cp.object("secret", Some("oidc"), "oidc-client-secret")
+        cp.object("secret", Some("oidc"), "oidc.client-secret")
             .is_none()
     );
     for ns in ["oidc", "platform-ca"] {

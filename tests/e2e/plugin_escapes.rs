@@ -283,7 +283,10 @@ fn every_string_of_an_answer_is_bounded() {
 /// action's size leaves the earlier actions undone.
 #[test]
 fn a_refused_answer_writes_nothing() {
-    let d = start("escape_atomic", "default: {}\n");
+    let d = start(
+        "escape_atomic",
+        "default: {}\napps:\n  tiny:\n    maxOwnedBytes: 150\n",
+    );
     upload(&d, "t", "t-ns", "pre-apply");
     let worker = "{apiVersion: apps/v1, kind: Deployment, metadata: {name: worker, namespace: t-ns}, \
                   spec: {replicas: 1, selector: {matchLabels: {app: worker}}, \
@@ -323,6 +326,20 @@ fn a_refused_answer_writes_nothing() {
     assert!(!owned(&d, "t").contains("name: second"));
     let stored = d.ok(&["override", "show", "t", "web"]);
     assert!(!stored.contains("big"), "the patch was stored");
+    // The owned objects' bytes are bounded as their number is.
+    upload(&d, "tiny", "tiny-ns", "pre-apply");
+    let message = refused(
+        &d,
+        "tiny",
+        &format!(
+            "ensure: [{}, {}]\n",
+            config_map("tiny-ns", "one"),
+            config_map("tiny-ns", "two")
+        ),
+        "max-owned",
+    );
+    assert!(message.contains("maxOwnedBytes 150"), "{message}");
+    assert_eq!(owned(&d, "tiny"), "");
 }
 
 /// 5. The directory target refuses what a cluster refuses.
