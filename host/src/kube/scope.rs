@@ -243,7 +243,10 @@ mod tests {
         assert_eq!(builtin_scope("", "Namespace"), Some(false));
         assert_eq!(builtin_scope("apps", "Deployment"), Some(true));
         assert_eq!(builtin_scope("events.k8s.io", "Event"), Some(true));
-        assert_eq!(builtin_scope("resource.k8s.io", "ResourceClaim"), Some(true));
+        assert_eq!(
+            builtin_scope("resource.k8s.io", "ResourceClaim"),
+            Some(true)
+        );
         assert_eq!(
             builtin_scope("apiextensions.k8s.io", "CustomResourceDefinition"),
             Some(false)
@@ -265,7 +268,13 @@ mod tests {
 
     #[test]
     fn builtin_groups() {
-        for group in ["", "apps", "networking.k8s.io", "resource.k8s.io", "extensions"] {
+        for group in [
+            "",
+            "apps",
+            "networking.k8s.io",
+            "resource.k8s.io",
+            "extensions",
+        ] {
             assert!(is_builtin_group(group), "{group:?}");
         }
         for group in ["example.com", "monitoring.coreos.com", "k8s.io", "v1"] {
