@@ -1498,10 +1498,16 @@ spec:
         let target = DirTarget::new(root.path());
         let (a, b) = (release("a", "x"), release("b", "y"));
         let shared = config_map(Some("shop"), "shared");
-        apply(&target, &a, &[shared.clone()]);
+        apply(&target, &a, std::slice::from_ref(&shared));
         let before = snapshot(root.path());
 
-        let err = try_apply(&target, &b, &[shared.clone()], &ApplyOptions::default()).unwrap_err();
+        let err = try_apply(
+            &target,
+            &b,
+            std::slice::from_ref(&shared),
+            &ApplyOptions::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "ConfigMap shop/shared (v1) already exists and is owned by capstan release a/x; pass --adopt to take it over"
@@ -1529,7 +1535,7 @@ spec:
         assert_eq!(snapshot(root.path()), before, "nothing written");
 
         // The holder itself may apply it again; another object is free.
-        apply(&target, &a, &[shared.clone()]);
+        apply(&target, &a, std::slice::from_ref(&shared));
         apply(&target, &b, &[config_map(Some("shop"), "mine")]);
 
         let adopt = ApplyOptions {
@@ -1539,11 +1545,17 @@ spec:
         target
             .admit(&b, std::slice::from_ref(&shared), &adopt)
             .unwrap();
-        try_apply(&target, &b, &[shared.clone()], &adopt).unwrap();
+        try_apply(&target, &b, std::slice::from_ref(&shared), &adopt).unwrap();
         // Once held, b re-applies it without adopting (as a cluster's
         // inventory allows), and so may a.
-        try_apply(&target, &b, &[shared.clone()], &ApplyOptions::default()).unwrap();
-        apply(&target, &a, &[shared.clone()]);
+        try_apply(
+            &target,
+            &b,
+            std::slice::from_ref(&shared),
+            &ApplyOptions::default(),
+        )
+        .unwrap();
+        apply(&target, &a, std::slice::from_ref(&shared));
 
         let c = release("c", "z");
         let take_a = ApplyOptions {
@@ -1552,14 +1564,14 @@ spec:
         };
         // b holds it as well now: taking a over is not enough.
         assert!(matches!(
-            try_apply(&target, &c, &[shared.clone()], &take_a),
+            try_apply(&target, &c, std::slice::from_ref(&shared), &take_a),
             Err(Error::Ownership { ref release, .. }) if release == "b/y"
         ));
         target.remove(&b).unwrap();
         target
             .admit(&c, std::slice::from_ref(&shared), &take_a)
             .unwrap();
-        try_apply(&target, &c, &[shared.clone()], &take_a).unwrap();
+        try_apply(&target, &c, std::slice::from_ref(&shared), &take_a).unwrap();
 
         // An update renaming a chart hands its objects over in one app.
         let (old, new) = (release("shop", "web"), release("shop", "web2"));
