@@ -5,9 +5,11 @@
 //! parsing a rendered manifest stream, the pure plan of an apply (install
 //! order, what changed, what to prune: [`plan_apply`], [`plan_remove`],
 //! [`diff`]), Helm hooks' order and delete policies ([`hooks`]), the
-//! masked diff against a live cluster ([`live_diff`]) and the targets
-//! that carry a plan out ([`ApplyTarget`], [`DirTarget`],
-//! [`ClusterTarget`]).
+//! masked diff against a live cluster ([`live_diff`]), the built-in kinds'
+//! scopes ([`scope`]) and the targets that carry a plan out
+//! ([`ApplyTarget`], [`DirTarget`], [`ClusterTarget`]), each refusing
+//! before it writes what a real API server would refuse
+//! ([`ApplyTarget::admit`]).
 //!
 //! Why the split: the plan is where the mistakes that cost data live
 //! (deleting an object a chart still renders, deleting in the wrong order),
@@ -195,6 +197,48 @@ pub enum Error {
     CannotRestart {
         /// The workload.
         object: String,
+    },
+    /// An object is a List kind (`v1 List`, `ConfigMapList`, any
+    /// `...List` with `items`): an API server stores objects, never lists
+    /// of them, and refuses to create one.
+    #[error("{object} is a list, which an API server does not store; apply its items one by one")]
+    ListKind {
+        /// The object (boxed to keep the error small).
+        object: Box<ObjectRef>,
+    },
+    /// A CustomResourceDefinition that an API server would refuse: its
+    /// `spec.group` is empty, has no dot or is a built-in group, its
+    /// names or scope are missing, or its name is not `PLURAL.GROUP`.
+    #[error("{object} is refused as an API server would refuse it: {reason}")]
+    InvalidDefinition {
+        /// The definition (boxed to keep the error small).
+        object: Box<ObjectRef>,
+        /// The rule it breaks.
+        reason: String,
+    },
+    /// The directory target would write an object its own reader cannot
+    /// read back (nested deeper than the YAML reader's limit), which
+    /// would make the release's file, and every read of the folder,
+    /// fail. Nothing is written.
+    #[error("{object} cannot be written: it would not read back")]
+    Unreadable {
+        /// The object (boxed to keep the error small).
+        object: Box<ObjectRef>,
+        /// What the reader says of its written form; `None` when it
+        /// reads, but not back as that one object.
+        #[source]
+        source: Option<Box<Error>>,
+    },
+    /// Another release of the directory target holds the object, and the
+    /// apply neither adopts nor takes over that release's objects.
+    #[error(
+        "{object} already exists and is owned by capstan release {release}; pass --adopt to take it over"
+    )]
+    Ownership {
+        /// The object (boxed to keep the error small).
+        object: Box<ObjectRef>,
+        /// The release holding it (`app/chart`).
+        release: String,
     },
     /// Removing a release's manifests from the directory target failed.
     #[error("removing manifests of {release} at {path}")]

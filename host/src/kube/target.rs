@@ -1,5 +1,7 @@
 //! The seam between the plan and the world: a target applies a plan for a
-//! release, removes a release, and tells what it applied last.
+//! release, removes a release, and tells what it applied last; it can be
+//! asked first whether it would accept a set of objects
+//! ([`ApplyTarget::admit`]), so a caller refuses before writing.
 
 use std::fmt;
 use std::time::Duration;
@@ -131,14 +133,19 @@ pub trait ApplyTarget: Send + Sync {
     /// Whether `kind` of `api_version` lives in a namespace on this
     /// target: `Some(true)`, `Some(false)` for a cluster-scoped kind, or
     /// `None` when the target serves no such kind. The default knows the
-    /// built-in kinds ([`super::scope::builtin_namespaced`]) and takes
-    /// any other kind for a namespaced one.
+    /// built-in kinds ([`super::scope::builtin_scope`]), serves no other
+    /// kind of a built-in group, and takes a kind of any other group for
+    /// a namespaced one.
     ///
     /// # Errors
     /// When the target cannot be asked (a cluster's discovery fails).
     fn kind_scope(&self, api_version: &str, kind: &str) -> Result<Option<bool>, Error> {
-        let _ = api_version;
-        Ok(Some(super::scope::builtin_namespaced(kind)))
+        let group = super::scope::group_of(api_version);
+        Ok(match super::scope::builtin_scope(group, kind) {
+            Some(namespaced) => Some(namespaced),
+            None if super::scope::is_builtin_group(group) => None,
+            None => Some(true),
+        })
     }
 
     /// A read for a connected render's `lookup`, after the policy allowed
@@ -201,14 +208,22 @@ pub trait ApplyTarget: Send + Sync {
         self.apply(release, &plan)
     }
 
-    /// Checks, writing nothing, that [`ApplyTarget::apply_some`] of
-    /// `objects` into `release` would not be refused by the target itself
-    /// (ownership, kinds it does not serve, shapes it cannot keep), so a
-    /// caller can refuse a whole request before its first write. The
-    /// default admits everything.
+    /// Checks, before anything is written, that `objects` (a plugin's
+    /// answer, or any set the caller is about to apply for `release`)
+    /// could be applied with `options`: what the target would refuse on
+    /// [`ApplyTarget::apply_with`] is refused here, so the caller can
+    /// refuse the whole answer without writing part of it. Writes
+    /// nothing; passing is no promise the apply succeeds (the target
+    /// may change in between). The default admits everything.
+    ///
+    /// The directory target refuses List kinds, invalid
+    /// CustomResourceDefinitions, objects its reader could not read back
+    /// and objects another release holds; a cluster target refuses a live
+    /// object another release or another client owns (both unless
+    /// [`ApplyOptions::adopt`] or [`ApplyOptions::take_over`] allows it).
     ///
     /// # Errors
-    /// The refusal the write would meet.
+    /// The first object refused, naming it and the rule.
     fn admit(
         &self,
         release: &Release,
@@ -219,9 +234,10 @@ pub trait ApplyTarget: Send + Sync {
         Ok(())
     }
 
-    /// Checks, writing nothing, that [`ApplyTarget::restart`] of `object`
-    /// could be done. The default, for a target that runs nothing,
-    /// refuses as `restart` does.
+    /// Checks, before anything is written, that
+    /// [`ApplyTarget::restart`] could restart `object` on this target.
+    /// The default, for a target that runs nothing, refuses as
+    /// [`ApplyTarget::restart`] does.
     ///
     /// # Errors
     /// [`Error::CannotRestart`] by default.
@@ -288,7 +304,8 @@ pub trait ApplyTarget: Send + Sync {
     /// As [`ApplyTarget::apply`]; a cluster target also fails on an
     /// ownership conflict (unless [`ApplyOptions::adopt`]) and on a
     /// readiness failure or timeout, naming every blocking object. The
-    /// record then says which objects were applied.
+    /// record then says which objects were applied. The directory target
+    /// fails on what [`ApplyTarget::admit`] refuses, before it writes.
     fn apply_with(
         &self,
         release: &Release,
@@ -375,7 +392,9 @@ pub trait ApplyTarget: Send + Sync {
 
 /// How one apply may treat what it finds on the target. The lifecycle
 /// fills it from the operator's flags and `capstan.yaml`; the default is
-/// the safe choice everywhere. The directory target ignores it.
+/// the safe choice everywhere. The directory target reads only
+/// [`ApplyOptions::adopt`] and [`ApplyOptions::take_over`], for its
+/// ownership check.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ApplyOptions {
     /// Take over live objects this release does not own yet (`--adopt`):

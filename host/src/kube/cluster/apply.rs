@@ -16,7 +16,8 @@
 //! [`ApplyOptions::adopt`]; adopting applies with `force` so capstan takes
 //! the fields other managers hold. Ownership is checked for the whole
 //! stage before anything of it is recorded or written, so a conflict
-//! leaves no trace in the inventory.
+//! leaves no trace in the inventory; [`admit`] makes the same check for a
+//! set of objects before the caller writes anything at all.
 //!
 //! Concurrency: within a stage, the GETs go out together, and the
 //! objects of one kind are applied together, at most [`MAX_IN_FLIGHT`]
@@ -475,6 +476,66 @@ pub fn defines(desired: &[Resource], group: &str, kind: &str) -> bool {
             && object.pointer("/spec/group").and_then(Value::as_str) == Some(group)
             && object.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind)
     })
+}
+
+/// The ownership check of [`apply_release`] for `objects`, made before
+/// anything is written ([`crate::kube::ApplyTarget::admit`]): each object
+/// is placed as the apply would place it and read; a live object this
+/// release's inventory does not list is refused unless it carries this
+/// release's annotation or one [`ApplyOptions::take_over`] names (the
+/// rules of [`check_owner`]). With [`ApplyOptions::adopt`] nothing is
+/// read. A kind the server does not serve yet (its CRD comes with the
+/// objects) has no live object to conflict with. Writes nothing: no
+/// namespace is created, so a namespace that an apply would create first
+/// is not an exception here.
+///
+/// # Errors
+/// [`Error::Ownership`] for the first conflict, in `objects`' order; the
+/// failing request.
+pub async fn admit(
+    cluster: &Cluster,
+    release: &Release,
+    objects: &[Resource],
+    options: &ApplyOptions,
+) -> Result<(), Error> {
+    if options.adopt || objects.is_empty() {
+        return Ok(());
+    }
+    let record = Record::load(cluster, release).await?;
+    let owned_before: HashSet<ObjectKey> = record
+        .inventory
+        .objects
+        .iter()
+        .map(|e| e.id().key())
+        .collect();
+    let mut placed = Vec::with_capacity(objects.len());
+    for resource in objects {
+        let id = resource.id();
+        match cluster
+            .discovery
+            .resolve(cluster, &id.api_version, &id.kind)
+            .await
+        {
+            Ok(kind) => placed.push(place(release, resource, kind)),
+            Err(Error::UnknownKind { .. }) => {}
+            Err(other) => return Err(other),
+        }
+    }
+    let gets: Vec<_> = placed
+        .iter()
+        .map(|p| (cluster.clone(), p.kind.clone(), p.id.clone()))
+        .collect();
+    let fetched = in_flight(gets, |(cluster, kind, id)| async move {
+        cluster.get(&kind, id.namespace.as_deref(), &id).await
+    })
+    .await;
+    let namespaces = Namespaces::default();
+    for (p, live) in placed.iter().zip(fetched) {
+        if let Some(found) = live? {
+            check_owner(release, p, &found, &owned_before, &namespaces, options)?;
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn check_owner(

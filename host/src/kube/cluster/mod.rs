@@ -10,7 +10,8 @@
 //!   bindings, then the
 //!   rest in Helm's order, webhooks last;
 //! - [`apply`]: server-side apply, written only when a dry run differs;
-//!   ownership; namespaces created when missing;
+//!   ownership, also checked up front for a set of objects (`admit`);
+//!   namespaces created when missing;
 //! - [`readiness`] and [`wait`]: kstatus's rules, and waiting that names
 //!   what blocks and why;
 //! - [`inventory`]: one Secret per release saying what capstan applied;
@@ -306,6 +307,27 @@ impl ApplyTarget for ClusterTarget {
     ) -> Result<Applied, crate::kube::Error> {
         let plan = crate::kube::plan_partial(objects, prune)?;
         self.apply(release, &plan)
+    }
+
+    /// Reads each object and refuses one that another release, or
+    /// another client, owns ([`apply::admit`]).
+    fn admit(
+        &self,
+        release: &Release,
+        objects: &[Resource],
+        options: &ApplyOptions,
+    ) -> Result<(), crate::kube::Error> {
+        self.block_on(
+            release,
+            apply::admit(&self.cluster, release, objects, options),
+        )
+    }
+
+    /// A cluster runs workloads: a restart is not refused up front (the
+    /// server may still refuse the patch).
+    fn admit_restart(&self, object: &ObjectRef) -> Result<(), crate::kube::Error> {
+        let _ = object;
+        Ok(())
     }
 
     /// A merge patch of the Pod template's `restartedAt` annotation, as

@@ -171,8 +171,21 @@ impl ApplyTarget for TenantTarget {
         self.of(release)?.apply_some(release, objects, prune)
     }
 
+    fn admit(
+        &self,
+        release: &Release,
+        objects: &[Resource],
+        options: &ApplyOptions,
+    ) -> Result<(), crate::kube::Error> {
+        self.of(release)?.admit(release, objects, options)
+    }
+
     fn restart(&self, object: &ObjectRef) -> Result<(), crate::kube::Error> {
         self.base.restart(object)
+    }
+
+    fn admit_restart(&self, object: &ObjectRef) -> Result<(), crate::kube::Error> {
+        self.base.admit_restart(object)
     }
 
     fn collection_version(

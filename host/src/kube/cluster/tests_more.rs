@@ -607,3 +607,73 @@ fn concurrent_applies_keep_kinds_in_install_order() {
     let expected: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
     assert_eq!(names, expected);
 }
+
+#[test]
+fn admit_refuses_an_object_another_owns_and_writes_nothing() {
+    let f = fixture();
+    f.double.put_object(
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "shared", "namespace": "shop"}}),
+        "kubectl",
+    );
+    f.double.put_object(
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "handed", "namespace": "shop",
+                            "annotations": {"app.capstan.dev/release": "shop/old"}}}),
+        "capstan",
+    );
+    let objects = |text: &str| parse_manifests(text).unwrap();
+    let shared = objects("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\n");
+    let handed = objects("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: handed}\n");
+    let fresh = objects(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fresh}\n---\n\
+         apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n",
+    );
+    let before = f.double.requests().len();
+    let none = ApplyOptions::default();
+    let err = cluster_error(f.target.admit(&release(), &shared, &none).unwrap_err());
+    assert_eq!(
+        err.to_string(),
+        "ConfigMap shop/shared (v1) already exists and is not created by capstan; pass --adopt to take it over"
+    );
+    let err = cluster_error(f.target.admit(&release(), &handed, &none).unwrap_err());
+    assert!(
+        err.to_string()
+            .contains("owned by capstan release shop/old"),
+        "{err}"
+    );
+    let requests = f.double.requests();
+    assert!(
+        requests[before..].iter().all(|r| r.method == "GET"),
+        "admit only reads"
+    );
+
+    let adopt = ApplyOptions {
+        adopt: true,
+        ..ApplyOptions::default()
+    };
+    f.target.admit(&release(), &shared, &adopt).unwrap();
+    let take_over = ApplyOptions {
+        take_over: vec!["shop/old".into()],
+        ..ApplyOptions::default()
+    };
+    f.target.admit(&release(), &handed, &take_over).unwrap();
+    // Absent objects, and kinds not served yet, are free.
+    f.target.admit(&release(), &fresh, &none).unwrap();
+    // Once this release holds it, it is its own.
+    apply_text(
+        &f,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\n",
+        &adopt,
+    )
+    .unwrap();
+    f.target.admit(&release(), &shared, &none).unwrap();
+    f.target
+        .admit_restart(&crate::kube::ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: "web".into(),
+        })
+        .unwrap();
+}
