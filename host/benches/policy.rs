@@ -64,7 +64,9 @@ fn bench(c: &mut Criterion) {
         write(
             &target,
             &release(&ns, "web", &ns),
-            (0..5).map(|i| config_map(&ns, &format!("cm-{i}"), 200)).collect(),
+            (0..5)
+                .map(|i| config_map(&ns, &format!("cm-{i}"), 200))
+                .collect(),
         );
     }
     let actions: Vec<Action> = (0..100)
@@ -88,8 +90,7 @@ fn bench(c: &mut Criterion) {
             };
             let api_version = object["apiVersion"].as_str().unwrap_or_default();
             let kind = object["kind"].as_str().unwrap_or_default();
-            let resolved =
-                Resolved::Kind(target.kind_scope(api_version, kind).expect("a scope"));
+            let resolved = Resolved::Kind(target.kind_scope(api_version, kind).expect("a scope"));
             match policy::actions::check(action, &resolved, &scope).expect("admitted") {
                 policy::Admitted::Ensure(object) => {
                     objects.push(Resource::from_value(object, "bench").expect("valid"));

@@ -126,7 +126,7 @@ fn start(name: &str, policy: &str) -> Daemon {
     )
 }
 
-/// 1. App `a` generating `b-c` and app `a-b` generating `c` in one
+/// Item 1: app `a` generating `b-c` and app `a-b` generating `c` in one
 /// namespace get two Secrets and two passwords; removing `a` leaves
 /// `a-b`'s; an app cannot plant another app's generated secret.
 #[test]
@@ -195,7 +195,7 @@ fn generated_secrets_are_bound_to_their_app() {
     assert!(!values.contains("chosen-by-the-attacker"), "{values}");
 }
 
-/// 2. `observe` reads only what `lookup` may.
+/// Item 2: `observe` reads only what `lookup` may.
 #[test]
 fn observe_is_under_the_read_policy() {
     let d = start("escape_observe", "default: {}\n");
@@ -227,7 +227,7 @@ fn observe_is_under_the_read_policy() {
     d.ok(&["app", "apply", "o"]);
 }
 
-/// 3. Every string a plugin hands the host is bounded; what is refused is
+/// Item 3: every string a plugin hands the host is bounded; what is refused is
 /// stored and logged only as a bounded preview.
 #[test]
 fn every_string_of_an_answer_is_bounded() {
@@ -279,7 +279,7 @@ fn every_string_of_an_answer_is_bounded() {
     );
 }
 
-/// 4. An answer is all-or-nothing: a refusal by the target or by a later
+/// Item 4: an answer is all-or-nothing: a refusal by the target or by a later
 /// action's size leaves the earlier actions undone.
 #[test]
 fn a_refused_answer_writes_nothing() {
@@ -342,7 +342,7 @@ fn a_refused_answer_writes_nothing() {
     assert_eq!(owned(&d, "tiny"), "");
 }
 
-/// 5. The directory target refuses what a cluster refuses.
+/// Item 5: the directory target refuses what a cluster refuses.
 #[test]
 fn the_directory_target_is_as_strict_as_a_cluster() {
     let d = start(
@@ -387,7 +387,7 @@ fn the_directory_target_is_as_strict_as_a_cluster() {
     d.ok(&["app", "remove", "v"]);
 }
 
-/// 5b. The cluster-scoped kinds the table lacked are cluster-scoped.
+/// Item 5: the cluster-scoped kinds the table lacked are cluster-scoped.
 #[test]
 fn newer_cluster_scoped_kinds_are_not_put_in_a_namespace() {
     let d = start("escape_scope", "default: {}\n");
@@ -411,7 +411,7 @@ fn newer_cluster_scoped_kinds_are_not_put_in_a_namespace() {
     }
 }
 
-/// 7. Pods and Pod templates an app ensures meet the policy's Pod
+/// Item 7: Pods and Pod templates an app ensures meet the policy's Pod
 /// Security Standards level (baseline by default).
 #[test]
 fn ensured_pods_meet_the_pod_security_level() {
