@@ -485,6 +485,21 @@ fn plugin_escapes_are_held_on_the_real_control_plane() {
         .object("configmap", Some(ns), "esc-values")
         .unwrap_or_default();
     assert!(!values.to_string().contains("chosen-by-the-attacker"));
+    // Another app in the namespace cannot take the Secret over: the
+    // cluster's ownership, checked before anything of its answer is
+    // written.
+    upload(&d, "esc2", ns, "pre-apply");
+    let message = refused(
+        &d,
+        "esc2",
+        &format!(
+            "ensure: [{}, {{apiVersion: v1, kind: Secret, metadata: {{name: esc.db, namespace: {ns}}}, stringData: {{password: mine}}}}]\n",
+            config_map(ns, "esc2-first")
+        ),
+        "target",
+    );
+    assert!(message.contains("esc.db"), "{message}");
+    assert!(cp.object("configmap", Some(ns), "esc2-first").is_none());
 
     let message = refused(
         &d,
@@ -510,5 +525,6 @@ fn plugin_escapes_are_held_on_the_real_control_plane() {
     );
     assert!(cp.object("configmap", Some(ns), "first").is_none());
     let _ = d.cli(&["app", "remove", "esc"]);
+    let _ = d.cli(&["app", "remove", "esc2"]);
     cp.delete_namespace(ns);
 }

@@ -229,7 +229,7 @@ impl ApplyTarget for DirTarget {
     }
 
     /// Refuses, writing nothing, what [`ApplyTarget::apply_with`] would
-    /// refuse of `objects` for `release` (see [`DirTarget::admit_objects`]).
+    /// refuse of `objects` for `release` (see `DirTarget::admit_objects`).
     ///
     /// # Errors
     /// [`Error::InvalidName`], [`Error::ListKind`],

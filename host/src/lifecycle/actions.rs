@@ -204,7 +204,7 @@ impl Job<'_> {
                     self.target().admit_restart(object).map_err(|e| {
                         deny(policy::Refusal {
                             rule: "target",
-                            reason: e.to_string(),
+                            reason: super::lookup::one_line(&e),
                         })
                     })?;
                     None
@@ -234,12 +234,22 @@ impl Job<'_> {
         if !ensured.is_empty() {
             let release = self.owned_release(prepared);
             let resources: Vec<Resource> = ensured.iter().map(|(_, r)| r.clone()).collect();
-            if let Err(e) =
-                self.target()
-                    .admit(&release, &resources, &kube::ApplyOptions::default())
-            {
-                let action = ensured.first().map_or(&answer.actions[0], |(a, _)| *a);
-                return Err(denied(plugin, hook, action, "target", e.to_string()));
+            let options = kube::ApplyOptions::default();
+            if let Err(e) = self.target().admit(&release, &resources, &options) {
+                // The refused object, found one by one (a refusal only).
+                let culprit = ensured
+                    .iter()
+                    .find(|(_, r)| {
+                        self.target()
+                            .admit(&release, std::slice::from_ref(r), &options)
+                            .is_err()
+                    })
+                    .or(ensured.first());
+                let Some((action, _)) = culprit else {
+                    return Err(owned_error(e));
+                };
+                let reason = super::lookup::one_line(&e);
+                return Err(denied(plugin, hook, action, "target", reason));
             }
         }
         Ok(ensured.into_iter().map(|(_, r)| r).collect())

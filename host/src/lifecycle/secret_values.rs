@@ -226,7 +226,7 @@ impl Job<'_> {
             if !mac_matches(stored, &expected) {
                 return Err(not_ours("its MAC does not match"));
             }
-        } else if let Some(old) = self.legacy(prepared, namespace, secret, &shape, &held)? {
+        } else if let Some(old) = self.legacy(namespace, secret, &shape, &held)? {
             keys = old;
             moved_from = Some(legacy_name(app, &secret.name));
         } else {
@@ -269,7 +269,6 @@ impl Job<'_> {
     /// naming it and the same shape.
     fn legacy(
         &self,
-        _prepared: &Prepared<'_>,
         namespace: &str,
         secret: &GeneratedSecret,
         shape: &str,

@@ -400,7 +400,17 @@ pub trait Store: Send + Sync {
     ///
     /// # Errors
     /// The backend's errors; a stored key that is not 32 bytes.
-    fn daemon_key(&self) -> Result<DaemonKey, Error>;
+    fn daemon_key(&self) -> Result<DaemonKey, Error> {
+        self.daemon_key_or(&DaemonKey::random())
+    }
+
+    /// The daemon's key: `fresh` stored when the store holds none yet,
+    /// else the one it holds (`capstan store import` carries a key over
+    /// with it).
+    ///
+    /// # Errors
+    /// As [`Store::daemon_key`].
+    fn daemon_key_or(&self, fresh: &DaemonKey) -> Result<DaemonKey, Error>;
 
     /// Whether a write was refused because another writer came first, so
     /// this store writes nothing more until it reconciles (a store shared

@@ -24,6 +24,10 @@ pub struct Dump {
     pub apps: Vec<AppDoc>,
     /// The local volumes, by name.
     pub volumes: Vec<VolumeRecord>,
+    /// The daemon's key (base64), which binds generated secrets to their
+    /// apps; absent in dumps written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_key: Option<String>,
 }
 
 /// Reads every app and volume of `store`.
@@ -55,10 +59,13 @@ pub fn export(store: &dyn Store) -> Result<Dump, Error> {
             },
         });
     }
+    use base64::Engine as _;
+    let key = store.daemon_key()?;
     Ok(Dump {
         format: FORMAT.to_string(),
         apps,
         volumes: store.list_volumes()?,
+        daemon_key: Some(base64::engine::general_purpose::STANDARD.encode(key.0)),
     })
 }
 
@@ -102,6 +109,24 @@ pub fn import(store: &dyn Store, dump: &Dump) -> Result<Imported, Error> {
             return Err(Error::VolumeExists {
                 name: volume.name.clone(),
             });
+        }
+    }
+    if let Some(text) = &dump.daemon_key {
+        use base64::Engine as _;
+        let invalid = |reason: String| Error::Invalid {
+            context: "importing a store dump's daemon key".into(),
+            reason,
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| invalid(e.to_string()))?;
+        let key = super::DaemonKey::from_bytes(&bytes).map_err(invalid)?;
+        if store.daemon_key_or(&key)? != key {
+            return Err(invalid(
+                "the store already holds another daemon key: the generated secrets of one \
+                 side would no longer verify; import into a new store"
+                    .into(),
+            ));
         }
     }
     let mut done = Imported::default();
@@ -148,8 +173,9 @@ mod tests {
         let second = export(&docs).unwrap();
         assert_eq!(
             second, first,
-            "every app, version, layer, decision and entry"
+            "every app, version, layer, decision and entry, the daemon key"
         );
+        assert_eq!(docs.daemon_key().unwrap(), sqlite.daemon_key().unwrap());
         let back = SqliteStore::open_in_memory().unwrap();
         import(&back, &second).unwrap();
         assert_eq!(export(&back).unwrap(), first);
@@ -170,6 +196,13 @@ mod tests {
         let err = import(&target, &dump).unwrap_err();
         assert!(matches!(err, Error::AppExists { .. }), "{err}");
         assert_eq!(export(&target).unwrap(), before);
+        // A store with a key of its own takes no other.
+        let keyed = SqliteStore::open_in_memory().unwrap();
+        let own = keyed.daemon_key().unwrap();
+        let err = import(&keyed, &dump).unwrap_err();
+        assert!(err.to_string().contains("another daemon key"), "{err}");
+        assert_eq!(keyed.daemon_key().unwrap(), own);
+        assert!(keyed.list_apps().unwrap().is_empty());
         let mut other = dump.clone();
         other.format = "something/v9".into();
         let err = import(&SqliteStore::open_in_memory().unwrap(), &other).unwrap_err();

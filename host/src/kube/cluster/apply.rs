@@ -483,7 +483,7 @@ pub fn defines(desired: &[Resource], group: &str, kind: &str) -> bool {
 /// is placed as the apply would place it and read; a live object this
 /// release's inventory does not list is refused unless it carries this
 /// release's annotation or one [`ApplyOptions::take_over`] names (the
-/// rules of [`check_owner`]). With [`ApplyOptions::adopt`] nothing is
+/// rules of `check_owner`). With [`ApplyOptions::adopt`] nothing is
 /// read. A kind the server does not serve yet (its CRD comes with the
 /// objects) has no live object to conflict with. Writes nothing: no
 /// namespace is created, so a namespace that an apply would create first

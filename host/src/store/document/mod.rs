@@ -1107,8 +1107,9 @@ impl<B: Backend> Store for DocStore<B> {
         Ok(())
     }
 
-    fn daemon_key(&self) -> Result<DaemonKey, Error> {
-        self.backend.daemon_key(&DaemonKey::random())
+    fn daemon_key_or(&self, fresh: &DaemonKey) -> Result<DaemonKey, Error> {
+        self.check_fence()?;
+        self.backend.daemon_key(fresh)
     }
 
     fn import_volume(&self, volume: &VolumeRecord) -> Result<(), Error> {

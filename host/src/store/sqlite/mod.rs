@@ -871,9 +871,11 @@ impl Store for SqliteStore {
         )
     }
 
-    fn daemon_key(&self) -> Result<crate::store::DaemonKey, Error> {
+    fn daemon_key_or(
+        &self,
+        fresh: &crate::store::DaemonKey,
+    ) -> Result<crate::store::DaemonKey, Error> {
         let context = || "reading the daemon key".to_string();
-        let fresh = crate::store::DaemonKey::random();
         let stored: Vec<u8> = self.write(context, |tx| {
             tx.execute(
                 "INSERT OR IGNORE INTO daemon_keys (name, key) VALUES ('daemon', ?1)",
