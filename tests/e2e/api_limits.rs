@@ -671,7 +671,11 @@ fn request(socket: &Path, method: &str, path: &str, body: &str) -> (u16, String)
 
 /// A signed bundle of the tiny app, named `name`.
 fn tiny_bundle(key: &SigningKey, name: &str) -> Vec<u8> {
-    let metadata = METADATA.replacen("name: big", &format!("name: {name}"), 1);
+    // Each app in a namespace of its own: two releases may not hold one
+    // object (the directory target refuses it as a cluster does).
+    let metadata = METADATA
+        .replacen("name: big", &format!("name: {name}"), 1)
+        .replacen("namespace: tiny", &format!("namespace: {name}"), 1);
     let mut files = app_files(&[], 0);
     files[0].1 = metadata.as_bytes();
     let mut out = Vec::new();

@@ -249,16 +249,12 @@ fn an_override_too_large_for_one_object_is_refused_with_a_clear_error() {
 #[test]
 fn export_and_import_move_a_store_into_the_cluster_and_back() {
     let Some(cp) = control_plane() else { return };
-    namespace(&cp);
+    // A namespace of its own: the store's daemon key is one per
+    // namespace, and an import into a store holding another is refused.
+    const MOVED: &str = "capstan-store-move";
+    cp.delete_namespace(MOVED);
+    cp.kubectl_ok(&["create", "namespace", MOVED]);
     let app = "moved-shop";
-    let _ = cp.kubectl(&[
-        "delete",
-        "apps.capstan.dev",
-        app,
-        "-n",
-        NAMESPACE,
-        "--ignore-not-found",
-    ]);
     let mut d = crate::daemon::Daemon::start("store-move");
     let bundle = d.shop_bundle("1.0.0", |dir| {
         crate::daemon::edit(
@@ -277,14 +273,14 @@ fn export_and_import_move_a_store_into_the_cluster_and_back() {
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
         "--store-namespace",
-        NAMESPACE,
+        MOVED,
     ];
     let first = d.dir.join("first.json");
     d.ok(&["store", "export", first.to_str().unwrap()]);
     let mut args = vec!["store", "import", first.to_str().unwrap()];
     args.extend(kube);
     d.ok(&args);
-    let row = cp.kubectl_ok(&["get", "apps.capstan.dev", app, "-n", NAMESPACE]);
+    let row = cp.kubectl_ok(&["get", "apps.capstan.dev", app, "-n", MOVED]);
     assert!(row.contains("applied") && row.contains("1.0.0"), "{row}");
     // Importing again is refused and changes nothing.
     let out = d.cli(&args);
@@ -364,5 +360,9 @@ fn export_and_import_move_a_store_into_the_cluster_and_back() {
             .unwrap()
     );
     assert_eq!(again, trimmed);
-    let _ = cp.kubectl(&["delete", "apps.capstan.dev", app, "-n", NAMESPACE]);
+    assert!(
+        again["daemon_key"].as_str().is_some_and(|k| k.len() == 44),
+        "the daemon key moves with the store"
+    );
+    cp.delete_namespace(MOVED);
 }
