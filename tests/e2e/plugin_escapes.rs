@@ -10,21 +10,16 @@
 use std::path::PathBuf;
 
 use crate::daemon::Daemon;
-use crate::support::plugin_wasm;
 
 /// The hostile app `app`: chart `web` in namespace `ns`, the plugin with
 /// `hooks`, built and uploaded.
 fn upload(d: &Daemon, app: &str, ns: &str, hooks: &str) -> PathBuf {
     let dir = d.dir.join(format!("app-{app}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    let templates = dir.join("charts/web/templates");
-    std::fs::create_dir_all(&templates).unwrap();
-    std::fs::create_dir_all(dir.join("plugins")).unwrap();
-    std::fs::copy(
-        plugin_wasm("capstan-test-contract-v2"),
-        dir.join("plugins/v2.wasm"),
-    )
-    .unwrap();
+    // contract_v2's app, made this app's: its own name, namespace and
+    // release (so two apps in one namespace render distinct objects),
+    // without the Secret it keeps in another namespace.
+    crate::contract_v2::write_app(&dir);
+    let _ = std::fs::remove_file(dir.join("charts/web/templates/ca.yaml"));
     std::fs::write(
         dir.join("capstan.yaml"),
         format!(
@@ -36,13 +31,7 @@ fn upload(d: &Daemon, app: &str, ns: &str, hooks: &str) -> PathBuf {
     )
     .unwrap();
     std::fs::write(
-        dir.join("charts/web/Chart.yaml"),
-        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("charts/web/values.yaml"), "{}\n").unwrap();
-    std::fs::write(
-        templates.join("values.yaml"),
+        dir.join("charts/web/templates/values.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-values\n\
          data:\n  values: {{ toJson .Values | quote }}\n",
     )

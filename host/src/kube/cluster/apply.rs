@@ -231,14 +231,7 @@ pub async fn apply_release(
         for namespace in prepared.iter().filter_map(|p| p.id.namespace.as_deref()) {
             namespaces.ensure(cluster, namespace).await?;
         }
-        let gets: Vec<_> = prepared
-            .iter()
-            .map(|p| (cluster.clone(), p.kind.clone(), p.id.clone()))
-            .collect();
-        let fetched = in_flight(gets, |(cluster, kind, id)| async move {
-            cluster.get(&kind, id.namespace.as_deref(), &id).await
-        })
-        .await;
+        let fetched = get_all(cluster, &prepared).await;
         let mut lives = Vec::with_capacity(prepared.len());
         for (p, live) in prepared.iter().zip(fetched) {
             let mut live = live?;
@@ -411,6 +404,19 @@ async fn prepare(
     Ok(place(release, resource, kind))
 }
 
+/// Each object's live state (`None` when absent), the GETs together
+/// ([`in_flight`]), in `objects`' order.
+async fn get_all(cluster: &Cluster, objects: &[Prepared]) -> Vec<Result<Option<Value>, Error>> {
+    let gets: Vec<_> = objects
+        .iter()
+        .map(|p| (cluster.clone(), p.kind.clone(), p.id.clone()))
+        .collect();
+    in_flight(gets, |(cluster, kind, id)| async move {
+        cluster.get(&kind, id.namespace.as_deref(), &id).await
+    })
+    .await
+}
+
 /// `resource` as it is sent for `release`: in the namespace it really
 /// goes to (none for a cluster-scoped `kind`), with ownership metadata.
 pub(super) fn place(release: &Release, resource: &Resource, kind: Kind) -> Prepared {
@@ -521,14 +527,7 @@ pub async fn admit(
             Err(other) => return Err(other),
         }
     }
-    let gets: Vec<_> = placed
-        .iter()
-        .map(|p| (cluster.clone(), p.kind.clone(), p.id.clone()))
-        .collect();
-    let fetched = in_flight(gets, |(cluster, kind, id)| async move {
-        cluster.get(&kind, id.namespace.as_deref(), &id).await
-    })
-    .await;
+    let fetched = get_all(cluster, &placed).await;
     let namespaces = Namespaces::default();
     for (p, live) in placed.iter().zip(fetched) {
         if let Some(found) = live? {
