@@ -122,7 +122,7 @@ impl Job<'_> {
     }
 
     fn policy(&self) -> &ActionPolicy {
-        self.inner.action_policies.for_app(self.app.as_str())
+        self.inner.policies.actions.for_app(self.app.as_str())
     }
 
     /// Decides every action of `answer` ([`policy::actions::check`] over
@@ -179,7 +179,7 @@ impl Job<'_> {
         hook: Hook,
         answer: &HookAnswer,
     ) -> Result<Vec<Resource>, Error> {
-        let read_policy = &self.inner.lookup_policy;
+        let read_policy = &self.inner.policies.lookup;
         let scope = policy::Scope {
             app: self.app.as_str(),
             namespaces: prepared.namespaces(),

@@ -23,46 +23,93 @@ use super::facts_source::FactsSource;
 use super::metrics::Metrics;
 use super::state_dir::StatePaths;
 
-/// What every operation shares.
+/// What every operation shares, by what it is: the services it works
+/// with, the operator's policies, the work in flight and, in cluster
+/// mode, the replicas' shared state; beside them the state folder and
+/// the daemon's keys.
 pub(crate) struct Inner {
+    pub services: Services,
+    pub policies: Policies,
+    pub work: Work,
+    pub cluster: ClusterMode,
+    pub paths: StatePaths,
+    pub secret: [u8; 32],
+    /// The store's daemon key, read at its first use
+    /// ([`Inner::daemon_key`]).
+    pub daemon_key: std::sync::OnceLock<crate::store::DaemonKey>,
+    pub _lock: File,
+}
+
+/// What the lifecycle works through: the store, the target, the sandbox
+/// and where facts come from.
+pub(crate) struct Services {
     pub store: Arc<dyn Store>,
     pub target: Arc<dyn ApplyTarget>,
     pub sandbox: Sandbox,
     pub facts: Arc<dyn FactsSource>,
+}
+
+/// What the operator allows: what a connected render's `lookup` may read,
+/// what plugins' hook actions may do, the bundle limits, whom bundles are
+/// trusted from, and how many versions are kept.
+pub(crate) struct Policies {
+    /// What a connected render's `lookup` may read.
+    pub lookup: LookupPolicy,
+    /// What plugins' hook actions may do, per app (contract 0.2).
+    pub actions: crate::model::ActionPolicies,
+    pub limits: Limits,
+    pub trust: TrustStore,
+    /// How many versions of an app are kept (the active one included).
+    pub keep_versions: usize,
+}
+
+/// The work in flight: running operations and their slots, where each
+/// chart stands, the re-evaluation's marks, metrics and checkpoints.
+pub(crate) struct Work {
     /// Applied apps whose plan would change, with the reason, as the last
     /// re-evaluation found them (cleared by the app's next operation).
     pub reapply: Mutex<BTreeMap<String, String>>,
     /// When each app was last re-applied on its own (`auto_reapply`), so
     /// that two are at least its interval apart; kept in memory only.
     pub auto_reapplied: Mutex<HashMap<String, Instant>>,
-    /// What a connected render's `lookup` may read.
-    pub lookup_policy: LookupPolicy,
-    /// What plugins' hook actions may do, per app (contract 0.2).
-    pub action_policies: crate::model::ActionPolicies,
     pub metrics: Metrics,
     pub checkpoints: Checkpoints,
-    pub paths: StatePaths,
-    pub trust: TrustStore,
-    pub limits: Limits,
-    /// How many versions of an app are kept (the active one included).
-    pub keep_versions: usize,
-    pub secret: [u8; 32],
-    /// The store's daemon key, read at its first use
-    /// ([`Inner::daemon_key`]).
-    pub daemon_key: std::sync::OnceLock<crate::store::DaemonKey>,
     pub running: Mutex<HashMap<String, (OperationId, Arc<AtomicBool>)>>,
     /// Where each chart of each app's latest operation stands.
     pub charts: super::progress::ChartBoard,
     /// The bound on operations running at once, across apps.
     pub slots: super::slots::Slots,
-    /// The election this daemon takes part in (cluster mode); `None`
-    /// for the only daemon on its state.
-    pub leadership: Option<super::leading::Leadership>,
-    /// Where archives are kept for other replicas (cluster mode).
+}
+
+/// Cluster mode: the election this daemon takes part in and where
+/// archives are kept for the other replicas. Both `None` for the only
+/// daemon on its state.
+pub(crate) struct ClusterMode {
+    /// The election this daemon takes part in.
+    pub leadership: Option<Leadership>,
+    /// Where archives are kept for other replicas.
     pub bundle_home: Option<Arc<dyn super::BundleHome>>,
     /// Held while a missing bundle folder is fetched and unpacked.
     pub restoring: Mutex<()>,
-    pub _lock: File,
+}
+
+/// This daemon's part in an election ([`super::leading`]).
+pub(crate) struct Leadership {
+    pub election: Arc<dyn super::Leading>,
+    /// Whether it reconciled after winning and now starts work.
+    pub working: AtomicBool,
+    /// Set at shutdown: running operations stop at their next checkpoint.
+    pub handing_over: AtomicBool,
+}
+
+impl ClusterMode {
+    /// Whether the daemon is handing its work over (shutting down in
+    /// cluster mode).
+    pub fn handing_over(&self) -> bool {
+        self.leadership
+            .as_ref()
+            .is_some_and(|l| l.handing_over.load(std::sync::atomic::Ordering::SeqCst))
+    }
 }
 
 impl Inner {
@@ -75,7 +122,7 @@ impl Inner {
         if let Some(key) = self.daemon_key.get() {
             return Ok(key.clone());
         }
-        let key = self.store.daemon_key()?;
+        let key = self.services.store.daemon_key()?;
         Ok(self.daemon_key.get_or_init(|| key).clone())
     }
 

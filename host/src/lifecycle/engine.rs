@@ -24,7 +24,7 @@ use crate::store::{
 use crate::trust::TrustStore;
 
 use super::checkpoint::Checkpoints;
-use super::context::Inner;
+use super::context::{ClusterMode, Inner, Leadership, Policies, Services, Work};
 use super::facts::default_facts;
 use super::facts_source::{FactsSource, FactsView, StaticFacts};
 use super::metrics::Metrics;
@@ -312,42 +312,50 @@ impl Lifecycle {
             Checkpoints::none()
         };
         let inner = Inner {
-            store,
-            target: options.target,
-            sandbox,
-            facts: match (options.facts_source, options.facts) {
-                (Some(source), _) => source,
-                (None, Some(facts)) => Arc::new(StaticFacts::new(facts, "file")),
-                (None, None) => Arc::new(StaticFacts::new(default_facts(), "default")),
+            services: Services {
+                store,
+                target: options.target,
+                sandbox,
+                facts: match (options.facts_source, options.facts) {
+                    (Some(source), _) => source,
+                    (None, Some(facts)) => Arc::new(StaticFacts::new(facts, "file")),
+                    (None, None) => Arc::new(StaticFacts::new(default_facts(), "default")),
+                },
             },
-            reapply: Mutex::new(BTreeMap::new()),
-            auto_reapplied: Mutex::new(HashMap::new()),
-            lookup_policy: options.lookup_policy,
-            action_policies: options.action_policies,
-            metrics: Metrics::default(),
-            checkpoints,
+            policies: Policies {
+                lookup: options.lookup_policy,
+                actions: options.action_policies,
+                limits: options.limits,
+                trust: options.trust,
+                keep_versions: options.keep_versions.max(1),
+            },
+            work: Work {
+                reapply: Mutex::new(BTreeMap::new()),
+                auto_reapplied: Mutex::new(HashMap::new()),
+                metrics: Metrics::default(),
+                checkpoints,
+                running: Mutex::new(HashMap::new()),
+                charts: Default::default(),
+                slots: super::slots::Slots::new(options.max_operations),
+            },
+            cluster: ClusterMode {
+                leadership: options.leading.map(|election| Leadership {
+                    election,
+                    working: std::sync::atomic::AtomicBool::new(false),
+                    handing_over: std::sync::atomic::AtomicBool::new(false),
+                }),
+                bundle_home: options.bundle_home,
+                restoring: Mutex::new(()),
+            },
             paths,
-            trust: options.trust,
-            limits: options.limits,
-            keep_versions: options.keep_versions.max(1),
             secret,
             daemon_key: std::sync::OnceLock::new(),
-            running: Mutex::new(HashMap::new()),
-            charts: Default::default(),
-            slots: super::slots::Slots::new(options.max_operations),
-            leadership: options.leading.map(|election| super::leading::Leadership {
-                election,
-                working: std::sync::atomic::AtomicBool::new(false),
-                handing_over: std::sync::atomic::AtomicBool::new(false),
-            }),
-            bundle_home: options.bundle_home,
-            restoring: Mutex::new(()),
             _lock: lock,
         };
         let lifecycle = Lifecycle {
             inner: Arc::new(inner),
         };
-        if lifecycle.inner.leadership.is_none() {
+        if lifecycle.inner.cluster.leadership.is_none() {
             lifecycle.reconcile()?;
         }
         super::leading::spawn(&lifecycle);
@@ -356,18 +364,18 @@ impl Lifecycle {
     }
 
     pub(super) fn store(&self) -> &dyn Store {
-        self.inner.store.as_ref()
+        self.inner.services.store.as_ref()
     }
 
     /// The daemon's metrics.
     pub fn metrics(&self) -> &Metrics {
-        &self.inner.metrics
+        &self.inner.work.metrics
     }
 
     /// Operations running and queued now, and the bound
     /// ([`Options::max_operations`]).
     pub fn operation_slots(&self) -> super::SlotCounts {
-        self.inner.slots.counts()
+        self.inner.work.slots.counts()
     }
 
     /// The state folder layout.
@@ -383,7 +391,7 @@ impl Lifecycle {
         for moved in &moved {
             tracing::warn!(app = %moved.app, from = %moved.from, to = %moved.to,
                 "operation interrupted by a restart; app moved to its failed state");
-            self.inner.metrics.operation("reconcile", "interrupted");
+            self.inner.work.metrics.operation("reconcile", "interrupted");
         }
         let staging = self.inner.paths.staging();
         if staging.exists() {
@@ -456,13 +464,13 @@ impl Lifecycle {
         archive: impl Read,
         source: Option<String>,
     ) -> Result<AppRecord, Error> {
-        let mut capture = Capture::new(archive, self.inner.bundle_home.is_some());
+        let mut capture = Capture::new(archive, self.inner.cluster.bundle_home.is_some());
         let (bundle, digest) = self.verify(&mut capture)?;
         let mut record = self.version_record(&bundle, &digest)?;
         record.source = self.keep_bundle(&record, capture, source)?;
         let app = record.app.clone();
         let op = self.store().begin_upload(&record)?;
-        self.inner.checkpoints.reach("upload:begun");
+        self.inner.work.checkpoints.reach("upload:begun");
         match self.store_bundle(bundle, &record) {
             Ok(()) => {
                 let mut finish = Finish::succeeded(AppState::Uploaded);
@@ -470,7 +478,7 @@ impl Lifecycle {
                     finish = finish.with_message(format!("from {source}"));
                 }
                 let app = self.store().finish_operation(op, &finish)?;
-                self.inner.metrics.operation("upload", "succeeded");
+                self.inner.work.metrics.operation("upload", "succeeded");
                 tracing::info!(app = %app.name, version = %app.active_version, "uploaded");
                 Ok(app)
             }
@@ -503,7 +511,7 @@ impl Lifecycle {
             let release = super::actions::owned_release_of(app, &version.metadata);
             let removed = self
                 .inner
-                .target
+                .services.target
                 .remove(&release)
                 .map_err(super::actions::owned_error)?;
             if !removed.is_empty() {
@@ -511,7 +519,7 @@ impl Lifecycle {
             }
         }
         let versions = self.store().delete_app(app, rules::DELETE_FROM)?;
-        self.inner.checkpoints.reach("delete:rows-deleted");
+        self.inner.work.checkpoints.reach("delete:rows-deleted");
         for version in versions {
             remove_dir(&version.bundle_dir)?;
         }
@@ -519,8 +527,8 @@ impl Lifecycle {
         if app_dir.exists() {
             remove_dir(&app_dir)?;
         }
-        self.inner.charts.forget(app.as_str());
-        self.inner.metrics.operation("delete", "succeeded");
+        self.inner.work.charts.forget(app.as_str());
+        self.inner.work.metrics.operation("delete", "succeeded");
         tracing::info!(app = %app, "deleted");
         Ok(())
     }
@@ -536,7 +544,7 @@ impl Lifecycle {
         let record = self.store().app(app)?;
         let running = self
             .inner
-            .running
+            .work.running
             .lock()
             .map_err(|_| poisoned())?
             .get(app.as_str())
@@ -568,11 +576,11 @@ impl Lifecycle {
 
     /// The facts in effect, where each came from, and what changed last.
     pub fn facts(&self) -> FactsView {
-        self.inner.facts.current()
+        self.inner.services.facts.current()
     }
 
     pub(super) fn reapply_marks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
-        self.inner.reapply.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.work.reapply.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// One app with its versions, charts and decisions.
@@ -609,7 +617,7 @@ impl Lifecycle {
         let decisions = self.store().list_decisions(app)?;
         let releases = self.store().list_releases(app)?;
         Ok(AppDetails {
-            chart_progress: self.inner.charts.get(app.as_str()),
+            chart_progress: self.inner.work.charts.get(app.as_str()),
             app: record,
             versions,
             charts,
@@ -792,7 +800,7 @@ impl Lifecycle {
                 "could not record the end of the operation");
             return Error::Store(e);
         }
-        self.inner.metrics.operation(operation.as_str(), "failed");
+        self.inner.work.metrics.operation(operation.as_str(), "failed");
         tracing::warn!(app = %app, operation = %operation, state = %state,
             error = %error.one_line(), "operation failed before it started its work");
         Error::Ended {
@@ -841,7 +849,7 @@ impl Lifecycle {
     pub fn volume_create(&self, request: &VolumeRequest) -> Result<VolumeView, Error> {
         let record = volumes::record_of(request)?;
         let stored = self.store().create_volume(&record)?;
-        if let Err(e) = volumes::apply_objects(self.inner.target.as_ref(), &stored) {
+        if let Err(e) = volumes::apply_objects(self.inner.services.target.as_ref(), &stored) {
             let _ = self.store().delete_volume(&stored.name);
             return Err(e);
         }
@@ -901,7 +909,7 @@ impl Lifecycle {
             ..crate::kube::RemoveOptions::default()
         };
         self.inner
-            .target
+            .services.target
             .remove_with(
                 &volumes::release_of(&view.volume),
                 &options,
@@ -980,7 +988,7 @@ impl Lifecycle {
             rules::APPLY_FROM,
             AppState::Applying,
         )?;
-        self.inner.checkpoints.reach("apply:begun");
+        self.inner.work.checkpoints.reach("apply:begun");
         let request = Request {
             rekind: rekind.clone(),
             adopt,
@@ -1079,7 +1087,7 @@ impl Lifecycle {
         let op = self
             .store()
             .begin_operation(app, Operation::Remove, from, AppState::Removing)?;
-        self.inner.checkpoints.reach("remove:begun");
+        self.inner.work.checkpoints.reach("remove:begun");
         let checked = self
             .keep_request(op, &request)
             .and_then(|()| self.versions_checked(app));
@@ -1140,7 +1148,7 @@ impl Lifecycle {
         force: bool,
         source: Option<String>,
     ) -> Result<Started, Error> {
-        let mut capture = Capture::new(archive, self.inner.bundle_home.is_some());
+        let mut capture = Capture::new(archive, self.inner.cluster.bundle_home.is_some());
         let (bundle, digest) = self.verify(&mut capture)?;
         let mut record = self.version_record(&bundle, &digest)?;
         let app = record.app.clone();
@@ -1183,7 +1191,7 @@ impl Lifecycle {
             rules::UPDATE_FROM,
             AppState::Updating,
         )?;
-        self.inner.checkpoints.reach("update:begun");
+        self.inner.work.checkpoints.reach("update:begun");
         for note in &forced {
             tracing::warn!(app = %app, "{note}");
         }
@@ -1274,7 +1282,7 @@ impl Lifecycle {
             rules::ROLLBACK_FROM,
             AppState::Updating,
         )?;
-        self.inner.checkpoints.reach("rollback:begun");
+        self.inner.work.checkpoints.reach("rollback:begun");
         let staged = self
             .store()
             .save_user_snapshot(app, &record.active_version)
@@ -1286,7 +1294,7 @@ impl Lifecycle {
             )
             .with_target(TargetChange::Discard);
             self.store().finish_operation(op, &finish)?;
-            self.inner.metrics.operation("rollback", "failed");
+            self.inner.work.metrics.operation("rollback", "failed");
             return Err(Error::Store(e));
         }
         let user = snapshot.charts;
@@ -1310,7 +1318,7 @@ impl Lifecycle {
                     && stored.iter().any(|v| v.version == s.version)
             })
             .collect();
-        kept.truncate(self.inner.keep_versions.saturating_sub(1));
+        kept.truncate(self.inner.policies.keep_versions.saturating_sub(1));
         Ok(kept)
     }
 
@@ -1332,7 +1340,7 @@ impl Lifecycle {
                 || record.target_version.as_deref() == Some(snapshot.version.as_str())
                 || kept.iter().any(|k| k.version == snapshot.version);
             if !in_use && self.store().version(app, &snapshot.version).is_ok() {
-                tracing::info!(app = %app, version = %snapshot.version, keep = self.inner.keep_versions,
+                tracing::info!(app = %app, version = %snapshot.version, keep = self.inner.policies.keep_versions,
                     "forgetting a version beyond the kept ones");
                 self.drop_version(app, &snapshot.version);
             }
@@ -1364,7 +1372,7 @@ impl Lifecycle {
             rules::RECOVER_FROM,
             AppState::Recovering,
         )?;
-        self.inner.checkpoints.reach("recover:begun");
+        self.inner.work.checkpoints.reach("recover:begun");
         let checked = self
             .keep_request(op, &request)
             .and_then(|()| self.versions_checked(app));
@@ -1446,7 +1454,7 @@ impl Lifecycle {
         work: impl FnOnce(&Job<'_>) -> Ending + Send + 'static,
     ) -> Started {
         let abort = Arc::new(AtomicBool::new(false));
-        if let Ok(mut running) = self.inner.running.lock() {
+        if let Ok(mut running) = self.inner.work.running.lock() {
             running.insert(app.to_string(), (op, abort.clone()));
         }
         let record = self.store().app(app).ok();
@@ -1499,7 +1507,7 @@ impl Lifecycle {
         };
         // At most `max_operations` run at once; the rest wait here, in
         // order, with their progress saying so.
-        let slot = self.inner.slots.acquire(op, abort, |counts| {
+        let slot = self.inner.work.slots.acquire(op, abort, |counts| {
             tracing::info!(
                 running = counts.running,
                 queued = counts.queued,
@@ -1519,15 +1527,15 @@ impl Lifecycle {
             // Stopped at a checkpoint for the next leader: nothing is
             // written, so it finds the operation running, as after a
             // crash, and resumes it (`leading`).
-            self.inner.charts.end(app.as_str(), op);
+            self.inner.work.charts.end(app.as_str(), op);
             drop(slot);
-            if let Ok(mut running) = self.inner.running.lock()
+            if let Ok(mut running) = self.inner.work.running.lock()
                 && running.get(app.as_str()).is_some_and(|(id, _)| *id == op)
             {
                 running.remove(app.as_str());
             }
             self.inner
-                .metrics
+                .work.metrics
                 .operation(operation.as_str(), Outcome::Interrupted.as_str());
             tracing::info!(target: "capstan::lease", "operation handed over to the next leader");
             return;
@@ -1550,16 +1558,16 @@ impl Lifecycle {
         match requested {
             Some(reason) => {
                 self.reapply_marks().insert(app.to_string(), reason);
-                self.inner.metrics.reapply_needed();
+                self.inner.work.metrics.reapply_needed();
             }
             None => {
                 self.reapply_marks().remove(app.as_str());
             }
         }
         // The charts' clock stops with the work.
-        self.inner.charts.end(app.as_str(), op);
+        self.inner.work.charts.end(app.as_str(), op);
         self.inner
-            .checkpoints
+            .work.checkpoints
             .reach(&format!("{}:finishing", operation.as_str()));
         let outcome = ending.finish.outcome;
         // The work is done: its end must be recorded, or the app would stay
@@ -1588,19 +1596,19 @@ impl Lifecycle {
         // Its end is recorded: the next in line may start.
         drop(slot);
         self.inner
-            .metrics
+            .work.metrics
             .operation(operation.as_str(), outcome.as_str());
         self.inner
-            .metrics
+            .work.metrics
             .operation_took(operation.as_str(), started.elapsed());
-        if let Ok(mut running) = self.inner.running.lock()
+        if let Ok(mut running) = self.inner.work.running.lock()
             && running.get(app.as_str()).is_some_and(|(id, _)| *id == op)
         {
             running.remove(app.as_str());
         }
         if let Some(version) = ending.drop_version {
             self.inner
-                .checkpoints
+                .work.checkpoints
                 .reach(&format!("{}:dropping-version", operation.as_str()));
             let kept = self
                 .store()
@@ -1640,7 +1648,7 @@ impl Lifecycle {
         capture: Capture<impl Read>,
         source: Option<String>,
     ) -> Result<Option<String>, Error> {
-        let Some(home) = &self.inner.bundle_home else {
+        let Some(home) = &self.inner.cluster.bundle_home else {
             return Ok(source);
         };
         home.keep(
@@ -1676,10 +1684,10 @@ impl Lifecycle {
     /// Fetches and unpacks a version's archive this replica lacks, checked
     /// as an upload is and against the digest the store recorded.
     fn restore_bundle(&self, app: &AppName, version: &str) -> Result<(), Error> {
-        let Some(home) = &self.inner.bundle_home else {
+        let Some(home) = &self.inner.cluster.bundle_home else {
             // One daemon: its folder is the only one. Replicas without a
             // registry share nothing but the store: say so, not "damaged".
-            if self.inner.leadership.is_some()
+            if self.inner.cluster.leadership.is_some()
                 && !self.store().version(app, version)?.bundle_dir.exists()
             {
                 return Err(Error::BundleHome {
@@ -1694,7 +1702,7 @@ impl Lifecycle {
         };
         let _one = self
             .inner
-            .restoring
+            .cluster.restoring
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let record = self.store().version(app, version)?;
@@ -1727,12 +1735,12 @@ impl Lifecycle {
         let mut hashing = bundle::HashingReader::new(archive);
         let bundle = bundle::verify_and_unpack(
             &mut hashing,
-            &self.inner.trust,
+            &self.inner.policies.trust,
             &self.inner.paths.staging(),
-            &self.inner.limits,
+            &self.inner.policies.limits,
         )
         .map_err(|e| Error::Bundle(Box::new(e)))?;
-        super::admit::check(&self.inner.sandbox, &bundle)
+        super::admit::check(&self.inner.services.sandbox, &bundle)
             .map_err(|e| Error::Bundle(Box::new(e)))?;
         // Drain what the tar reader left (padding), so the digest covers
         // the whole archive.
@@ -1778,7 +1786,7 @@ impl Lifecycle {
         let bundle = bundle
             .move_to(&record.bundle_dir)
             .map_err(|e| Error::Bundle(Box::new(e)))?;
-        self.inner.checkpoints.reach("upload:moved");
+        self.inner.work.checkpoints.reach("upload:moved");
         let layer = OverrideLayer::Static {
             version: record.version.clone(),
         };
@@ -1803,7 +1811,7 @@ impl Lifecycle {
         self.store_bundle(bundle, record)?;
         self.store()
             .set_target_version(&record.app, Some(&record.version))?;
-        self.inner.checkpoints.reach("update:staged");
+        self.inner.work.checkpoints.reach("update:staged");
         Ok(())
     }
 }
@@ -1863,7 +1871,7 @@ impl Job<'_> {
             Ok(()) => {
                 if let Err(e) =
                     self.inner
-                        .store
+                        .services.store
                         .replace_layer(&self.app, &OverrideLayer::User, user)
                 {
                     return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
@@ -1914,7 +1922,7 @@ impl Job<'_> {
         let note = format!("{change} failed: {reason}; {}", undo.how.doing(back));
         if let Err(e) =
             self.inner
-                .store
+                .services.store
                 .advance_operation(self.op, AppState::Recovering, Some(&note))
         {
             return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
@@ -1960,13 +1968,13 @@ impl Job<'_> {
         if !keep_user
             && let Err(e) = self
                 .inner
-                .store
+                .services.store
                 .replace_layer(&self.app, &OverrideLayer::User, &[])
         {
             return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
         }
         let mut note = format!("updated from {} to {}", old.version, new.version);
-        if let Ok(record) = self.inner.store.version(&self.app, &new.version)
+        if let Ok(record) = self.inner.services.store.version(&self.app, &new.version)
             && let Some(source) = record.source
         {
             note.push_str(&format!(" from {source}"));

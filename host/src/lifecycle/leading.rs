@@ -14,7 +14,7 @@
 //! store write refused (the store's gate, and the new leader's writes
 //! fence it), so it ends there.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -62,33 +62,12 @@ impl Role {
 }
 
 /// The election's answer and whether this daemon has taken over.
-pub(crate) struct Leadership {
-    pub election: Arc<dyn Leading>,
-    /// Set once the state is reconciled after leadership began; cleared
-    /// when it ends.
-    pub working: AtomicBool,
-    /// Set when the daemon shuts down: running operations stop at their
-    /// next checkpoint, for the next leader to resume.
-    pub handing_over: AtomicBool,
-}
-
-impl Inner {
-    /// Whether running operations are to stop at their next checkpoint
-    /// (a draining daemon in cluster mode).
-    pub(crate) fn handing_over(&self) -> bool {
-        self.leadership
-            .as_ref()
-            .is_some_and(|l| l.handing_over.load(Ordering::SeqCst))
-    }
-}
-
-/// How often the election's answer is looked at.
 const LOOK: Duration = Duration::from_millis(100);
 
 impl Lifecycle {
     /// This daemon's part: single, leading, or following.
     pub fn role(&self) -> Role {
-        match &self.inner.leadership {
+        match &self.inner.cluster.leadership {
             None => Role::Single,
             Some(l) if l.working.load(Ordering::SeqCst) && l.election.leads() => Role::Leader,
             Some(l) => Role::Follower {
@@ -105,7 +84,7 @@ impl Lifecycle {
 
 /// Starts watching the election of `lifecycle`, if it has one.
 pub(super) fn spawn(lifecycle: &Lifecycle) {
-    if lifecycle.inner.leadership.is_none() {
+    if lifecycle.inner.cluster.leadership.is_none() {
         return;
     }
     let weak = Arc::downgrade(&lifecycle.inner);
@@ -124,12 +103,12 @@ fn watch(weak: Weak<Inner>) {
             return;
         };
         let lifecycle = Lifecycle { inner };
-        let Some(leadership) = &lifecycle.inner.leadership else {
+        let Some(leadership) = &lifecycle.inner.cluster.leadership else {
             return;
         };
         let leads = leadership.election.leads();
         let working = leadership.working.load(Ordering::SeqCst);
-        let fenced = lifecycle.inner.store.fenced();
+        let fenced = lifecycle.inner.services.store.fenced();
         if leads && (!working || fenced) {
             // Taking over (or re-reading after another writer's write):
             // what the last leader left running is reconciled first.

@@ -30,7 +30,7 @@ const CHECK: Duration = Duration::from_secs(2);
 
 /// Starts re-evaluation for `lifecycle`'s facts source.
 pub(super) fn spawn(lifecycle: &Lifecycle) {
-    let source = lifecycle.inner.facts.clone();
+    let source = lifecycle.inner.services.facts.clone();
     if !source.changes() {
         return;
     }
@@ -181,7 +181,7 @@ impl Lifecycle {
             .insert(app.to_string(), reason.to_string());
         if before.is_none_or(|b| base_reason(&b) != reason) {
             tracing::info!(target: "capstan::facts", app = %app, reason = %reason, "reapply needed");
-            self.inner.metrics.reapply_needed();
+            self.inner.work.metrics.reapply_needed();
             let message = format!("{reason}; `capstan app diff {app}` shows the change");
             self.record_events(app, version, charts, "ReapplyNeeded", &message, false);
         }
@@ -196,7 +196,7 @@ impl Lifecycle {
         let marks: Vec<(String, String)> = {
             let attempts = self
                 .inner
-                .auto_reapplied
+                .work.auto_reapplied
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             self.reapply_marks()
@@ -257,7 +257,7 @@ impl Lifecycle {
         }
         let known = self
             .inner
-            .auto_reapplied
+            .work.auto_reapplied
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(app.as_str())
@@ -268,7 +268,7 @@ impl Lifecycle {
         {
             let mut attempts = self
                 .inner
-                .auto_reapplied
+                .work.auto_reapplied
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(last) = last
@@ -333,7 +333,7 @@ impl Lifecycle {
                 message: message.into(),
                 warning,
             };
-            if let Err(e) = self.inner.target.record_event(&event) {
+            if let Err(e) = self.inner.services.target.record_event(&event) {
                 tracing::warn!(target: "capstan::facts", app = %app, chart = %chart.name, error = %e, "could not record the {reason} event");
             }
         }

@@ -89,7 +89,7 @@ impl Lifecycle {
     /// next leader to resume; queued ones stop at their first. Nothing
     /// for a daemon without an election (it lets operations finish).
     pub fn hand_over(&self) {
-        if let Some(leadership) = &self.inner.leadership {
+        if let Some(leadership) = &self.inner.cluster.leadership {
             leadership
                 .handing_over
                 .store(true, std::sync::atomic::Ordering::SeqCst);

@@ -310,11 +310,11 @@ impl Prepared<'_> {
 
 impl Job<'_> {
     pub(super) fn store(&self) -> &dyn Store {
-        self.inner.store.as_ref()
+        self.inner.services.store.as_ref()
     }
 
     pub(super) fn target(&self) -> &dyn ApplyTarget {
-        self.inner.target.as_ref()
+        self.inner.services.target.as_ref()
     }
 
     /// Checks for an abort, records `progress` and passes the checkpoint
@@ -323,12 +323,12 @@ impl Job<'_> {
         if self.abort.load(Ordering::SeqCst) {
             return Err(Error::Aborted);
         }
-        if self.inner.handing_over() {
+        if self.inner.cluster.handing_over() {
             tracing::info!(target: "capstan::lease", app = %self.app, step = %format!("{phase}:{point}"), "stopping at this checkpoint: the next leader resumes the operation");
             return Err(Error::HandedOver);
         }
         self.store().set_progress(self.op, Some(progress))?;
-        self.inner.checkpoints.reach(&format!("{phase}:{point}"));
+        self.inner.work.checkpoints.reach(&format!("{phase}:{point}"));
         Ok(())
     }
 
@@ -675,7 +675,7 @@ impl Job<'_> {
             request,
             plugins: self.load_plugins(request.version)?,
             facts: current_facts(
-                &self.inner.facts.current().facts,
+                &self.inner.services.facts.current().facts,
                 self.store(),
                 &request.version.metadata,
             )?,
@@ -785,7 +785,7 @@ impl Job<'_> {
             .run_hooks(&chart.release, after, &chart.hooks, &options, &progress)
             .map_err(kube_err)?;
         self.inner
-            .checkpoints
+            .work.checkpoints
             .reach(&format!("{phase}:applied:{name}"));
         board.done();
         Ok(())
@@ -820,13 +820,13 @@ impl Job<'_> {
                 }
             }
         }
-        self.inner.charts.begin(self.app.as_str(), self.op, listed);
+        self.inner.work.charts.begin(self.app.as_str(), self.op, listed);
     }
 
     /// Marks `chart` running on the board until the returned guard is
     /// done (done) or dropped (failed).
     fn chart_run<'c>(&'c self, chart: &'c str) -> super::progress::ChartRun<'c> {
-        super::progress::ChartRun::start(&self.inner.charts, self.app.as_str(), self.op, chart)
+        super::progress::ChartRun::start(&self.inner.work.charts, self.app.as_str(), self.op, chart)
     }
 
     /// The releases (`APP/CHART`) of the charts the version `request`
@@ -1030,8 +1030,8 @@ impl Job<'_> {
             .map(|c| c.namespace.to_string())
             .collect();
         let lookup = Arc::new(super::lookup::TargetLookup::new(
-            self.inner.target.clone(),
-            self.inner.lookup_policy.clone(),
+            self.inner.services.target.clone(),
+            self.inner.policies.lookup.clone(),
             own_namespaces,
         ));
         let components: Vec<ComponentSpec> = version
@@ -1449,7 +1449,7 @@ impl Job<'_> {
         started: Instant,
         answer: Result<T, sandbox::Error>,
     ) -> Result<T, Error> {
-        self.inner.metrics.plugin_call(step, started.elapsed());
+        self.inner.work.metrics.plugin_call(step, started.elapsed());
         answer.map_err(|source| self.plugin_failed(&plugin.path, step, source))
     }
 
@@ -1457,7 +1457,7 @@ impl Job<'_> {
     /// the call ends the operation as aborted, any other fault names the
     /// plugin and the step.
     fn plugin_failed(&self, path: &str, step: &str, source: sandbox::Error) -> Error {
-        self.inner.metrics.plugin_fault(source.kind());
+        self.inner.work.metrics.plugin_fault(source.kind());
         if matches!(source.fault(), Some(sandbox::Fault::Aborted)) {
             tracing::info!(app = %self.app, plugin = path, step, "plugin call interrupted by the abort");
             return Error::Aborted;
@@ -1497,7 +1497,7 @@ impl Job<'_> {
                 })?;
                 let plugin = self
                     .inner
-                    .sandbox
+                    .services.sandbox
                     .load_for(
                         &self.call_context("info"),
                         self.app.as_str(),
@@ -1594,7 +1594,7 @@ impl ProgressSink for StoreProgress<'_, '_> {
             },
             _ => return,
         };
-        if let Err(e) = self.job.inner.store.set_progress(self.job.op, Some(&line)) {
+        if let Err(e) = self.job.inner.services.store.set_progress(self.job.op, Some(&line)) {
             tracing::warn!(error = %e, "could not record progress");
         }
     }

@@ -130,7 +130,7 @@ impl Job<'_> {
                         })?,
                     SecretSource::Existing(r) => {
                         let own = prepared.namespaces().iter().any(|n| n == &r.namespace);
-                        let policy = self.inner.action_policies.for_app(self.app.as_str());
+                        let policy = self.inner.policies.actions.for_app(self.app.as_str());
                         if !own && !policy.may_mirror_from(&r.namespace, &r.name) {
                             return Err(Error::SecretValue {
                                 plugin: plugin.to_string(),

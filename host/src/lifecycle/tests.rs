@@ -211,7 +211,7 @@ fn reopening_moves_interrupted_apps_to_their_failed_state_and_sweeps_orphans() {
         let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
         // An apply that a crash interrupted: begun, never finished.
         lc.inner
-            .store
+            .services.store
             .begin_operation(
                 &app.name,
                 Operation::Apply,
@@ -267,7 +267,7 @@ fn rekind_of_an_unknown_component_is_refused_before_anything_starts() {
     assert_eq!(err.class(), ErrorClass::BadRequest);
     assert_eq!(lc.history(&app.name).unwrap().len(), 1, "nothing recorded");
     assert_eq!(lc.show(&app.name).unwrap().app.state, AppState::Uploaded);
-    let _ = Store::history(lc.inner.store.as_ref(), &app.name).unwrap();
+    let _ = Store::history(lc.inner.services.store.as_ref(), &app.name).unwrap();
 }
 
 #[test]
@@ -421,7 +421,7 @@ impl Fixture {
         let mut lc = self.open().unwrap();
         Arc::get_mut(&mut lc.inner)
             .expect("no other handle yet")
-            .checkpoints = super::checkpoint::Checkpoints::with_hook(hook);
+            .work.checkpoints = super::checkpoint::Checkpoints::with_hook(hook);
         lc
     }
 }
@@ -623,10 +623,10 @@ fn interrupted(
         let lc = f.open().unwrap();
         let op = lc
             .inner
-            .store
+            .services.store
             .begin_operation(&name("demo"), operation, from, to)
             .unwrap();
-        lc.inner.store.set_request(op, request).unwrap();
+        lc.inner.services.store.set_request(op, request).unwrap();
     }
     let lc = f.open().unwrap();
     let history = lc.history(&name("demo")).unwrap();
