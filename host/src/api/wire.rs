@@ -198,21 +198,9 @@ impl std::fmt::Display for ErrorCode {
 
 // ---- requests ----
 
-/// `POST /v1/apps/{app}/apply`; an empty body is the default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ApplyRequest {
-    /// Components whose workload kind is decided again.
-    #[serde(default)]
-    pub rekind: Vec<String>,
-    /// Take over live objects no release of this app owns yet.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub adopt: bool,
-    /// Objects (`Kind/name`) that may be recreated when a change is
-    /// refused as immutable.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub recreate: Vec<String>,
-}
+/// `POST /v1/apps/{app}/apply`: the operator's flags, one type from
+/// the wire to the apply's steps.
+pub use crate::model::ApplyRequest;
 
 /// `POST /v1/apps/{app}/remove`; an empty body is the default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

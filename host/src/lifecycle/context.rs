@@ -1,6 +1,6 @@
 //! What every operation of the daemon shares: the store, the target, the
 //! sandbox, the facts, metrics, checkpoints and the state folder. Both the
-//! operations ([`super::engine`]) and the steps they run ([`super::run`])
+//! operations ([`super::engine`]) and the steps they run ([`super::apply`])
 //! use it; neither imports the other's internals through it.
 
 use std::collections::{BTreeMap, HashMap};

@@ -4,25 +4,6 @@
 //! that a busy app or an illegal transition is refused at once, and then
 //! run on a thread of their own ([`Started`]).
 
-use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-
-use serde::{Deserialize, Serialize};
-
-use crate::bundle::{self, Limits, VerifiedBundle};
-use crate::kube::ApplyTarget;
-use crate::model::{AppName, Hook, LookupPolicy};
-use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
-use crate::store::{
-    AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId, Outcome,
-    OverrideLayer, ReleaseRecord, SqliteStore, Store, TargetChange, UserSnapshot, VersionRecord,
-};
-use crate::trust::TrustStore;
-
 use super::checkpoint::Checkpoints;
 use super::context::{ClusterMode, Inner, Leadership, Policies, Services, Work};
 use super::facts::default_facts;
@@ -30,13 +11,33 @@ use super::facts_source::{FactsSource, FactsView, StaticFacts};
 use super::metrics::Metrics;
 use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
 use super::resume::Request;
-use super::run::{ApplyRequest, ChartDiff, Job, UserLayer};
 use super::state_dir::{
     StatePaths, create_private_dir, load_secret, lock_state, make_private, read_dir, remove_dir,
 };
 use super::stored::StoredVersion;
 use super::volumes::{self, VolumeRequest, VolumeView};
 use super::{Error, rules};
+use crate::bundle::{self, Limits, VerifiedBundle};
+use crate::kube::ApplyTarget;
+use crate::lifecycle::ChartDiff;
+use crate::lifecycle::apply::diff;
+use crate::lifecycle::apply::{apply_version, post_abort, remove_version, semantic_veto};
+use crate::lifecycle::job::{ApplyRequest, Job, UserLayer};
+use crate::lifecycle::owned::{owned_error, owned_release_of};
+use crate::model::{AppName, Hook, LookupPolicy};
+use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
+use crate::store::{
+    AppRecord, AppState, DecisionRecord, Finish, HistoryEntry, Operation, OperationId, Outcome,
+    OverrideLayer, ReleaseRecord, SqliteStore, Store, TargetChange, UserSnapshot, VersionRecord,
+};
+use crate::trust::TrustStore;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 /// How to open the lifecycle.
 pub struct Options {
@@ -391,7 +392,10 @@ impl Lifecycle {
         for moved in &moved {
             tracing::warn!(app = %moved.app, from = %moved.from, to = %moved.to,
                 "operation interrupted by a restart; app moved to its failed state");
-            self.inner.work.metrics.operation("reconcile", "interrupted");
+            self.inner
+                .work
+                .metrics
+                .operation("reconcile", "interrupted");
         }
         let staging = self.inner.paths.staging();
         if staging.exists() {
@@ -508,12 +512,13 @@ impl Lifecycle {
         if rules::DELETE_FROM.contains(&record.state)
             && let Ok(version) = self.active_version(app)
         {
-            let release = super::actions::owned_release_of(app, &version.metadata);
+            let release = owned_release_of(app, &version.metadata);
             let removed = self
                 .inner
-                .services.target
+                .services
+                .target
                 .remove(&release)
-                .map_err(super::actions::owned_error)?;
+                .map_err(owned_error)?;
             if !removed.is_empty() {
                 tracing::info!(target: "capstan::audit", app = %app, objects = removed.len(), "kept generated secrets removed with the app");
             }
@@ -544,7 +549,8 @@ impl Lifecycle {
         let record = self.store().app(app)?;
         let running = self
             .inner
-            .work.running
+            .work
+            .running
             .lock()
             .map_err(|_| poisoned())?
             .get(app.as_str())
@@ -580,7 +586,11 @@ impl Lifecycle {
     }
 
     pub(super) fn reapply_marks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
-        self.inner.work.reapply.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner
+            .work
+            .reapply
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// One app with its versions, charts and decisions.
@@ -659,7 +669,7 @@ impl Lifecycle {
         let version = self.active_version_checked(app)?;
         let abort = Arc::new(AtomicBool::new(false));
         let job = self.dry_job(app, &abort);
-        job.diff(&version, None)
+        diff(&job, &version, None)
     }
 
     /// Whether the app's `semantic-check` hook would veto an apply of its
@@ -673,7 +683,7 @@ impl Lifecycle {
         let job = self.dry_job(app, &abort);
         // Only an automatic re-apply asks this.
         job.automatic.store(true, Ordering::SeqCst);
-        job.semantic_veto(&version)
+        semantic_veto(&job, &version)
     }
 
     /// What an update to the bundle `archive` would change, chart by chart
@@ -704,7 +714,7 @@ impl Lifecycle {
         };
         let abort = Arc::new(AtomicBool::new(false));
         let job = self.dry_job(app, &abort);
-        let diffs = job.diff(&version, Some(&active));
+        let diffs = diff(&job, &version, Some(&active));
         drop(bundle);
         diffs
     }
@@ -800,7 +810,10 @@ impl Lifecycle {
                 "could not record the end of the operation");
             return Error::Store(e);
         }
-        self.inner.work.metrics.operation(operation.as_str(), "failed");
+        self.inner
+            .work
+            .metrics
+            .operation(operation.as_str(), "failed");
         tracing::warn!(app = %app, operation = %operation, state = %state,
             error = %error.one_line(), "operation failed before it started its work");
         Error::Ended {
@@ -909,7 +922,8 @@ impl Lifecycle {
             ..crate::kube::RemoveOptions::default()
         };
         self.inner
-            .services.target
+            .services
+            .target
             .remove_with(
                 &volumes::release_of(&view.volume),
                 &options,
@@ -1032,7 +1046,7 @@ impl Lifecycle {
                 around: None,
                 phase: "apply",
             };
-            Ending::new(match job.apply_version(&request) {
+            Ending::new(match apply_version(job, &request) {
                 Ok(()) => with_note(Finish::succeeded(AppState::Applied), job.warnings_note()),
                 Err(e) => failed(AppState::ApplyFailed, &e),
             })
@@ -1102,7 +1116,7 @@ impl Lifecycle {
             if let Some(note) = note {
                 job.note(note);
             }
-            let result = job.remove_version(&version, target.as_ref(), force, keep_secrets);
+            let result = remove_version(job, &version, target.as_ref(), force, keep_secrets);
             Ending {
                 finish: match result {
                     Ok(()) => with_note(
@@ -1394,7 +1408,7 @@ impl Lifecycle {
                 around: Some((Hook::PreRecover, Hook::PostRecover)),
                 phase: "recover",
             };
-            match job.apply_version(&request) {
+            match apply_version(job, &request) {
                 Ok(()) => Ending {
                     finish: Finish::succeeded(AppState::Applied)
                         .with_target(TargetChange::Discard)
@@ -1431,7 +1445,7 @@ impl Lifecycle {
         job.abort.store(false, Ordering::SeqCst);
         let result = self
             .active_version_checked(&job.app)
-            .and_then(|version| job.post_abort(&version));
+            .and_then(|version| post_abort(job, &version));
         let added = match result {
             Ok(()) => "post-abort hook called".to_string(),
             Err(e) => format!("post-abort hook failed: {}", e.one_line()),
@@ -1535,7 +1549,8 @@ impl Lifecycle {
                 running.remove(app.as_str());
             }
             self.inner
-                .work.metrics
+                .work
+                .metrics
                 .operation(operation.as_str(), Outcome::Interrupted.as_str());
             tracing::info!(target: "capstan::lease", "operation handed over to the next leader");
             return;
@@ -1567,7 +1582,8 @@ impl Lifecycle {
         // The charts' clock stops with the work.
         self.inner.work.charts.end(app.as_str(), op);
         self.inner
-            .work.checkpoints
+            .work
+            .checkpoints
             .reach(&format!("{}:finishing", operation.as_str()));
         let outcome = ending.finish.outcome;
         // The work is done: its end must be recorded, or the app would stay
@@ -1596,10 +1612,12 @@ impl Lifecycle {
         // Its end is recorded: the next in line may start.
         drop(slot);
         self.inner
-            .work.metrics
+            .work
+            .metrics
             .operation(operation.as_str(), outcome.as_str());
         self.inner
-            .work.metrics
+            .work
+            .metrics
             .operation_took(operation.as_str(), started.elapsed());
         if let Ok(mut running) = self.inner.work.running.lock()
             && running.get(app.as_str()).is_some_and(|(id, _)| *id == op)
@@ -1608,7 +1626,8 @@ impl Lifecycle {
         }
         if let Some(version) = ending.drop_version {
             self.inner
-                .work.checkpoints
+                .work
+                .checkpoints
                 .reach(&format!("{}:dropping-version", operation.as_str()));
             let kept = self
                 .store()
@@ -1702,7 +1721,8 @@ impl Lifecycle {
         };
         let _one = self
             .inner
-            .cluster.restoring
+            .cluster
+            .restoring
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let record = self.store().version(app, version)?;
@@ -1833,7 +1853,7 @@ impl Job<'_> {
             around: Some((Hook::PreUpdate, Hook::PostUpdate)),
             phase: "update",
         };
-        let error = match self.apply_version(&request) {
+        let error = match apply_version(self, &request) {
             Ok(()) => return self.promote(old, new, keep_user),
             Err(e) => e,
         };
@@ -1867,11 +1887,12 @@ impl Job<'_> {
             around: Some((Hook::PreUpdate, Hook::PostUpdate)),
             phase: "rollback-to",
         };
-        let error = match self.apply_version(&request) {
+        let error = match apply_version(self, &request) {
             Ok(()) => {
                 if let Err(e) =
                     self.inner
-                        .services.store
+                        .services
+                        .store
                         .replace_layer(&self.app, &OverrideLayer::User, user)
                 {
                     return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
@@ -1922,7 +1943,8 @@ impl Job<'_> {
         let note = format!("{change} failed: {reason}; {}", undo.how.doing(back));
         if let Err(e) =
             self.inner
-                .services.store
+                .services
+                .store
                 .advance_operation(self.op, AppState::Recovering, Some(&note))
         {
             return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
@@ -1937,7 +1959,7 @@ impl Job<'_> {
             around: None,
             phase: undo.phase,
         };
-        match self.apply_version(&request) {
+        match apply_version(self, &request) {
             Ok(()) => Ending {
                 finish: Finish {
                     state: AppState::Applied,
@@ -1966,10 +1988,11 @@ impl Job<'_> {
 
     fn promote(&self, old: &StoredVersion, new: &StoredVersion, keep_user: bool) -> Ending {
         if !keep_user
-            && let Err(e) = self
-                .inner
-                .services.store
-                .replace_layer(&self.app, &OverrideLayer::User, &[])
+            && let Err(e) =
+                self.inner
+                    .services
+                    .store
+                    .replace_layer(&self.app, &OverrideLayer::User, &[])
         {
             return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
         }

@@ -3,7 +3,7 @@
 //! objects the target should hold and the decisions to store.
 //!
 //! Planning writes nothing and calls nothing: the run step
-//! ([`super::run`]) reads the store, loads the chart and asks the plugins
+//! ([`super::apply`]) reads the store, loads the chart and asks the plugins
 //! first, hands the answers here, and only commits what this returns once
 //! the `pre-apply` hook has not vetoed. `app diff` is planning alone.
 

@@ -196,7 +196,8 @@ impl Lifecycle {
         let marks: Vec<(String, String)> = {
             let attempts = self
                 .inner
-                .work.auto_reapplied
+                .work
+                .auto_reapplied
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             self.reapply_marks()
@@ -257,7 +258,8 @@ impl Lifecycle {
         }
         let known = self
             .inner
-            .work.auto_reapplied
+            .work
+            .auto_reapplied
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(app.as_str())
@@ -268,7 +270,8 @@ impl Lifecycle {
         {
             let mut attempts = self
                 .inner
-                .work.auto_reapplied
+                .work
+                .auto_reapplied
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(last) = last

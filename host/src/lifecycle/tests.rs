@@ -211,7 +211,8 @@ fn reopening_moves_interrupted_apps_to_their_failed_state_and_sweeps_orphans() {
         let app = lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
         // An apply that a crash interrupted: begun, never finished.
         lc.inner
-            .services.store
+            .services
+            .store
             .begin_operation(
                 &app.name,
                 Operation::Apply,
@@ -421,7 +422,8 @@ impl Fixture {
         let mut lc = self.open().unwrap();
         Arc::get_mut(&mut lc.inner)
             .expect("no other handle yet")
-            .work.checkpoints = super::checkpoint::Checkpoints::with_hook(hook);
+            .work
+            .checkpoints = super::checkpoint::Checkpoints::with_hook(hook);
         lc
     }
 }
@@ -623,7 +625,8 @@ fn interrupted(
         let lc = f.open().unwrap();
         let op = lc
             .inner
-            .services.store
+            .services
+            .store
             .begin_operation(&name("demo"), operation, from, to)
             .unwrap();
         lc.inner.services.store.set_request(op, request).unwrap();

@@ -10,19 +10,17 @@
 //! nothing. Nothing is written but the mark: the calls are planning, as
 //! re-evaluation's are.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
 use super::Error;
 use super::engine::Lifecycle;
-use super::run::{ApplyRequest, Job};
 use super::stored::StoredVersion;
+use crate::lifecycle::apply::load;
+use crate::lifecycle::job::{ApplyRequest, Job};
 use crate::model::{Action, AppName, Hook, Mode, Trigger, TriggerKind};
 use crate::store::AppState;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The most details one platform event may carry.
 pub const MAX_EVENT_DETAILS: usize = 32;
@@ -110,7 +108,7 @@ impl Job<'_> {
         trigger: &Trigger,
     ) -> Result<Option<String>, Error> {
         let request = ApplyRequest::plain(version, "evaluate-reapply");
-        let prepared = self.load(&request)?;
+        let prepared = load(self, &request)?;
         let mut call = prepared.hook_call(self, Hook::EvaluateReapply)?;
         call.mode = Mode::Auto;
         call.trigger = Some(trigger.clone());

@@ -26,6 +26,7 @@ mod layer;
 mod live;
 mod names;
 mod object;
+mod operation;
 mod plugin;
 mod size;
 mod workload;
@@ -38,6 +39,7 @@ pub use names::{
     PluginName, RESERVED_APP_NAMES, ReleaseName, SecretName, VolumeName, kinds, namespaced_name,
 };
 pub use object::{ObjectKey, ObjectRef};
+pub use operation::ApplyRequest;
 pub use plugin::{
     Action, ActionPolicies, ActionPolicy, Charset, ChartAnswer, ChartCall, DEFAULT_MAX_OWNED,
     DEFAULT_MAX_OWNED_BYTES, FactsSection, GeneratedKey, GeneratedSecret, HookAnswer, HookCall,

@@ -1,0 +1,188 @@
+//! Render: every enabled chart rendered and planned against what the
+//! target has applied, grouped as `capstan.yaml` orders them.
+
+use crate::bundle::{self, GroupMode};
+use crate::kube::{Release, Resource};
+use crate::lifecycle::Error;
+use crate::lifecycle::apply::commit::next_revision;
+use crate::lifecycle::apply::prepare::ask_workload_kind;
+use crate::lifecycle::apply::prepare::local_volumes;
+use crate::lifecycle::apply::prepare::merged_overrides;
+use crate::lifecycle::apply::prepare::stored_decisions;
+use crate::lifecycle::apply::prune::let_go;
+use crate::lifecycle::job::Job;
+use crate::lifecycle::job::Prepared;
+use crate::lifecycle::plan::{self, ChartInput, NewDecision};
+use crate::model::ComponentSpec;
+use crate::render::{self, ReleaseInfo};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// One chart planned, ready to apply.
+pub(crate) struct RenderedChart {
+    pub(crate) name: String,
+    pub(crate) release: Release,
+    pub(crate) live: Vec<Resource>,
+    pub(crate) desired: Vec<Resource>,
+    pub(crate) hooks: Vec<Resource>,
+    pub(crate) new_decisions: Vec<NewDecision>,
+    /// `.Release.Revision` it was rendered with.
+    pub(crate) revision: u64,
+    pub(crate) timeout: Option<std::time::Duration>,
+    /// Whether its LoadBalancer Services wait for an address
+    /// ([`ApplyOptions::wait_for_load_balancer`]).
+    pub(crate) wait_for_load_balancer: bool,
+    pub(crate) adopt: bool,
+    pub(crate) recreate: Vec<String>,
+    /// The releases of charts this operation lets go of, whose objects
+    /// the chart may take over ([`ApplyOptions::take_over`]).
+    pub(crate) take_over: Vec<String>,
+}
+
+/// A chart group's rendered charts, in order.
+pub(crate) struct RenderedGroup {
+    pub(crate) name: String,
+    pub(crate) mode: GroupMode,
+    pub(crate) charts: Vec<RenderedChart>,
+}
+
+/// Plans every enabled chart before anything is applied or stored, so a
+/// template error, a workload error or a volume conflict in any chart
+/// stops the apply with the store and the target untouched.
+pub(crate) fn render_all(
+    job: &Job<'_>,
+    prepared: &Prepared<'_>,
+) -> Result<Vec<RenderedGroup>, Error> {
+    let version = prepared.request.version;
+    let take_over = let_go(job, prepared.request);
+    let mut groups = Vec::new();
+    for group in &version.metadata.chart_groups {
+        let mut charts = Vec::new();
+        for chart in group
+            .charts
+            .iter()
+            .filter_map(|name| version.metadata.chart(name))
+            .filter(|chart| chart.enabled && !prepared.disabled.contains(chart.name.as_str()))
+        {
+            let name = chart.name.to_string();
+            job.step(
+                prepared.request.phase,
+                &format!("render:{name}"),
+                &format!("group {}: chart {name}: rendering", group.name),
+            )?;
+            let release = version.release(&job.app, chart);
+            let live = job
+                .target()
+                .applied(&release)
+                .map_err(|source| Error::Kube {
+                    chart: name.clone(),
+                    source: Box::new(source),
+                })?;
+            let revision = next_revision(job, &release, &live)?;
+            let planned = plan_chart(job, prepared, chart, !live.is_empty(), revision)?;
+            for warning in planned.warnings {
+                job.warn(warning);
+            }
+            charts.push(RenderedChart {
+                name,
+                release,
+                live,
+                desired: planned.desired,
+                hooks: planned.hooks,
+                new_decisions: planned.new_decisions,
+                revision,
+                timeout: chart.timeout,
+                wait_for_load_balancer: version.metadata.waits_for_load_balancer(chart),
+                adopt: prepared.request.adopt,
+                recreate: prepared.request.recreate.to_vec(),
+                take_over: take_over.clone(),
+            });
+        }
+        let added: BTreeSet<String> = charts
+            .iter()
+            .flat_map(|c| crate::lifecycle::lookup::crd_api_versions(&c.desired))
+            .collect();
+        prepared.planned().extend(added);
+        groups.push(RenderedGroup {
+            name: group.name.clone(),
+            mode: group.mode,
+            charts,
+        });
+    }
+    Ok(groups)
+}
+
+/// Reads what planning a chart needs (its files, its layers, the
+/// stored decisions, the plugins' answers for components decided now,
+/// the local volumes) and plans it. Writes nothing.
+pub(crate) fn plan_chart(
+    job: &Job<'_>,
+    prepared: &Prepared<'_>,
+    chart: &bundle::Chart,
+    is_upgrade: bool,
+    revision: u64,
+) -> Result<plan::ChartPlan, Error> {
+    let name = chart.name.to_string();
+    let version = prepared.request.version;
+    let overrides = merged_overrides(job, prepared, &name)?;
+    let render_err = |source| Error::Render {
+        chart: name.clone(),
+        source: Box::new(source),
+    };
+    let loaded = render::chart::load(&version.dir.join(&chart.path)).map_err(render_err)?;
+    let release = ReleaseInfo {
+        name: chart.release.to_string(),
+        namespace: chart.namespace.to_string(),
+        revision: i64::try_from(revision).unwrap_or(i64::MAX),
+        is_upgrade,
+    };
+    let kube_version = format!("v{}", prepared.facts.kubernetes_version);
+    let capabilities = crate::lifecycle::lookup::capabilities(
+        prepared.served.as_ref(),
+        &prepared.planned(),
+        &kube_version,
+    )
+    .map_err(render_err)?;
+    let own_namespaces = version
+        .metadata
+        .charts
+        .iter()
+        .map(|c| c.namespace.to_string())
+        .collect();
+    let lookup = Arc::new(crate::lifecycle::lookup::TargetLookup::new(
+        job.inner.services.target.clone(),
+        job.inner.policies.lookup.clone(),
+        own_namespaces,
+    ));
+    let components: Vec<ComponentSpec> = version
+        .metadata
+        .components
+        .iter()
+        .filter(|c| c.chart == chart.name)
+        .cloned()
+        .collect();
+    let stored = stored_decisions(job, &components)?;
+    let rekind: BTreeSet<String> = prepared.request.rekind.iter().cloned().collect();
+    let mut plugin_choices = BTreeMap::new();
+    for component in &components {
+        if plan::needs_decision(component, &stored, &rekind)
+            && let Some(choice) = ask_workload_kind(job, prepared, component)?
+        {
+            plugin_choices.insert(component.name.to_string(), choice);
+        }
+    }
+    let local_volumes = local_volumes(job, &components, &release.namespace)?;
+    plan::plan_chart(&ChartInput {
+        name: &name,
+        chart: &loaded,
+        overrides: &overrides,
+        release: &release,
+        capabilities: &capabilities,
+        components: &components,
+        stored: &stored,
+        plugin_choices: &plugin_choices,
+        rekind: &rekind,
+        local_volumes: &local_volumes,
+        lookup,
+    })
+}
