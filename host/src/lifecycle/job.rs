@@ -7,12 +7,12 @@
 
 use crate::kube::{ApplyTarget, Resource};
 use crate::lifecycle::Error;
-use crate::lifecycle::apply::user_overrides;
 use crate::lifecycle::context::Inner;
 use crate::lifecycle::stored::StoredVersion;
 use crate::model::{AppName, Hook, HookAnswer, HookCall, HookOperation, Mode, Served};
 use crate::sandbox::{self, CallContext, Facts, Plugin};
 use crate::secrets::Redactor;
+use crate::store::OverrideLayer;
 use crate::store::{OperationId, Store};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -387,4 +387,23 @@ impl Job<'_> {
     pub fn redact(&self, text: &str) -> String {
         self.redactor().redact(text).into_owned()
     }
+}
+
+/// The user overrides this apply uses for `chart`, if any.
+pub(crate) fn user_overrides(
+    job: &Job<'_>,
+    prepared: &Prepared<'_>,
+    chart: &str,
+) -> Result<Option<serde_json::Value>, Error> {
+    Ok(match prepared.request.user {
+        UserLayer::Stored => job
+            .store()
+            .override_layer(&job.app, chart, &OverrideLayer::User)?
+            .map(|record| record.values),
+        UserLayer::Given(charts) => charts
+            .iter()
+            .find(|(name, _)| name == chart)
+            .map(|(_, values)| values.clone()),
+        UserLayer::Dropped => None,
+    })
 }

@@ -5,7 +5,6 @@
 use crate::bundle::Metadata;
 use crate::kube::{self, Release, Resource};
 use crate::lifecycle::Error;
-use crate::lifecycle::actions::ensure;
 use crate::lifecycle::job::{Job, Prepared};
 use crate::model::{AppName, LookupQuery, ObjectRef};
 
@@ -190,4 +189,25 @@ pub(crate) fn owning_release(
         }
     }
     Ok(None)
+}
+
+/// Applies `object` in the owned release and counts it among what
+/// this operation ensured; what the release held before stays as it
+/// is (nothing is pruned until [`Job::settle_owned`]).
+pub(crate) fn ensure(
+    job: &Job<'_>,
+    prepared: &Prepared<'_>,
+    object: Resource,
+) -> Result<(), Error> {
+    let release = owned_release(job, prepared);
+    let id = object.id().clone();
+    let mut ensured = prepared.ensured();
+    ensured.retain(|r| r.id().key() != object.id().key());
+    ensured.push(object.clone());
+    drop(ensured);
+    job.target()
+        .apply_some(&release, &[object], &[])
+        .map_err(owned_error)?;
+    tracing::info!(target: "capstan::audit", app = %job.app, object = %id, "applied at a plugin's request in the owned release");
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! app ready, failed or the timeout passes.
 
 use crate::lifecycle::Error;
-use crate::lifecycle::actions::take_actions;
+use crate::lifecycle::actions::take::take_actions;
 use crate::lifecycle::job::{Job, Prepared};
 use crate::lifecycle::owned::owned_error;
 use crate::model::{Hook, HookOutcome, LookupQuery, ObjectRef, Observed, ReleaseStatus};

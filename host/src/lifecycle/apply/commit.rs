@@ -1,7 +1,7 @@
 //! Commit: the decisions and system overrides an apply planned are
 //! stored, and each release's record (revision, inventory) kept.
 
-use crate::kube::{Release, Resource};
+use crate::kube::Release;
 use crate::lifecycle::Error;
 use crate::lifecycle::apply::render::RenderedGroup;
 use crate::lifecycle::job::Job;
@@ -40,38 +40,6 @@ pub(crate) fn commit(
         })?;
     }
     Ok(())
-}
-
-/// The revision the next apply of `release` renders as
-/// (`.Release.Revision`): one more than the target's record says (the
-/// release Secret on a cluster), or than the store's copy where the
-/// target keeps none; 1 for an install. A release with objects but no
-/// revision anywhere (applied before revisions were recorded) has had
-/// one.
-pub(crate) fn next_revision(
-    job: &Job<'_>,
-    release: &Release,
-    live: &[Resource],
-) -> Result<u64, Error> {
-    let recorded = match job
-        .target()
-        .revision(release)
-        .map_err(|source| Error::Kube {
-            chart: release.chart.clone(),
-            source: Box::new(source),
-        })? {
-        Some(revision) => revision,
-        None => job
-            .store()
-            .release(&job.app, &release.chart)?
-            .map_or(0, |r| r.revision),
-    };
-    let recorded = if recorded == 0 && !live.is_empty() {
-        1
-    } else {
-        recorded
-    };
-    Ok(recorded.saturating_add(1))
 }
 
 /// Writes the store's copy of `release`'s inventory from what the

@@ -3,9 +3,9 @@
 
 use crate::kube::{self, LiveChange, LiveDiff};
 use crate::lifecycle::Error;
-use crate::lifecycle::apply::commit::next_revision;
-use crate::lifecycle::apply::load;
+use crate::lifecycle::apply::prepare::load;
 use crate::lifecycle::apply::prepare::system_overrides;
+use crate::lifecycle::apply::render::next_revision;
 use crate::lifecycle::apply::render::plan_chart;
 use crate::lifecycle::job::ApplyRequest;
 use crate::lifecycle::job::Job;

@@ -7,13 +7,13 @@
 //! around each ([`hooks`]). Each step is a function over the operation's
 //! [`Job`] and the [`Prepared`] inputs; this module runs them in order.
 
-mod charts;
-mod commit;
-mod diff;
-mod hooks;
-mod prepare;
-mod prune;
-mod render;
+pub(crate) mod charts;
+pub(crate) mod commit;
+pub(crate) mod diff;
+pub(crate) mod hooks;
+pub(crate) mod prepare;
+pub(crate) mod prune;
+pub(crate) mod render;
 pub(crate) mod secret_values;
 
 use crate::lifecycle::actions::status_until_ready;
@@ -30,7 +30,7 @@ use crate::lifecycle::owned::settle_owned;
 pub use diff::ChartDiff;
 pub(crate) use diff::diff;
 pub(crate) use hooks::run_hook;
-pub(crate) use prepare::{load, semantic_veto, user_overrides};
+pub(crate) use prepare::{load, semantic_veto};
 pub(crate) use prune::remove_version;
 
 use crate::bundle::GroupMode;

@@ -4,7 +4,7 @@
 
 use crate::bundle::{self, Metadata};
 use crate::lifecycle::Error;
-use crate::lifecycle::apply::run_hook;
+use crate::lifecycle::apply::hooks::run_hook;
 use crate::lifecycle::apply::secret_values::ChartSecrets;
 use crate::lifecycle::apply::secret_values::resolve_secrets;
 use crate::lifecycle::facts::current_facts;
@@ -12,8 +12,8 @@ use crate::lifecycle::job::AppPlugin;
 use crate::lifecycle::job::ApplyRequest;
 use crate::lifecycle::job::Job;
 use crate::lifecycle::job::Prepared;
-use crate::lifecycle::job::UserLayer;
 use crate::lifecycle::job::plugin_name;
+use crate::lifecycle::job::user_overrides;
 use crate::lifecycle::plan::PluginChoice;
 use crate::lifecycle::stored::{StoredVersion, from_json, from_json_text, to_json};
 use crate::model::{AppName, ChartCall, ComponentSpec, Hook, HookOutcome, Layer};
@@ -221,25 +221,6 @@ pub(crate) fn merged_overrides(
         layers.push((Layer::User, from_json(&user)?));
     }
     Ok(values::merge_override_layers(&layers))
-}
-
-/// The user overrides this apply uses for `chart`, if any.
-pub(crate) fn user_overrides(
-    job: &Job<'_>,
-    prepared: &Prepared<'_>,
-    chart: &str,
-) -> Result<Option<serde_json::Value>, Error> {
-    Ok(match prepared.request.user {
-        UserLayer::Stored => job
-            .store()
-            .override_layer(&job.app, chart, &OverrideLayer::User)?
-            .map(|record| record.values),
-        UserLayer::Given(charts) => charts
-            .iter()
-            .find(|(name, _)| name == chart)
-            .map(|(_, values)| values.clone()),
-        UserLayer::Dropped => None,
-    })
 }
 
 /// The local volumes the components mount, checked to exist and to

@@ -2,18 +2,21 @@
 //! `app remove`) removed through the target, in reverse order.
 
 use crate::bundle::{self};
+use crate::kube::Resource;
 use crate::kube::{ApplyOptions, HookEvent, RemoveOptions};
 use crate::lifecycle::Error;
 use crate::lifecycle::apply::charts::StoreProgress;
 use crate::lifecycle::apply::charts::chart_run;
 use crate::lifecycle::apply::charts::charts_begin;
 use crate::lifecycle::apply::commit::release_removed;
-use crate::lifecycle::apply::hooks::delete_hooks;
-use crate::lifecycle::apply::load;
+use crate::lifecycle::apply::hooks::run_hook;
+use crate::lifecycle::apply::prepare::load;
 use crate::lifecycle::apply::prepare::stored_system_layer;
-use crate::lifecycle::apply::run_hook;
+use crate::lifecycle::apply::render::next_revision;
+use crate::lifecycle::apply::render::plan_chart;
 use crate::lifecycle::job::ApplyRequest;
 use crate::lifecycle::job::Job;
+use crate::lifecycle::job::Prepared;
 use crate::lifecycle::job::UserLayer;
 use crate::lifecycle::owned::remove_owned;
 use crate::lifecycle::stored::StoredVersion;
@@ -122,23 +125,6 @@ pub(crate) fn forced(job: &Job<'_>, force: bool, result: Result<(), Error>) -> R
     }
 }
 
-/// The releases (`APP/CHART`) of the charts the version `request`
-/// replaces and does not have itself: [`Job::prune_charts`] removes
-/// them after the apply, so the charts of this version may take
-/// their objects over (a renamed chart's).
-pub(crate) fn let_go(job: &Job<'_>, request: &ApplyRequest<'_>) -> Vec<String> {
-    let Some(replacing) = request.replacing else {
-        return Vec::new();
-    };
-    replacing
-        .metadata
-        .charts
-        .iter()
-        .filter(|old| request.version.metadata.chart(&old.name).is_none())
-        .map(|old| replacing.release(&job.app, old).to_string())
-        .collect()
-}
-
 /// Removes the releases of charts that were (or may have been) applied
 /// but are not part of this apply: charts of the replaced version this
 /// one lacks, and this version's disabled charts.
@@ -175,4 +161,35 @@ pub(crate) fn prune_charts(
         })?;
     }
     Ok(())
+}
+
+/// The Helm hook objects a remove runs (`pre-delete`, `post-delete`):
+/// the chart rendered as it was applied. A chart of another version (a
+/// failed update's target) or one that no longer renders runs none;
+/// the latter is said as a warning.
+pub(crate) fn delete_hooks(
+    job: &Job<'_>,
+    prepared: &Prepared<'_>,
+    version: &StoredVersion,
+    chart: &bundle::Chart,
+) -> Vec<Resource> {
+    if !chart.enabled || version.version != prepared.request.version.version {
+        return Vec::new();
+    }
+    let release = version.release(&job.app, chart);
+    let applied_revision = match next_revision(job, &release, &[]) {
+        Ok(next) => next.saturating_sub(1).max(1),
+        Err(_) => 1,
+    };
+    match plan_chart(job, prepared, chart, true, applied_revision) {
+        Ok(plan) => plan.hooks,
+        Err(e) => {
+            job.warn(format!(
+                "chart {}: delete hooks not run, the chart does not render: {}",
+                chart.name,
+                e.one_line()
+            ));
+            Vec::new()
+        }
+    }
 }

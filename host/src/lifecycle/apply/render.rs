@@ -4,12 +4,11 @@
 use crate::bundle::{self, GroupMode};
 use crate::kube::{Release, Resource};
 use crate::lifecycle::Error;
-use crate::lifecycle::apply::commit::next_revision;
 use crate::lifecycle::apply::prepare::ask_workload_kind;
 use crate::lifecycle::apply::prepare::local_volumes;
 use crate::lifecycle::apply::prepare::merged_overrides;
 use crate::lifecycle::apply::prepare::stored_decisions;
-use crate::lifecycle::apply::prune::let_go;
+use crate::lifecycle::job::ApplyRequest;
 use crate::lifecycle::job::Job;
 use crate::lifecycle::job::Prepared;
 use crate::lifecycle::plan::{self, ChartInput, NewDecision};
@@ -185,4 +184,53 @@ pub(crate) fn plan_chart(
         local_volumes: &local_volumes,
         lookup,
     })
+}
+
+/// The revision the next apply of `release` renders as
+/// (`.Release.Revision`): one more than the target's record says (the
+/// release Secret on a cluster), or than the store's copy where the
+/// target keeps none; 1 for an install. A release with objects but no
+/// revision anywhere (applied before revisions were recorded) has had
+/// one.
+pub(crate) fn next_revision(
+    job: &Job<'_>,
+    release: &Release,
+    live: &[Resource],
+) -> Result<u64, Error> {
+    let recorded = match job
+        .target()
+        .revision(release)
+        .map_err(|source| Error::Kube {
+            chart: release.chart.clone(),
+            source: Box::new(source),
+        })? {
+        Some(revision) => revision,
+        None => job
+            .store()
+            .release(&job.app, &release.chart)?
+            .map_or(0, |r| r.revision),
+    };
+    let recorded = if recorded == 0 && !live.is_empty() {
+        1
+    } else {
+        recorded
+    };
+    Ok(recorded.saturating_add(1))
+}
+
+/// The releases (`APP/CHART`) of the charts the version `request`
+/// replaces and does not have itself: [`Job::prune_charts`] removes
+/// them after the apply, so the charts of this version may take
+/// their objects over (a renamed chart's).
+pub(crate) fn let_go(job: &Job<'_>, request: &ApplyRequest<'_>) -> Vec<String> {
+    let Some(replacing) = request.replacing else {
+        return Vec::new();
+    };
+    replacing
+        .metadata
+        .charts
+        .iter()
+        .filter(|old| request.version.metadata.chart(&old.name).is_none())
+        .map(|old| replacing.release(&job.app, old).to_string())
+        .collect()
 }
