@@ -910,13 +910,7 @@ async fn apply(
     let app = app_name(&path_of(app)?)?;
     let request: wire::ApplyRequest = parse_json(&body)?;
     let lc = api.lifecycle.clone();
-    let flags = lifecycle::ApplyFlags {
-        rekind: request.rekind,
-        adopt: request.adopt,
-        recreate: request.recreate,
-        note: None,
-    };
-    started(blocking(move || lc.apply_with(&app, flags)).await?)
+    started(blocking(move || lc.apply_with(&app, request)).await?)
 }
 
 async fn remove(

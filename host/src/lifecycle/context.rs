@@ -102,6 +102,15 @@ pub(crate) struct Leadership {
     pub handing_over: AtomicBool,
 }
 
+impl Work {
+    /// The re-evaluation's marks: applied apps whose plan would change.
+    pub fn reapply_marks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
+        self.reapply
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 impl ClusterMode {
     /// Whether the daemon is handing its work over (shutting down in
     /// cluster mode).

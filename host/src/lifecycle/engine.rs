@@ -8,9 +8,10 @@ use super::checkpoint::Checkpoints;
 use super::context::{ClusterMode, Inner, Leadership, Policies, Services, Work};
 use super::facts::default_facts;
 use super::facts_source::{FactsSource, FactsView, StaticFacts};
+use super::leading::Role;
 use super::metrics::Metrics;
+use super::operations::{Operations, Request, Started};
 use super::overrides::{self, ChartOverrides, OverrideSet, OverrideSummary};
-use super::resume::Request;
 use super::state_dir::{
     StatePaths, create_private_dir, load_secret, lock_state, make_private, read_dir, remove_dir,
 };
@@ -22,8 +23,9 @@ use crate::kube::ApplyTarget;
 use crate::lifecycle::ChartDiff;
 use crate::lifecycle::apply::diff;
 use crate::lifecycle::apply::{apply_version, post_abort, remove_version, semantic_veto};
-use crate::lifecycle::job::{ApplyRequest, Job, UserLayer};
+use crate::lifecycle::job::{Apply, Job, NO_FLAGS, UserLayer};
 use crate::lifecycle::owned::{owned_error, owned_release_of};
+use crate::model::ApplyRequest;
 use crate::model::{AppName, Hook, LookupPolicy};
 use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
 use crate::store::{
@@ -37,7 +39,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 /// How to open the lifecycle.
 pub struct Options {
@@ -112,47 +113,6 @@ impl Options {
 #[derive(Clone)]
 pub struct Lifecycle {
     pub(super) inner: Arc<Inner>,
-}
-
-/// What an operator may ask of an apply besides the version.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ApplyFlags {
-    /// Components whose workload kind is decided again (`--rekind`).
-    pub rekind: Vec<String>,
-    /// Take over live objects that no release of this app owns yet
-    /// (`--adopt`); without it such an object is a conflict naming its
-    /// owner.
-    pub adopt: bool,
-    /// Objects (`Kind/name`) that may be deleted and created again when the
-    /// cluster refuses a change as immutable (`--recreate`); StatefulSets
-    /// are deleted with orphan propagation so Pods and claims survive.
-    pub recreate: Vec<String>,
-    /// Why the apply was started when no person asked for it (an
-    /// automatic re-apply's reason): the first line of the operation's
-    /// history note.
-    pub note: Option<String>,
-}
-
-/// A long operation that was started.
-#[derive(Debug)]
-pub struct Started {
-    /// The app as the operation left it at its start.
-    pub app: AppRecord,
-    /// The operation's id (its history entry).
-    pub operation: OperationId,
-    /// What the operator should know about it at once (a forced
-    /// downgrade, for one).
-    pub warnings: Vec<String>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Started {
-    /// Waits until the operation has finished.
-    pub fn wait(mut self) {
-        if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
-        }
-    }
 }
 
 /// An app and everything `app show` prints about it.
@@ -573,7 +533,7 @@ impl Lifecycle {
     /// The store's.
     pub fn list(&self) -> Result<Vec<AppRecord>, Error> {
         let mut apps = self.store().list_apps()?;
-        let marks = self.reapply_marks();
+        let marks = self.inner.work.reapply_marks();
         for app in &mut apps {
             app.reapply_needed = marks.get(app.name.as_str()).cloned();
         }
@@ -585,21 +545,13 @@ impl Lifecycle {
         self.inner.services.facts.current()
     }
 
-    pub(super) fn reapply_marks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
-        self.inner
-            .work
-            .reapply
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
     /// One app with its versions, charts and decisions.
     ///
     /// # Errors
     /// [`crate::store::Error::UnknownApp`].
     pub fn show(&self, app: &AppName) -> Result<AppDetails, Error> {
         let mut record = self.store().app(app)?;
-        record.reapply_needed = self.reapply_marks().get(app.as_str()).cloned();
+        record.reapply_needed = self.inner.work.reapply_marks().get(app.as_str()).cloned();
         let kept = self.kept_versions(&record)?;
         let left = self.store().user_snapshots(app)?;
         let versions = self
@@ -956,9 +908,9 @@ impl Lifecycle {
     pub fn apply(&self, app: &AppName, rekind: Vec<String>) -> Result<Started, Error> {
         self.apply_with(
             app,
-            ApplyFlags {
+            ApplyRequest {
                 rekind,
-                ..ApplyFlags::default()
+                ..ApplyRequest::default()
             },
         )
     }
@@ -967,34 +919,25 @@ impl Lifecycle {
     ///
     /// # Errors
     /// As [`Lifecycle::apply`].
-    pub fn apply_with(&self, app: &AppName, flags: ApplyFlags) -> Result<Started, Error> {
-        self.start_apply(app, flags, 0)
+    pub fn apply_with(&self, app: &AppName, flags: ApplyRequest) -> Result<Started, Error> {
+        self.start_apply(app, flags, None, 0)
     }
 
-    /// [`Lifecycle::apply_with`], the `resumes`th resumption of an
-    /// interrupted apply when not 0.
+    /// [`Lifecycle::apply_with`]; `note` says why no person asked for it
+    /// (its hooks are told the apply is automatic), `resumes` counts the
+    /// resumptions of an interrupted apply.
     pub(super) fn start_apply(
         &self,
         app: &AppName,
-        flags: ApplyFlags,
+        flags: ApplyRequest,
+        note: Option<String>,
         resumes: u32,
     ) -> Result<Started, Error> {
-        let ApplyFlags {
-            rekind,
-            adopt,
-            recreate,
-            note,
-        } = flags;
         // A request naming a component the app does not have is refused
         // before anything starts (nothing recorded); the metadata read for
         // it is not trusted for anything else.
-        if let Ok(version) = self.active_version(app)
-            && let Some(unknown) = rekind.iter().find(|c| !has_component(&version, c))
-        {
-            return Err(Error::UnknownComponent {
-                app: app.to_string(),
-                component: unknown.clone(),
-            });
+        if let Ok(version) = self.active_version(app) {
+            check_rekind(app, &version, &flags.rekind)?;
         }
         let op = self.store().begin_operation(
             app,
@@ -1003,25 +946,11 @@ impl Lifecycle {
             AppState::Applying,
         )?;
         self.inner.work.checkpoints.reach("apply:begun");
-        let request = Request {
-            rekind: rekind.clone(),
-            adopt,
-            recreate: recreate.clone(),
-            resumes,
-            ..Request::default()
-        };
+        let request = Request::of_apply(&flags, resumes);
         let checked = self
             .keep_request(op, &request)
             .and_then(|()| self.active_version_checked(app))
-            .and_then(
-                |version| match rekind.iter().find(|c| !has_component(&version, c)) {
-                    Some(unknown) => Err(Error::UnknownComponent {
-                        app: app.to_string(),
-                        component: unknown.clone(),
-                    }),
-                    None => Ok(version),
-                },
-            );
+            .and_then(|version| check_rekind(app, &version, &flags.rekind).map(|()| version));
         let version = match checked {
             Ok(version) => version,
             Err(e) => {
@@ -1036,13 +965,11 @@ impl Lifecycle {
                 job.automatic.store(true, Ordering::SeqCst);
                 job.note(note);
             }
-            let request = ApplyRequest {
+            let request = Apply {
                 version: &version,
                 replacing: None,
                 user: UserLayer::Stored,
-                rekind: &rekind,
-                adopt,
-                recreate: &recreate,
+                flags: &flags,
                 around: None,
                 phase: "apply",
             };
@@ -1398,13 +1325,11 @@ impl Lifecycle {
             }
         };
         Ok(self.spawn(app, op, Operation::Recover, move |job| {
-            let request = ApplyRequest {
+            let request = Apply {
                 version: &version,
                 replacing: target.as_ref(),
                 user: UserLayer::Stored,
-                rekind: &[],
-                adopt: false,
-                recreate: &[],
+                flags: &NO_FLAGS,
                 around: Some((Hook::PreRecover, Hook::PostRecover)),
                 phase: "recover",
             };
@@ -1572,11 +1497,14 @@ impl Lifecycle {
             .take();
         match requested {
             Some(reason) => {
-                self.reapply_marks().insert(app.to_string(), reason);
+                self.inner
+                    .work
+                    .reapply_marks()
+                    .insert(app.to_string(), reason);
                 self.inner.work.metrics.reapply_needed();
             }
             None => {
-                self.reapply_marks().remove(app.as_str());
+                self.inner.work.reapply_marks().remove(app.as_str());
             }
         }
         // The charts' clock stops with the work.
@@ -1836,10 +1764,126 @@ impl Lifecycle {
     }
 }
 
+impl Lifecycle {
+    /// Keeps what operation `op` was asked, for a new leader to resume
+    /// it; nothing for a plain request.
+    pub(super) fn keep_request(&self, op: OperationId, request: &Request) -> Result<(), Error> {
+        if *request == Request::default() {
+            return Ok(());
+        }
+        // Strings, flags and a count: serializing cannot fail.
+        let text = serde_json::to_string(request).unwrap_or_else(|_| "{}".to_owned());
+        Ok(self.store().set_request(op, &text)?)
+    }
+
+    /// Stops starting work and has running operations stop at their next
+    /// checkpoint (cluster mode, at shutdown).
+    pub fn hand_over(&self) {
+        if let Some(leadership) = &self.inner.cluster.leadership {
+            leadership.handing_over.store(true, Ordering::SeqCst);
+            tracing::info!(target: "capstan::lease", "handing over: running operations stop at their next checkpoint");
+        }
+    }
+
+    /// Starts again what the last leader left running (see
+    /// [`super::resume`]); the tests' way in.
+    #[cfg(test)]
+    pub(super) fn resume(&self, moved: &[crate::store::Reconciled]) {
+        super::resume::resume(self, moved);
+    }
+
+    /// This daemon's part: single, leading, or following.
+    pub fn role(&self) -> Role {
+        match &self.inner.cluster.leadership {
+            None => Role::Single,
+            Some(l) if l.working.load(Ordering::SeqCst) && l.election.leads() => Role::Leader,
+            Some(l) => Role::Follower {
+                leader: l.election.leader().filter(|_| !l.election.leads()),
+            },
+        }
+    }
+
+    /// Whether this daemon may start work now.
+    pub fn may_work(&self) -> bool {
+        self.role().may_work()
+    }
+}
+
+impl Operations for Lifecycle {
+    fn shared(&self) -> &Arc<Inner> {
+        &self.inner
+    }
+
+    fn of(inner: Arc<Inner>) -> Self {
+        Lifecycle { inner }
+    }
+
+    fn may_work(&self) -> bool {
+        Lifecycle::may_work(self)
+    }
+
+    fn reconcile(&self) -> Result<Vec<crate::store::Reconciled>, Error> {
+        Lifecycle::reconcile(self)
+    }
+
+    fn list(&self) -> Result<Vec<AppRecord>, Error> {
+        Lifecycle::list(self)
+    }
+
+    fn diff(&self, app: &AppName) -> Result<Vec<ChartDiff>, Error> {
+        Lifecycle::diff(self, app)
+    }
+
+    fn active_version(&self, app: &AppName) -> Result<StoredVersion, Error> {
+        Lifecycle::active_version(self, app)
+    }
+
+    fn semantic_veto(&self, app: &AppName) -> Result<Option<String>, Error> {
+        Lifecycle::semantic_veto(self, app)
+    }
+
+    fn evaluate_triggers(
+        &self,
+        app: &AppName,
+        version: &StoredVersion,
+        triggers: &[crate::model::Trigger],
+    ) -> Result<Option<String>, Error> {
+        Lifecycle::evaluate_triggers(self, app, version, triggers)
+    }
+
+    fn start_apply(
+        &self,
+        app: &AppName,
+        flags: ApplyRequest,
+        note: Option<String>,
+        resumes: u32,
+    ) -> Result<Started, Error> {
+        Lifecycle::start_apply(self, app, flags, note, resumes)
+    }
+
+    fn start_remove(
+        &self,
+        app: &AppName,
+        request: Request,
+        note: Option<String>,
+    ) -> Result<Started, Error> {
+        Lifecycle::start_remove(self, app, request, note)
+    }
+
+    fn start_recover(
+        &self,
+        app: &AppName,
+        request: Request,
+        note: Option<String>,
+    ) -> Result<Started, Error> {
+        Lifecycle::start_recover(self, app, request, note)
+    }
+}
+
 impl Job<'_> {
     /// The work of an update: apply the new version; on failure roll back.
     fn update(&self, old: &StoredVersion, new: &StoredVersion, keep_user: bool) -> Ending {
-        let request = ApplyRequest {
+        let request = Apply {
             version: new,
             replacing: Some(old),
             user: if keep_user {
@@ -1847,9 +1891,7 @@ impl Job<'_> {
             } else {
                 UserLayer::Dropped
             },
-            rekind: &[],
-            adopt: false,
-            recreate: &[],
+            flags: &NO_FLAGS,
             around: Some((Hook::PreUpdate, Hook::PostUpdate)),
             phase: "update",
         };
@@ -1877,13 +1919,11 @@ impl Job<'_> {
         to: &StoredVersion,
         user: &[(String, serde_json::Value)],
     ) -> Ending {
-        let request = ApplyRequest {
+        let request = Apply {
             version: to,
             replacing: Some(current),
             user: UserLayer::Given(user),
-            rekind: &[],
-            adopt: false,
-            recreate: &[],
+            flags: &NO_FLAGS,
             around: Some((Hook::PreUpdate, Hook::PostUpdate)),
             phase: "rollback-to",
         };
@@ -1949,13 +1989,11 @@ impl Job<'_> {
         {
             return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
         }
-        let request = ApplyRequest {
+        let request = Apply {
             version: undo.back_to,
             replacing: Some(undo.failed),
             user: UserLayer::Stored,
-            rekind: &[],
-            adopt: false,
-            recreate: &[],
+            flags: &NO_FLAGS,
             around: None,
             phase: undo.phase,
         };
@@ -2097,6 +2135,19 @@ fn with_note(finish: Finish, note: Option<String>) -> Finish {
         }
         (Some(note), None) => finish.with_message(note),
         (None, _) => finish,
+    }
+}
+
+/// Refuses `rekind` naming a component `version` does not have; asked
+/// twice by an apply: before it starts (so nothing is recorded) and again
+/// against the verified version it applies.
+fn check_rekind(app: &AppName, version: &StoredVersion, rekind: &[String]) -> Result<(), Error> {
+    match rekind.iter().find(|c| !has_component(version, c)) {
+        Some(unknown) => Err(Error::UnknownComponent {
+            app: app.to_string(),
+            component: unknown.clone(),
+        }),
+        None => Ok(()),
     }
 }
 

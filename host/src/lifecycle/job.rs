@@ -9,6 +9,7 @@ use crate::kube::{ApplyTarget, Resource};
 use crate::lifecycle::Error;
 use crate::lifecycle::context::Inner;
 use crate::lifecycle::stored::StoredVersion;
+use crate::model::ApplyRequest;
 use crate::model::{AppName, Hook, HookAnswer, HookCall, HookOperation, Mode, Served};
 use crate::sandbox::{self, CallContext, Facts, Plugin};
 use crate::secrets::Redactor;
@@ -34,7 +35,7 @@ pub(crate) enum UserLayer<'a> {
 }
 
 /// What an apply of one version is asked to do.
-pub(crate) struct ApplyRequest<'a> {
+pub(crate) struct Apply<'a> {
     /// The version to apply.
     pub version: &'a StoredVersion,
     /// Another version whose charts should go if this one lacks them (the
@@ -42,13 +43,8 @@ pub(crate) struct ApplyRequest<'a> {
     pub replacing: Option<&'a StoredVersion>,
     /// Which user overrides to use.
     pub user: UserLayer<'a>,
-    /// Components whose workload kind is decided again.
-    pub rekind: &'a [String],
-    /// Take over live objects no release of this app owns yet (`--adopt`).
-    pub adopt: bool,
-    /// Objects (`Kind/name`) that may be deleted and created again when the
-    /// server refuses a change as immutable (`--recreate`).
-    pub recreate: &'a [String],
+    /// The operator's flags (`--rekind`, `--adopt`, `--recreate`).
+    pub flags: &'a ApplyRequest,
     /// Hooks run before `pre-apply` and after `post-apply` (an update's
     /// `pre-update` and `post-update`).
     pub around: Option<(Hook, Hook)>,
@@ -56,24 +52,29 @@ pub(crate) struct ApplyRequest<'a> {
     pub phase: &'static str,
 }
 
-impl<'a> ApplyRequest<'a> {
+impl<'a> Apply<'a> {
     /// A request of `version` with the stored user overrides and no
     /// flags, for work that loads the plugins without applying (a hook
     /// called on its own: `semantic-check`, `post-abort`,
     /// `evaluate-reapply`), under checkpoint prefix `phase`.
-    pub fn plain(version: &'a StoredVersion, phase: &'static str) -> ApplyRequest<'a> {
-        ApplyRequest {
+    pub fn plain(version: &'a StoredVersion, phase: &'static str) -> Apply<'a> {
+        Apply {
             version,
             replacing: None,
             user: UserLayer::Stored,
-            rekind: &[],
-            adopt: false,
-            recreate: &[],
+            flags: &NO_FLAGS,
             around: None,
             phase,
         }
     }
 }
+
+/// No flags: what every operation but an operator's apply runs with.
+pub(crate) static NO_FLAGS: ApplyRequest = ApplyRequest {
+    rekind: Vec::new(),
+    adopt: false,
+    recreate: Vec::new(),
+};
 
 /// A loaded plugin and what the bundle says it serves.
 pub(crate) struct AppPlugin {
@@ -112,7 +113,7 @@ pub(crate) struct Job<'a> {
 
 /// Everything the charts of one apply share.
 pub(crate) struct Prepared<'a> {
-    pub(crate) request: &'a ApplyRequest<'a>,
+    pub(crate) request: &'a Apply<'a>,
     pub(crate) plugins: Vec<AppPlugin>,
     pub(crate) facts: Facts,
     pub(crate) system: BTreeMap<String, serde_json::Value>,

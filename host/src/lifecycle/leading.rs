@@ -14,14 +14,12 @@
 //! store write refused (the store's gate, and the new leader's writes
 //! fence it), so it ends there.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::context::Inner;
-use super::engine::Lifecycle;
+use super::operations::Operations;
 
-/// Whether this daemon leads, as an election answers.
 pub trait Leading: Send + Sync {
     /// Whether this daemon leads now.
     fn leads(&self) -> bool;
@@ -64,51 +62,33 @@ impl Role {
 /// The election's answer and whether this daemon has taken over.
 const LOOK: Duration = Duration::from_millis(100);
 
-impl Lifecycle {
-    /// This daemon's part: single, leading, or following.
-    pub fn role(&self) -> Role {
-        match &self.inner.cluster.leadership {
-            None => Role::Single,
-            Some(l) if l.working.load(Ordering::SeqCst) && l.election.leads() => Role::Leader,
-            Some(l) => Role::Follower {
-                leader: l.election.leader().filter(|_| !l.election.leads()),
-            },
-        }
-    }
-
-    /// Whether this daemon may start work now.
-    pub fn may_work(&self) -> bool {
-        self.role().may_work()
-    }
-}
-
-/// Starts watching the election of `lifecycle`, if it has one.
-pub(super) fn spawn(lifecycle: &Lifecycle) {
-    if lifecycle.inner.cluster.leadership.is_none() {
+/// Starts watching the election, when `ops` takes part in one.
+pub(super) fn spawn<O: Operations>(ops: &O) {
+    if ops.shared().cluster.leadership.is_none() {
         return;
     }
-    let weak = Arc::downgrade(&lifecycle.inner);
+    let weak = Arc::downgrade(ops.shared());
     let started = std::thread::Builder::new()
         .name("capstan-leading".into())
-        .spawn(move || watch(weak));
+        .spawn(move || watch::<O>(weak));
     if let Err(e) = started {
         tracing::error!(error = %e, "could not watch the election");
     }
 }
 
-fn watch(weak: Weak<Inner>) {
+fn watch<O: Operations>(weak: std::sync::Weak<super::context::Inner>) {
     loop {
         std::thread::sleep(LOOK);
         let Some(inner) = weak.upgrade() else {
             return;
         };
-        let lifecycle = Lifecycle { inner };
-        let Some(leadership) = &lifecycle.inner.cluster.leadership else {
+        let lifecycle = O::of(inner);
+        let Some(leadership) = &lifecycle.shared().cluster.leadership else {
             return;
         };
         let leads = leadership.election.leads();
         let working = leadership.working.load(Ordering::SeqCst);
-        let fenced = lifecycle.inner.services.store.fenced();
+        let fenced = lifecycle.shared().services.store.fenced();
         if leads && (!working || fenced) {
             // Taking over (or re-reading after another writer's write):
             // what the last leader left running is reconciled first.
@@ -116,7 +96,7 @@ fn watch(weak: Weak<Inner>) {
                 Ok(moved) => {
                     leadership.working.store(true, Ordering::SeqCst);
                     tracing::info!(target: "capstan::lease", "leading: state reconciled, work starts");
-                    lifecycle.resume(&moved);
+                    super::resume::resume(&lifecycle, &moved);
                 }
                 Err(e) => {
                     tracing::warn!(target: "capstan::lease", error = %e.one_line(), "leading, but reconciling the state failed; trying again");

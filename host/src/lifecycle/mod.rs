@@ -54,6 +54,7 @@ mod job;
 mod leading;
 mod lookup;
 mod metrics;
+mod operations;
 mod overrides;
 mod owned;
 mod plan;
@@ -76,14 +77,14 @@ pub use bundle_home::{BundleHome, RegistryHome};
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use cluster_facts::{ClusterFacts, ClusterFactsOptions, Overlay, POLL_INTERVAL};
 pub use engine::{
-    AppDetails, ApplyFlags, ChartSummary, DEFAULT_KEEP_VERSIONS, Lifecycle, Options, Started,
-    VersionSummary,
+    AppDetails, ChartSummary, DEFAULT_KEEP_VERSIONS, Lifecycle, Options, VersionSummary,
 };
 pub use error::{Error, ErrorClass};
 pub use facts::default_facts;
 pub use facts_source::{FactsSource, FactsView, StaticFacts};
 pub use leading::{Leading, Role};
 pub use metrics::{DurationHistogram, Metrics, OPERATION_BUCKETS};
+pub use operations::Started;
 pub use overrides::{ChartOverrides, LayerValues, OverrideSet, OverrideSummary};
 pub use owned::OWNED_CHART;
 pub use progress::{ChartProgress, ChartState, OperationCharts};

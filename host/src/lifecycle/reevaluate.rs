@@ -13,9 +13,8 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use super::context::Inner;
-use super::engine::{ApplyFlags, Lifecycle};
 use super::facts_source::FactsSource;
+use super::operations::Operations;
 use super::stored::StoredVersion;
 use crate::kube::ReleaseEvent;
 use crate::model::{AppName, Trigger};
@@ -28,29 +27,29 @@ pub const DEBOUNCE: Duration = Duration::from_millis(500);
 /// How often the thread checks that the lifecycle still exists.
 const CHECK: Duration = Duration::from_secs(2);
 
-/// Starts re-evaluation for `lifecycle`'s facts source.
-pub(super) fn spawn(lifecycle: &Lifecycle) {
-    let source = lifecycle.inner.services.facts.clone();
+/// Starts re-evaluation for `ops`' facts source.
+pub(super) fn spawn<O: Operations>(ops: &O) {
+    let source = ops.shared().services.facts.clone();
     if !source.changes() {
         return;
     }
-    let weak = Arc::downgrade(&lifecycle.inner);
+    let weak = Arc::downgrade(ops.shared());
     let started = std::thread::Builder::new()
         .name("capstan-reevaluate".into())
-        .spawn(move || run(weak, source));
+        .spawn(move || run::<O>(weak, source));
     if let Err(e) = started {
         tracing::error!(error = %e, "could not start re-evaluation");
     }
 }
 
-fn run(weak: Weak<Inner>, source: Arc<dyn FactsSource>) {
+fn run<O: Operations>(weak: Weak<super::context::Inner>, source: Arc<dyn FactsSource>) {
     let mut seen = source.current().generation;
     loop {
         let generation = source.wait_change(seen, CHECK);
         let Some(inner) = weak.upgrade() else {
             return;
         };
-        let lifecycle = Lifecycle { inner };
+        let lifecycle = O::of(inner);
         if !lifecycle.may_work() {
             // A follower evaluates nothing; a change seen meanwhile is
             // evaluated once this daemon leads.
@@ -59,7 +58,7 @@ fn run(weak: Weak<Inner>, source: Arc<dyn FactsSource>) {
             continue;
         }
         if generation == seen {
-            lifecycle.auto_reapply_due();
+            auto_reapply_due(&lifecycle);
             continue;
         }
         std::thread::sleep(DEBOUNCE);
@@ -68,277 +67,286 @@ fn run(weak: Weak<Inner>, source: Arc<dyn FactsSource>) {
         // a node added and relabelled within the debounce is both.
         let triggers = source.triggers_since(seen);
         seen = view.generation;
-        lifecycle.reevaluate_with(&view.changes.join("; "), &triggers);
+        reevaluate_with(&lifecycle, &view.changes.join("; "), &triggers);
     }
 }
 
-impl Lifecycle {
-    /// [`Lifecycle::reevaluate_with`] without platform triggers.
-    pub fn reevaluate(&self, because: &str) -> (usize, usize) {
-        self.reevaluate_with(because, &[])
-    }
-
-    /// Plans every applied app again and marks those whose plan changed
-    /// with `because` (what changed in the facts); an app whose plan did
-    /// not change but whose `reapply_triggers` match one of `triggers`
-    /// has its `evaluate-reapply` hook asked, and is marked if a plugin
-    /// asks for a re-apply. A marked app with `auto_reapply` is then
-    /// applied again (after its semantic check). Returns how many apps
-    /// were planned and how many marked.
-    pub fn reevaluate_with(&self, because: &str, triggers: &[Trigger]) -> (usize, usize) {
-        let began = Instant::now();
-        let apps = match self.list() {
-            Ok(apps) => apps,
+/// Plans every applied app again and marks those whose plan changed
+/// with `because` (what changed in the facts); an app whose plan did
+/// not change but whose `reapply_triggers` match one of `triggers`
+/// has its `evaluate-reapply` hook asked, and is marked if a plugin
+/// asks for a re-apply. A marked app with `auto_reapply` is then
+/// applied again (after its semantic check). Returns how many apps
+/// were planned and how many marked.
+pub(super) fn reevaluate_with(
+    ops: &impl Operations,
+    because: &str,
+    triggers: &[Trigger],
+) -> (usize, usize) {
+    let began = Instant::now();
+    let apps = match ops.list() {
+        Ok(apps) => apps,
+        Err(e) => {
+            tracing::warn!(target: "capstan::facts", error = %e.one_line(), "re-evaluation could not list the apps");
+            return (0, 0);
+        }
+    };
+    let (mut planned, mut marked) = (0, 0);
+    for app in apps.iter().filter(|a| a.state == AppState::Applied) {
+        planned += 1;
+        let diffs = match ops.diff(&app.name) {
+            Ok(diffs) => diffs,
             Err(e) => {
-                tracing::warn!(target: "capstan::facts", error = %e.one_line(), "re-evaluation could not list the apps");
-                return (0, 0);
+                tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not plan the app");
+                continue;
             }
         };
-        let (mut planned, mut marked) = (0, 0);
-        for app in apps.iter().filter(|a| a.state == AppState::Applied) {
-            planned += 1;
-            let diffs = match self.diff(&app.name) {
-                Ok(diffs) => diffs,
-                Err(e) => {
-                    tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not plan the app");
-                    continue;
-                }
-            };
-            let changed: Vec<String> = diffs
-                .iter()
-                .filter(|d| d.added + d.changed + d.removed > 0)
-                .map(|d| d.chart.clone())
-                .collect();
-            // Read only for an app to mark or to ask, once for the
-            // triggers, the Events and the automatic re-apply.
-            let version = || match self.active_version(&app.name) {
-                Ok(version) => Some(version),
-                Err(e) => {
-                    tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not read the app's version");
-                    None
-                }
-            };
-            if !changed.is_empty() {
-                let Some(version) = version() else {
-                    continue;
-                };
-                let reason = format!(
-                    "{FACTS_MARK}{because}): charts {} would change",
-                    changed.join(", ")
-                );
-                marked += 1;
-                self.mark_reapply(&app.name, &version, &reason, Some(&changed));
-                continue;
+        let changed: Vec<String> = diffs
+            .iter()
+            .filter(|d| d.added + d.changed + d.removed > 0)
+            .map(|d| d.chart.clone())
+            .collect();
+        // Read only for an app to mark or to ask, once for the
+        // triggers, the Events and the automatic re-apply.
+        let version = || match ops.active_version(&app.name) {
+            Ok(version) => Some(version),
+            Err(e) => {
+                tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "re-evaluation could not read the app's version");
+                None
             }
-            // Nothing would change: a mark re-evaluation made is out of
-            // date (one a plugin asked for stays until an apply).
-            {
-                let mut marks = self.reapply_marks();
-                if marks
-                    .get(app.name.as_str())
-                    .is_some_and(|m| m.starts_with(FACTS_MARK))
-                {
-                    marks.remove(app.name.as_str());
-                }
-            }
-            if triggers.is_empty() {
-                continue;
-            }
+        };
+        if !changed.is_empty() {
             let Some(version) = version() else {
                 continue;
             };
-            if version.metadata.reapply_triggers.is_empty() {
-                continue;
-            }
-            match self.evaluate_triggers(&app.name, &version, triggers) {
-                Ok(Some(reason)) => {
-                    marked += 1;
-                    self.mark_reapply(&app.name, &version, &reason, None);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "evaluate-reapply failed");
-                }
-            }
+            let reason = format!(
+                "{FACTS_MARK}{because}): charts {} would change",
+                changed.join(", ")
+            );
+            marked += 1;
+            mark_reapply(ops, &app.name, &version, &reason, Some(&changed));
+            continue;
         }
-        tracing::info!(target: "capstan::facts", planned, marked, took_ms = began.elapsed().as_millis() as u64, "re-evaluated");
-        (planned, marked)
-    }
-
-    /// Marks `app` `reapply-needed` for `reason`; when the mark is new,
-    /// counts it, logs it and writes a `ReapplyNeeded` Event on `charts`
-    /// (every chart for `None`); then an automatic re-apply if the app
-    /// has `auto_reapply`.
-    pub(super) fn mark_reapply(
-        &self,
-        app: &AppName,
-        version: &StoredVersion,
-        reason: &str,
-        charts: Option<&[String]>,
-    ) {
-        let before = self
-            .reapply_marks()
-            .insert(app.to_string(), reason.to_string());
-        if before.is_none_or(|b| base_reason(&b) != reason) {
-            tracing::info!(target: "capstan::facts", app = %app, reason = %reason, "reapply needed");
-            self.inner.work.metrics.reapply_needed();
-            let message = format!("{reason}; `capstan app diff {app}` shows the change");
-            self.record_events(app, version, charts, "ReapplyNeeded", &message, false);
-        }
-        self.auto_reapply(app, version, reason);
-    }
-
-    /// [`Lifecycle::auto_reapply`] for every marked app that asked for it
-    /// (those with an attempt before; others are not read at all), once
-    /// its interval has passed: an app held by a veto, or marked while
-    /// its interval ran, is tried again without a change of facts.
-    pub(super) fn auto_reapply_due(&self) {
-        let marks: Vec<(String, String)> = {
-            let attempts = self
-                .inner
-                .work
-                .auto_reapplied
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            self.reapply_marks()
-                .iter()
-                .filter(|(app, _)| attempts.contains_key(app.as_str()))
-                .map(|(app, reason)| (app.clone(), base_reason(reason).to_string()))
-                .collect()
-        };
-        for (app, reason) in marks {
-            let Ok(name) = AppName::new(&app) else {
-                continue;
-            };
-            if !self
-                .store()
-                .app(&name)
-                .is_ok_and(|r| r.state == AppState::Applied)
+        // Nothing would change: a mark re-evaluation made is out of
+        // date (one a plugin asked for stays until an apply).
+        {
+            let mut marks = ops.shared().work.reapply_marks();
+            if marks
+                .get(app.name.as_str())
+                .is_some_and(|m| m.starts_with(FACTS_MARK))
             {
-                continue;
+                marks.remove(app.name.as_str());
             }
-            if let Ok(version) = self.active_version(&name) {
-                self.auto_reapply(&name, &version, &reason);
+        }
+        if triggers.is_empty() {
+            continue;
+        }
+        let Some(version) = version() else {
+            continue;
+        };
+        if version.metadata.reapply_triggers.is_empty() {
+            continue;
+        }
+        match ops.evaluate_triggers(&app.name, &version, triggers) {
+            Ok(Some(reason)) => {
+                marked += 1;
+                mark_reapply(ops, &app.name, &version, &reason, None);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(target: "capstan::facts", app = %app.name, error = %e.one_line(), "evaluate-reapply failed");
             }
         }
     }
+    tracing::info!(target: "capstan::facts", planned, marked, took_ms = began.elapsed().as_millis() as u64, "re-evaluated");
+    (planned, marked)
+}
 
-    /// When the last automatic re-apply of `app` started, from its
-    /// history, so that the interval holds across a daemon restart.
-    fn last_auto_reapply(&self, app: &AppName) -> Option<Instant> {
-        let history = self.store().history(app).ok()?;
-        let started = history
-            .iter()
-            .filter(|entry| {
-                entry.operation == Operation::Apply
-                    && entry
-                        .message
-                        .as_deref()
-                        .is_some_and(|m| m.contains(AUTO_NOTE))
-            })
-            .map(|entry| entry.started_at)
-            .max()?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()?
-            .as_millis();
-        let ago = u64::try_from(now.saturating_sub(u128::try_from(started.max(0)).ok()?)).ok()?;
-        Instant::now().checked_sub(Duration::from_millis(ago))
+/// Marks `app` `reapply-needed` for `reason`; when the mark is new,
+/// counts it, logs it and writes a `ReapplyNeeded` Event on `charts`
+/// (every chart for `None`); then an automatic re-apply if the app
+/// has `auto_reapply`.
+pub(super) fn mark_reapply(
+    ops: &impl Operations,
+    app: &AppName,
+    version: &StoredVersion,
+    reason: &str,
+    charts: Option<&[String]>,
+) {
+    let before = ops
+        .shared()
+        .work
+        .reapply_marks()
+        .insert(app.to_string(), reason.to_string());
+    if before.is_none_or(|b| base_reason(&b) != reason) {
+        tracing::info!(target: "capstan::facts", app = %app, reason = %reason, "reapply needed");
+        ops.shared().work.metrics.reapply_needed();
+        let message = format!("{reason}; `capstan app diff {app}` shows the change");
+        record_events(ops, app, version, charts, "ReapplyNeeded", &message, false);
     }
+    auto_reapply(ops, app, version, reason);
+}
 
-    /// Applies `app`, marked for `reason`, again on its own if its
-    /// `capstan.yaml` sets `auto_reapply` and its last attempt is at
-    /// least `auto_reapply_interval` ago. Its `semantic-check` hook is
-    /// asked first, without its actions: a veto holds the re-apply and is
-    /// added to the mark (and an Event); otherwise an apply starts whose
-    /// history note says why. Failures are logged; nothing else waits.
-    fn auto_reapply(&self, app: &AppName, version: &StoredVersion, reason: &str) {
-        if !version.metadata.auto_reapply {
-            return;
-        }
-        let known = self
-            .inner
+/// [`auto_reapply`] for every marked app that asked for it
+/// (those with an attempt before; others are not read at all), once
+/// its interval has passed: an app held by a veto, or marked while
+/// its interval ran, is tried again without a change of facts.
+pub(super) fn auto_reapply_due(ops: &impl Operations) {
+    let marks: Vec<(String, String)> = {
+        let attempts = ops
+            .shared()
             .work
             .auto_reapplied
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(app.as_str())
-            .copied();
-        // The first attempt since the daemon started: the history says
-        // when the last one was.
-        let last = known.or_else(|| self.last_auto_reapply(app));
-        {
-            let mut attempts = self
-                .inner
-                .work
-                .auto_reapplied
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(last) = last
-                && last.elapsed() < version.metadata.auto_reapply_interval()
-            {
-                attempts.entry(app.to_string()).or_insert(last);
-                return;
-            }
-            attempts.insert(app.to_string(), Instant::now());
-        }
-        match self.semantic_veto(app) {
-            Ok(None) => {}
-            Ok(Some(veto)) => {
-                let held = format!("{reason}{HELD}{veto}");
-                let before = self.reapply_marks().insert(app.to_string(), held.clone());
-                if before.as_deref() != Some(held.as_str()) {
-                    tracing::warn!(target: "capstan::audit", app = %app, veto = %veto, "automatic re-apply held by a veto");
-                    self.record_events(app, version, None, "AutoReapplyHeld", &held, true);
-                }
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(target: "capstan::audit", app = %app, error = %e.one_line(), "automatic re-apply could not run the semantic check");
-                return;
-            }
-        }
-        let note = format!("{AUTO_NOTE}{reason}");
-        let flags = ApplyFlags {
-            note: Some(note.clone()),
-            ..ApplyFlags::default()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ops.shared()
+            .work
+            .reapply_marks()
+            .iter()
+            .filter(|(app, _)| attempts.contains_key(app.as_str()))
+            .map(|(app, reason)| (app.clone(), base_reason(reason).to_string()))
+            .collect()
+    };
+    for (app, reason) in marks {
+        let Ok(name) = AppName::new(&app) else {
+            continue;
         };
-        match self.apply_with(app, flags) {
-            Ok(started) => {
-                tracing::info!(target: "capstan::audit", app = %app, operation = started.operation.0, reason = %reason, "automatic re-apply started");
-                self.record_events(app, version, None, "AutoReapply", &note, false);
-            }
-            Err(e) => {
-                tracing::warn!(target: "capstan::audit", app = %app, error = %e.one_line(), "automatic re-apply could not start");
-            }
+        if !ops
+            .shared()
+            .services
+            .store
+            .app(&name)
+            .is_ok_and(|r| r.state == AppState::Applied)
+        {
+            continue;
+        }
+        if let Ok(version) = ops.active_version(&name) {
+            auto_reapply(ops, &name, &version, &reason);
         }
     }
+}
 
-    /// An Event (`reason`, `message`) on each of `charts` of `app`'s
-    /// `version`, every chart for `None`, on a target that records them
-    /// (a cluster); a failure is logged.
-    fn record_events(
-        &self,
-        app: &AppName,
-        version: &StoredVersion,
-        charts: Option<&[String]>,
-        reason: &str,
-        message: &str,
-        warning: bool,
-    ) {
-        let chosen = version.metadata.charts.iter().filter(|c| {
+/// When the last automatic re-apply of `app` started, from its
+/// history, so that the interval holds across a daemon restart.
+pub(super) fn last_auto_reapply(ops: &impl Operations, app: &AppName) -> Option<Instant> {
+    let history = ops.shared().services.store.history(app).ok()?;
+    let started = history
+        .iter()
+        .filter(|entry| {
+            entry.operation == Operation::Apply
+                && entry
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.contains(AUTO_NOTE))
+        })
+        .map(|entry| entry.started_at)
+        .max()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_millis();
+    let ago = u64::try_from(now.saturating_sub(u128::try_from(started.max(0)).ok()?)).ok()?;
+    Instant::now().checked_sub(Duration::from_millis(ago))
+}
+
+/// Applies `app`, marked for `reason`, again on its own if its
+/// `capstan.yaml` sets `auto_reapply` and its last attempt is at
+/// least `auto_reapply_interval` ago. Its `semantic-check` hook is
+/// asked first, without its actions: a veto holds the re-apply and is
+/// added to the mark (and an Event); otherwise an apply starts whose
+/// history note says why. Failures are logged; nothing else waits.
+pub(super) fn auto_reapply(
+    ops: &impl Operations,
+    app: &AppName,
+    version: &StoredVersion,
+    reason: &str,
+) {
+    if !version.metadata.auto_reapply {
+        return;
+    }
+    let known = ops
+        .shared()
+        .work
+        .auto_reapplied
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(app.as_str())
+        .copied();
+    // The first attempt since the daemon started: the history says
+    // when the last one was.
+    let last = known.or_else(|| last_auto_reapply(ops, app));
+    {
+        let mut attempts = ops
+            .shared()
+            .work
+            .auto_reapplied
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(last) = last
+            && last.elapsed() < version.metadata.auto_reapply_interval()
+        {
+            attempts.entry(app.to_string()).or_insert(last);
+            return;
+        }
+        attempts.insert(app.to_string(), Instant::now());
+    }
+    match ops.semantic_veto(app) {
+        Ok(None) => {}
+        Ok(Some(veto)) => {
+            let held = format!("{reason}{HELD}{veto}");
+            let before = ops
+                .shared()
+                .work
+                .reapply_marks()
+                .insert(app.to_string(), held.clone());
+            if before.as_deref() != Some(held.as_str()) {
+                tracing::warn!(target: "capstan::audit", app = %app, veto = %veto, "automatic re-apply held by a veto");
+                record_events(ops, app, version, None, "AutoReapplyHeld", &held, true);
+            }
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(target: "capstan::audit", app = %app, error = %e.one_line(), "automatic re-apply could not run the semantic check");
+            return;
+        }
+    }
+    let note = format!("{AUTO_NOTE}{reason}");
+    match ops.start_apply(app, Default::default(), Some(note.clone()), 0) {
+        Ok(started) => {
+            tracing::info!(target: "capstan::audit", app = %app, operation = started.operation.0, reason = %reason, "automatic re-apply started");
+            record_events(ops, app, version, None, "AutoReapply", &note, false);
+        }
+        Err(e) => {
+            tracing::warn!(target: "capstan::audit", app = %app, error = %e.one_line(), "automatic re-apply could not start");
+        }
+    }
+}
+
+/// An Event (`reason`, `message`) on each of `charts` of `app`'s
+/// `version`, every chart for `None`, on a target that records them
+/// (a cluster); a failure is logged.
+pub(super) fn record_events(
+    ops: &impl Operations,
+    app: &AppName,
+    version: &StoredVersion,
+    charts: Option<&[String]>,
+    reason: &str,
+    message: &str,
+    warning: bool,
+) {
+    let chosen =
+        version.metadata.charts.iter().filter(|c| {
             charts.is_none_or(|charts| charts.iter().any(|name| c.name.as_str() == name))
         });
-        for chart in chosen {
-            let event = ReleaseEvent {
-                release: version.release(app, chart),
-                reason: reason.into(),
-                message: message.into(),
-                warning,
-            };
-            if let Err(e) = self.inner.services.target.record_event(&event) {
-                tracing::warn!(target: "capstan::facts", app = %app, chart = %chart.name, error = %e, "could not record the {reason} event");
-            }
+    for chart in chosen {
+        let event = ReleaseEvent {
+            release: version.release(app, chart),
+            reason: reason.into(),
+            message: message.into(),
+            warning,
+        };
+        if let Err(e) = ops.shared().services.target.record_event(&event) {
+            tracing::warn!(target: "capstan::facts", app = %app, chart = %chart.name, error = %e, "could not record the {reason} event");
         }
     }
 }

@@ -17,154 +17,85 @@
 //! operation resumed [`MAX_RESUMES`] times stays failed, so a step that
 //! kills every leader does not go round the replicas for ever.
 
-use serde::{Deserialize, Serialize};
-
-use super::engine::{ApplyFlags, Lifecycle, Started};
+use super::operations::{Operations, Request, Started};
 use super::{Error, rules};
-use crate::store::{HistoryEntry, Operation, OperationId, Outcome, Reconciled};
+use crate::store::{HistoryEntry, Operation, Outcome, Reconciled};
 
-/// How many times one interrupted operation is resumed before it is left
-/// in its failed state for the operator.
 pub const MAX_RESUMES: u32 = 3;
 
-/// What an operation was asked beyond its name: the JSON kept in
-/// [`HistoryEntry::request`] (absent when every field is its default).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Request {
-    /// An apply's `--rekind`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rekind: Vec<String>,
-    /// An apply's `--adopt`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub adopt: bool,
-    /// An apply's `--recreate`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub recreate: Vec<String>,
-    /// A remove's `--force`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub force: bool,
-    /// A remove's `--keep-secrets`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub keep_secrets: bool,
-    /// How many interrupted operations this one resumes, one after the
-    /// other (0 for one a person or the daemon started).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub resumes: u32,
+/// What `entry` asked, or nothing asked when it kept no request (or one
+/// this daemon cannot read).
+fn request_of(entry: &HistoryEntry) -> Request {
+    entry
+        .request
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default()
 }
 
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-impl Request {
-    /// The request an entry holds; a plain one when it holds none or one
-    /// this build cannot read (written by a newer one), which is resumed
-    /// as a plain operation of its kind.
-    fn of(entry: &HistoryEntry) -> Request {
-        entry
-            .request
-            .as_deref()
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or_default()
-    }
-}
-
-impl Lifecycle {
-    /// Keeps `request` with operation `op` when it says anything.
-    pub(super) fn keep_request(&self, op: OperationId, request: &Request) -> Result<(), Error> {
-        if *request == Request::default() {
-            return Ok(());
-        }
-        // Strings, flags and a count: serializing cannot fail.
-        let text = serde_json::to_string(request).unwrap_or_else(|_| "{}".to_owned());
-        Ok(self.store().set_request(op, &text)?)
-    }
-
-    /// Stops work for a shutdown in cluster mode: running operations stop
-    /// at their next checkpoint and stay running in the store, for the
-    /// next leader to resume; queued ones stop at their first. Nothing
-    /// for a daemon without an election (it lets operations finish).
-    pub fn hand_over(&self) {
-        if let Some(leadership) = &self.inner.cluster.leadership {
-            leadership
-                .handing_over
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-            tracing::info!(target: "capstan::lease", "handing over: running operations stop at their next checkpoint");
-        }
-    }
-
-    /// Starts again what the last leader left running, for every app that
-    /// reconciliation moved (see the module's doc). A failure to start
-    /// one is logged; the app stays in its failed state with the reason.
-    pub(super) fn resume(&self, moved: &[Reconciled]) {
-        for moved in moved {
-            match self.resume_one(moved) {
-                Ok(Some((entry, started))) => {
-                    tracing::info!(target: "capstan::lease", app = %moved.app, interrupted = %entry.operation, id = entry.id.0,
-                        resumed_as = started.operation.0, "resumed the operation the last leader left running");
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(target: "capstan::lease", app = %moved.app, error = %e.one_line(), "could not resume the interrupted operation; the app stays in its failed state");
-                }
+/// Starts again every operation in `moved` that the last leader left
+/// running; each failure is logged and leaves its app failed.
+pub(super) fn resume(ops: &impl Operations, moved: &[Reconciled]) {
+    for moved in moved {
+        match resume_one(ops, moved) {
+            Ok(Some((entry, started))) => {
+                tracing::info!(target: "capstan::lease", app = %moved.app, interrupted = %entry.operation, id = entry.id.0,
+                    resumed_as = started.operation.0, "resumed the operation the last leader left running");
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(target: "capstan::lease", app = %moved.app, error = %e.one_line(), "could not resume the interrupted operation; the app stays in its failed state");
             }
         }
     }
+}
 
-    fn resume_one(&self, moved: &Reconciled) -> Result<Option<(HistoryEntry, Started)>, Error> {
-        let history = self.store().history(&moved.app)?;
-        // The newest entry is the interrupted operation itself; anything
-        // else (a `reconcile` entry: no operation was open) is not resumed.
-        let Some(entry) = history.last().filter(|h| h.outcome == Outcome::Interrupted) else {
-            return Ok(None);
-        };
-        let request = Request::of(entry);
-        if request.resumes >= MAX_RESUMES {
-            tracing::warn!(target: "capstan::lease", app = %moved.app, operation = %entry.operation, resumes = request.resumes,
-                "interrupted again after {MAX_RESUMES} resumptions; left {} for the operator", moved.to);
-            return Ok(None);
+fn resume_one(
+    ops: &impl Operations,
+    moved: &Reconciled,
+) -> Result<Option<(HistoryEntry, Started)>, Error> {
+    let history = ops.shared().services.store.history(&moved.app)?;
+    // The newest entry is the interrupted operation itself; anything
+    // else (a `reconcile` entry: no operation was open) is not resumed.
+    let Some(entry) = history.last().filter(|h| h.outcome == Outcome::Interrupted) else {
+        return Ok(None);
+    };
+    let request = request_of(entry);
+    if request.resumes >= MAX_RESUMES {
+        tracing::warn!(target: "capstan::lease", app = %moved.app, operation = %entry.operation, resumes = request.resumes,
+            "interrupted again after {MAX_RESUMES} resumptions; left {} for the operator", moved.to);
+        return Ok(None);
+    }
+    let resumes = request.resumes + 1;
+    let note = format!(
+        "resumed {} {} left running by the last leader (resumption {resumes} of at most {MAX_RESUMES})",
+        entry.operation, entry.id
+    );
+    let started = match entry.operation {
+        Operation::Apply if rules::APPLY_FROM.contains(&moved.to) => {
+            ops.start_apply(&moved.app, request.apply(), Some(note), resumes)?
         }
-        let resumes = request.resumes + 1;
-        let note = format!(
-            "resumed {} {} left running by the last leader (resumption {resumes} of at most {MAX_RESUMES})",
-            entry.operation, entry.id
-        );
-        let started = match entry.operation {
-            Operation::Apply if rules::APPLY_FROM.contains(&moved.to) => self.start_apply(
+        Operation::Remove => {
+            ops.start_remove(&moved.app, Request { resumes, ..request }, Some(note))?
+        }
+        Operation::Update | Operation::Rollback | Operation::Recover | Operation::Apply => ops
+            .start_recover(
                 &moved.app,
-                ApplyFlags {
-                    rekind: request.rekind,
-                    adopt: request.adopt,
-                    recreate: request.recreate,
-                    note: Some(note),
+                Request {
+                    resumes,
+                    ..Request::default()
                 },
-                resumes,
+                Some(note),
             )?,
-            Operation::Remove => {
-                self.start_remove(&moved.app, Request { resumes, ..request }, Some(note))?
-            }
-            Operation::Update | Operation::Rollback | Operation::Recover | Operation::Apply => self
-                .start_recover(
-                    &moved.app,
-                    Request {
-                        resumes,
-                        ..Request::default()
-                    },
-                    Some(note),
-                )?,
-            _ => return Ok(None),
-        };
-        Ok(Some((entry.clone(), started)))
-    }
+        _ => return Ok(None),
+    };
+    Ok(Some((entry.clone(), started)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::OperationId;
 
     #[test]
     fn a_plain_request_is_not_written_and_an_unreadable_one_reads_as_plain() {
@@ -190,8 +121,8 @@ mod tests {
             finished_at: None,
             request: request.map(str::to_owned),
         };
-        assert_eq!(Request::of(&entry(Some(&text))), asked);
-        assert_eq!(Request::of(&entry(None)), Request::default());
-        assert_eq!(Request::of(&entry(Some("[1,2]"))), Request::default());
+        assert_eq!(request_of(&entry(Some(&text))), asked);
+        assert_eq!(request_of(&entry(None)), Request::default());
+        assert_eq!(request_of(&entry(Some("[1,2]"))), Request::default());
     }
 }

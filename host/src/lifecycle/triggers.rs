@@ -13,8 +13,8 @@
 use super::Error;
 use super::engine::Lifecycle;
 use super::stored::StoredVersion;
-use crate::lifecycle::apply::load;
-use crate::lifecycle::job::{ApplyRequest, Job};
+use crate::lifecycle::apply::prepare::load;
+use crate::lifecycle::job::{Apply, Job};
 use crate::model::{Action, AppName, Hook, Mode, Trigger, TriggerKind};
 use crate::store::AppState;
 use serde::{Deserialize, Serialize};
@@ -107,7 +107,7 @@ impl Job<'_> {
         version: &StoredVersion,
         trigger: &Trigger,
     ) -> Result<Option<String>, Error> {
-        let request = ApplyRequest::plain(version, "evaluate-reapply");
+        let request = Apply::plain(version, "evaluate-reapply");
         let prepared = load(self, &request)?;
         let mut call = prepared.hook_call(self, Hook::EvaluateReapply)?;
         call.mode = Mode::Auto;
@@ -222,7 +222,7 @@ impl Lifecycle {
             outcome.evaluated.push(app.name.to_string());
             match self.evaluate_triggers(&app.name, &version, std::slice::from_ref(&trigger)) {
                 Ok(Some(reason)) => {
-                    self.mark_reapply(&app.name, &version, &reason, None);
+                    super::reevaluate::mark_reapply(self, &app.name, &version, &reason, None);
                     outcome.marked.push(app.name.to_string());
                 }
                 Ok(None) => {}

@@ -7,9 +7,9 @@ use crate::lifecycle::apply::prepare::load;
 use crate::lifecycle::apply::prepare::system_overrides;
 use crate::lifecycle::apply::render::next_revision;
 use crate::lifecycle::apply::render::plan_chart;
-use crate::lifecycle::job::ApplyRequest;
 use crate::lifecycle::job::Job;
 use crate::lifecycle::job::UserLayer;
+use crate::lifecycle::job::{Apply, NO_FLAGS};
 use crate::lifecycle::stored::StoredVersion;
 use serde::{Deserialize, Serialize};
 
@@ -52,13 +52,11 @@ pub fn diff(
     version: &StoredVersion,
     replacing: Option<&StoredVersion>,
 ) -> Result<Vec<ChartDiff>, Error> {
-    let request = ApplyRequest {
+    let request = Apply {
         version,
         replacing,
         user: UserLayer::Stored,
-        rekind: &[],
-        adopt: false,
-        recreate: &[],
+        flags: &NO_FLAGS,
         around: None,
         phase: "diff",
     };

@@ -24,7 +24,7 @@ use crate::lifecycle::apply::commit::commit;
 use crate::lifecycle::apply::prepare::prepare;
 use crate::lifecycle::apply::prune::prune_charts;
 use crate::lifecycle::apply::render::render_all;
-use crate::lifecycle::job::ApplyRequest;
+use crate::lifecycle::job::Apply;
 use crate::lifecycle::job::Job;
 use crate::lifecycle::owned::settle_owned;
 pub use diff::ChartDiff;
@@ -40,7 +40,7 @@ use crate::model::Hook;
 use std::collections::BTreeSet;
 
 /// Applies one version: the whole pipeline.
-pub fn apply_version(job: &Job<'_>, request: &ApplyRequest<'_>) -> Result<(), Error> {
+pub fn apply_version(job: &Job<'_>, request: &Apply<'_>) -> Result<(), Error> {
     let phase = request.phase;
     charts_begin(job, [request.version], false);
     job.step(phase, "load-plugins", "loading plugins")?;
@@ -103,7 +103,7 @@ pub fn apply_version(job: &Job<'_>, request: &ApplyRequest<'_>) -> Result<(), Er
 /// A plugin's failure or a denied action; a veto (there is nothing
 /// left to veto) is an error too, naming the plugin.
 pub fn post_abort(job: &Job<'_>, version: &StoredVersion) -> Result<(), Error> {
-    let request = ApplyRequest::plain(version, "abort");
+    let request = Apply::plain(version, "abort");
     let prepared = load(job, &request)?;
     run_hook(job, &prepared, Hook::PostAbort)
 }

@@ -9,7 +9,7 @@ use crate::lifecycle::apply::secret_values::ChartSecrets;
 use crate::lifecycle::apply::secret_values::resolve_secrets;
 use crate::lifecycle::facts::current_facts;
 use crate::lifecycle::job::AppPlugin;
-use crate::lifecycle::job::ApplyRequest;
+use crate::lifecycle::job::Apply;
 use crate::lifecycle::job::Job;
 use crate::lifecycle::job::Prepared;
 use crate::lifecycle::job::plugin_name;
@@ -92,10 +92,7 @@ pub(crate) fn stored_system_layer(
 
 /// Loads plugins, builds the facts, runs `semantic-check` and computes
 /// the system overrides (stored only by [`Job::commit`]).
-pub(crate) fn prepare<'r>(
-    job: &Job<'_>,
-    request: &'r ApplyRequest<'r>,
-) -> Result<Prepared<'r>, Error> {
+pub(crate) fn prepare<'r>(job: &Job<'_>, request: &'r Apply<'r>) -> Result<Prepared<'r>, Error> {
     let mut prepared = load(job, request)?;
     check_kubernetes(&job.app, &request.version.metadata, &prepared.facts)?;
     job.step(request.phase, "semantic-check", "semantic-check hook")?;
@@ -119,10 +116,7 @@ pub(crate) fn prepare<'r>(
 }
 
 /// The version's plugins and the current facts; no system overrides yet.
-pub(crate) fn load<'r>(
-    job: &Job<'_>,
-    request: &'r ApplyRequest<'r>,
-) -> Result<Prepared<'r>, Error> {
+pub(crate) fn load<'r>(job: &Job<'_>, request: &'r Apply<'r>) -> Result<Prepared<'r>, Error> {
     Ok(Prepared {
         request,
         plugins: load_plugins(job, request.version)?,
@@ -160,7 +154,7 @@ pub(crate) fn load<'r>(
 /// actions are not taken (the apply that follows calls it again).
 /// The veto's reason, naming the plugin, when one vetoes.
 pub fn semantic_veto(job: &Job<'_>, version: &StoredVersion) -> Result<Option<String>, Error> {
-    let request = ApplyRequest::plain(version, "apply");
+    let request = Apply::plain(version, "apply");
     let prepared = load(job, &request)?;
     let call = prepared.hook_call(job, Hook::SemanticCheck)?;
     for p in prepared.plugins_with(Hook::SemanticCheck) {

@@ -14,10 +14,10 @@ use crate::lifecycle::apply::prepare::load;
 use crate::lifecycle::apply::prepare::stored_system_layer;
 use crate::lifecycle::apply::render::next_revision;
 use crate::lifecycle::apply::render::plan_chart;
-use crate::lifecycle::job::ApplyRequest;
 use crate::lifecycle::job::Job;
 use crate::lifecycle::job::Prepared;
 use crate::lifecycle::job::UserLayer;
+use crate::lifecycle::job::{Apply, NO_FLAGS};
 use crate::lifecycle::owned::remove_owned;
 use crate::lifecycle::stored::StoredVersion;
 use crate::model::Hook;
@@ -35,13 +35,11 @@ pub fn remove_version(
     force: bool,
     keep_secrets: bool,
 ) -> Result<(), Error> {
-    let request = ApplyRequest {
+    let request = Apply {
         version,
         replacing: target,
         user: UserLayer::Stored,
-        rekind: &[],
-        adopt: false,
-        recreate: &[],
+        flags: &NO_FLAGS,
         around: None,
         phase: "remove",
     };
@@ -130,7 +128,7 @@ pub(crate) fn forced(job: &Job<'_>, force: bool, result: Result<(), Error>) -> R
 /// one lacks, and this version's disabled charts.
 pub(crate) fn prune_charts(
     job: &Job<'_>,
-    request: &ApplyRequest<'_>,
+    request: &Apply<'_>,
     applied: &BTreeSet<String>,
 ) -> Result<(), Error> {
     let mut candidates: Vec<(&StoredVersion, &bundle::Chart)> = Vec::new();

@@ -8,7 +8,7 @@ use crate::lifecycle::apply::prepare::ask_workload_kind;
 use crate::lifecycle::apply::prepare::local_volumes;
 use crate::lifecycle::apply::prepare::merged_overrides;
 use crate::lifecycle::apply::prepare::stored_decisions;
-use crate::lifecycle::job::ApplyRequest;
+use crate::lifecycle::job::Apply;
 use crate::lifecycle::job::Job;
 use crate::lifecycle::job::Prepared;
 use crate::lifecycle::plan::{self, ChartInput, NewDecision};
@@ -92,8 +92,8 @@ pub(crate) fn render_all(
                 revision,
                 timeout: chart.timeout,
                 wait_for_load_balancer: version.metadata.waits_for_load_balancer(chart),
-                adopt: prepared.request.adopt,
-                recreate: prepared.request.recreate.to_vec(),
+                adopt: prepared.request.flags.adopt,
+                recreate: prepared.request.flags.recreate.to_vec(),
                 take_over: take_over.clone(),
             });
         }
@@ -161,7 +161,7 @@ pub(crate) fn plan_chart(
         .cloned()
         .collect();
     let stored = stored_decisions(job, &components)?;
-    let rekind: BTreeSet<String> = prepared.request.rekind.iter().cloned().collect();
+    let rekind: BTreeSet<String> = prepared.request.flags.rekind.iter().cloned().collect();
     let mut plugin_choices = BTreeMap::new();
     for component in &components {
         if plan::needs_decision(component, &stored, &rekind)
@@ -222,7 +222,7 @@ pub(crate) fn next_revision(
 /// replaces and does not have itself: [`Job::prune_charts`] removes
 /// them after the apply, so the charts of this version may take
 /// their objects over (a renamed chart's).
-pub(crate) fn let_go(job: &Job<'_>, request: &ApplyRequest<'_>) -> Vec<String> {
+pub(crate) fn let_go(job: &Job<'_>, request: &Apply<'_>) -> Vec<String> {
     let Some(replacing) = request.replacing else {
         return Vec::new();
     };
