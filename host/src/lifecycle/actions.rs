@@ -270,7 +270,7 @@ impl Job<'_> {
                 let text = |p: &str| object.pointer(p).and_then(serde_json::Value::as_str);
                 match (text("/apiVersion"), text("/kind")) {
                     (Some(api_version), Some(kind)) => policy::Resolved::Kind(
-                        self.target()
+                        self.view()
                             .kind_scope(api_version, kind)
                             .map_err(owned_error)?,
                     ),
@@ -278,7 +278,7 @@ impl Job<'_> {
                 }
             }
             Action::Observe(object) => policy::Resolved::Kind(
-                self.target()
+                self.view()
                     .kind_scope(&object.api_version, &object.kind)
                     .map_err(owned_error)?,
             ),
@@ -329,7 +329,7 @@ impl Job<'_> {
             name: m.from_name.clone(),
         };
         let source = self
-            .target()
+            .view()
             .read_live(&query)
             .map_err(|e| MirrorError::Target(owned_error(e)))?;
         if source.as_object().is_none_or(serde_json::Map::is_empty) {
@@ -474,7 +474,7 @@ impl Job<'_> {
                     continue;
                 }
                 let live = self
-                    .target()
+                    .view()
                     .read_live(&LookupQuery::new(
                         "v1",
                         "Secret",
@@ -662,7 +662,7 @@ impl Job<'_> {
                 continue;
             }
             let live = self
-                .target()
+                .view()
                 .read_live(&LookupQuery {
                     api_version: object.api_version.clone(),
                     kind: object.kind.clone(),

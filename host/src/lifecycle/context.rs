@@ -27,6 +27,8 @@ use super::state_dir::StatePaths;
 pub(crate) struct Inner {
     pub store: Arc<dyn Store>,
     pub target: Arc<dyn ApplyTarget>,
+    /// The target's read-only view ([`ApplyTarget::view`]), taken once.
+    pub view: Arc<dyn crate::kube::ClusterView>,
     pub sandbox: Sandbox,
     pub facts: Arc<dyn FactsSource>,
     /// Applied apps whose plan would change, with the reason, as the last

@@ -313,6 +313,7 @@ impl Lifecycle {
         };
         let inner = Inner {
             store,
+            view: options.target.view(),
             target: options.target,
             sandbox,
             facts: match (options.facts_source, options.facts) {

@@ -317,6 +317,11 @@ impl Job<'_> {
         self.inner.target.as_ref()
     }
 
+    /// The target's read-only view ([`crate::kube::ClusterView`]).
+    pub(super) fn view(&self) -> &dyn crate::kube::ClusterView {
+        self.inner.view.as_ref()
+    }
+
     /// Checks for an abort, records `progress` and passes the checkpoint
     /// `phase:point`.
     pub fn step(&self, phase: &str, point: &str, progress: &str) -> Result<(), Error> {
@@ -680,7 +685,7 @@ impl Job<'_> {
                 &request.version.metadata,
             )?,
             system: BTreeMap::new(),
-            served: self.target().served().map_err(|source| Error::Kube {
+            served: self.view().served().map_err(|source| Error::Kube {
                 chart: "(discovery)".into(),
                 source: Box::new(source),
             })?,
@@ -1030,7 +1035,7 @@ impl Job<'_> {
             .map(|c| c.namespace.to_string())
             .collect();
         let lookup = Arc::new(super::lookup::TargetLookup::new(
-            self.inner.target.clone(),
+            self.inner.view.clone(),
             self.inner.lookup_policy.clone(),
             own_namespaces,
         ));

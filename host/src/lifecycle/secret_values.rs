@@ -307,7 +307,7 @@ impl Job<'_> {
     }
 
     fn read(&self, namespace: &str, name: &str) -> Result<serde_json::Value, Error> {
-        self.target()
+        self.view()
             .read_live(&LookupQuery {
                 api_version: "v1".into(),
                 kind: "Secret".into(),
