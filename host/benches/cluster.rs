@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 
 use capstan::kube::cluster::RetryPolicy;
 use capstan::kube::{
-    ApplyOptions, ApplyTarget, ClusterOptions, ClusterTarget, Connect, NoProgress, Release,
-    Resource, parse_manifests, plan_apply,
+    ApplyOptions, ApplyTarget, ClusterOptions, ClusterTarget, ClusterView, Connect, NoProgress,
+    Release, Resource, parse_manifests, plan_apply,
 };
 use capstan::lifecycle::{ClusterFacts, ClusterFactsOptions, FactsSource};
 use capstan::render::chart::{Chart, ChartFile};
@@ -398,7 +398,7 @@ fn facts_watch(c: &mut Criterion) {
         path: kubeconfig.clone(),
         context: None,
     };
-    let target: Arc<dyn ApplyTarget> =
+    let target: Arc<dyn ClusterView> =
         match ClusterTarget::connect(&connect, ClusterOptions::default()) {
             Ok(target) => Arc::new(target),
             Err(e) => {

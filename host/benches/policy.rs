@@ -14,7 +14,9 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use capstan::kube::{ApplyOptions, ApplyTarget, DirTarget, Release, Resource, plan_apply};
+use capstan::kube::{
+    ApplyOptions, ApplyTarget, ClusterView, DirTarget, Release, Resource, plan_apply,
+};
 use capstan::model::{Action, ActionPolicy, LookupPolicy};
 use capstan::policy::{self, Resolved, Scope};
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -333,7 +333,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             });
         }
         let source = crate::lifecycle::ClusterFacts::start(
-            options.target.clone(),
+            options.target.view(),
             crate::lifecycle::ClusterFactsOptions {
                 overlays,
                 role_label: args.facts_role_label.clone(),

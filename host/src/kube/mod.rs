@@ -9,7 +9,9 @@
 //! scopes ([`scope`]) and the targets that carry a plan out
 //! ([`ApplyTarget`], [`DirTarget`], [`ClusterTarget`]), each refusing
 //! before it writes what a real API server would refuse
-//! ([`ApplyTarget::admit`]).
+//! ([`ApplyTarget::admit`]), and the read-only view of what a target
+//! holds ([`ClusterView`], from [`ApplyTarget::view`]) for callers that
+//! never write.
 //!
 //! Why the split: the plan is where the mistakes that cost data live
 //! (deleting an object a chart still renders, deleting in the wrong order),
@@ -50,6 +52,7 @@ mod manifest;
 mod plan;
 pub mod scope;
 mod target;
+pub mod view;
 
 pub use crate::model::{ObjectKey, ObjectRef};
 pub use cluster::{ClusterOptions, ClusterTarget, Connect};
@@ -63,8 +66,9 @@ pub use plan::{
 };
 pub use target::{
     Applied, ApplyEvent, ApplyOptions, ApplyTarget, Change, NoProgress, ProgressSink, Purge,
-    Release, ReleaseEvent, RemoveOptions,
+    Release, ReleaseEvent, RemoveOptions, apply_some_whole,
 };
+pub use view::ClusterView;
 
 use std::path::PathBuf;
 

@@ -1,17 +1,20 @@
 //! The seam between the plan and the world: a target applies a plan for a
 //! release, removes a release, and tells what it applied last; it can be
 //! asked first whether it would accept a set of objects
-//! ([`ApplyTarget::admit`]), so a caller refuses before writing.
+//! ([`ApplyTarget::admit`]), so a caller refuses before writing. What a
+//! cluster holds now, read by callers that never write, is the target's
+//! [`ClusterView`] ([`super::view`]).
 
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
 
 use super::Error;
 use super::hooks::HookEvent;
 use super::live_diff::LiveDiff;
 use super::manifest::Resource;
 use super::plan::ApplyPlan;
-use crate::model::{LookupQuery, ObjectRef, Served, WatchEnd, WatchFrom};
+use super::view::ClusterView;
+use crate::model::ObjectRef;
 
 /// One chart of one app, as applied: the unit a target records.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -62,7 +65,13 @@ pub struct Applied {
 }
 
 /// Where releases are applied: a cluster, or a directory standing in for
-/// one ([`super::DirTarget`]).
+/// one ([`super::DirTarget`]). This is the release side: writes (apply,
+/// prune, remove, hooks, restarts, events), the record each release
+/// keeps ([`ApplyTarget::applied`], [`ApplyTarget::revision`]) and the
+/// checks made before a write ([`ApplyTarget::admit`],
+/// [`ApplyTarget::diff_live`]). Reads that belong to no release (live
+/// objects, served kinds, watches) are the [`ClusterView`] a target hands
+/// out with [`ApplyTarget::view`].
 ///
 /// A target is a thin I/O step: it carries out what the pure plan
 /// ([`super::plan_apply`], [`super::plan_remove`]) decided and keeps its
@@ -75,6 +84,20 @@ pub struct Applied {
 /// be applied. A call is synchronous and may block on I/O; the daemon runs
 /// it on a blocking thread. The caller runs one operation per app at a
 /// time; targets do not lock releases against each other.
+///
+/// No method has a default body, on purpose: every implementation writes
+/// each one, so a wrapper that must route writes (tenancy's
+/// [`super::cluster::tenancy::TenantTarget`], which impersonates each
+/// app's ServiceAccount) cannot silently inherit a default that goes
+/// around it; adding a method fails to compile until every target says
+/// what it does. Targets that share a behaviour call a free function for
+/// it ([`apply_some_whole`]).
+///
+/// ```compile_fail,E0046
+/// // A target that leaves any method out does not compile.
+/// struct Forgetful;
+/// impl capstan::kube::ApplyTarget for Forgetful {}
+/// ```
 pub trait ApplyTarget: Send + Sync {
     /// Applies `plan` for `release`: every object of
     /// [`ApplyPlan::to_apply`] in order, then removes every object of
@@ -113,77 +136,34 @@ pub trait ApplyTarget: Send + Sync {
 
     /// How this target writes objects, as the store's inventory copy
     /// records it: `server-side-apply` on a cluster (field manager
-    /// `capstan`), `file` for the directory target (the default).
-    fn apply_method(&self) -> &'static str {
-        "file"
-    }
+    /// `capstan`), `file` for the directory target.
+    fn apply_method(&self) -> &'static str;
 
     /// The release's revision as the target records it (the release
     /// Secret's on a cluster): how many applies changed something. `None`
-    /// (the default) when the target keeps no revision or has no record of
-    /// the release; the lifecycle then counts with the store's copy.
+    /// when the target keeps no revision (the directory target) or has no
+    /// record of the release; the lifecycle then counts with the store's
+    /// copy.
     ///
     /// # Errors
     /// When the record cannot be read or parsed.
-    fn revision(&self, release: &Release) -> Result<Option<u64>, Error> {
-        let _ = release;
-        Ok(None)
-    }
+    fn revision(&self, release: &Release) -> Result<Option<u64>, Error>;
 
-    /// Whether `kind` of `api_version` lives in a namespace on this
-    /// target: `Some(true)`, `Some(false)` for a cluster-scoped kind, or
-    /// `None` when the target serves no such kind. The default knows the
-    /// built-in kinds ([`super::scope::builtin_scope`]), serves no other
-    /// kind of a built-in group, and takes a kind of any other group for
-    /// a namespaced one.
-    ///
-    /// # Errors
-    /// When the target cannot be asked (a cluster's discovery fails).
-    fn kind_scope(&self, api_version: &str, kind: &str) -> Result<Option<bool>, Error> {
-        let group = super::scope::group_of(api_version);
-        Ok(match super::scope::builtin_scope(group, kind) {
-            Some(namespaced) => Some(namespaced),
-            None if super::scope::is_builtin_group(group) => None,
-            None => Some(true),
-        })
-    }
-
-    /// A read for a connected render's `lookup`, after the policy allowed
-    /// it: the object as the target holds it (an empty object when it
-    /// holds none), or for an empty name the list object with `items`.
-    /// The default holds nothing.
-    ///
-    /// # Errors
-    /// When the read fails.
-    fn read_live(&self, query: &LookupQuery) -> Result<serde_json::Value, Error> {
-        Ok(match query.name.is_empty() {
-            true => serde_json::json!({
-                "apiVersion": query.api_version,
-                "kind": format!("{}List", query.kind),
-                "metadata": {},
-                "items": [],
-            }),
-            false => serde_json::json!({}),
-        })
-    }
-
-    /// What the target serves, for a connected render's `.Capabilities`
-    /// (the server's version and API versions); `None`, the default, for
-    /// a target that is not an API server.
-    ///
-    /// # Errors
-    /// When the server cannot be asked.
-    fn served(&self) -> Result<Option<Served>, Error> {
-        Ok(None)
-    }
+    /// The read-only view of what this target holds now (live objects,
+    /// served kinds, watches), for callers that never write: facts,
+    /// `lookup`, drift. It sees the same cluster (or folder) as the
+    /// target's writes, and reads as the daemon itself, never as an
+    /// app's account (see [`super::view`]). The lifecycle takes it once,
+    /// when it opens.
+    fn view(&self) -> Arc<dyn ClusterView>;
 
     /// Applies `objects` into `release` and prunes `prune` from it,
     /// leaving every other object the release holds as it is (a hook's
-    /// `ensure` and `delete`). The default applies what the target holds
-    /// again, whole, around them: right for a target whose
-    /// [`ApplyTarget::applied`] returns whole objects (the directory
-    /// target). A target that records only objects' identities (the
-    /// cluster's inventory) must not re-apply them, and overrides this.
+    /// `ensure` and `delete`). A target whose [`ApplyTarget::applied`]
+    /// returns whole objects (the directory target) applies what it holds
+    /// again, whole, around them ([`apply_some_whole`]); a target that
+    /// records only objects' identities (the cluster's inventory) must not
+    /// re-apply them.
     ///
     /// # Errors
     /// As [`ApplyTarget::apply`].
@@ -192,21 +172,7 @@ pub trait ApplyTarget: Send + Sync {
         release: &Release,
         objects: &[Resource],
         prune: &[ObjectRef],
-    ) -> Result<Applied, Error> {
-        let held = self.applied(release)?;
-        let replaced = |r: &Resource| {
-            let key = r.id().key();
-            objects.iter().any(|o| o.id().key() == key) || prune.iter().any(|p| p.key() == key)
-        };
-        let desired: Vec<Resource> = held
-            .iter()
-            .filter(|r| !replaced(r))
-            .cloned()
-            .chain(objects.iter().cloned())
-            .collect();
-        let plan = super::plan_apply(&held, &desired)?;
-        self.apply(release, &plan)
-    }
+    ) -> Result<Applied, Error>;
 
     /// Checks, before anything is written, that `objects` (a plugin's
     /// answer, or any set the caller is about to apply for `release`)
@@ -214,13 +180,16 @@ pub trait ApplyTarget: Send + Sync {
     /// [`ApplyTarget::apply_with`] is refused here, so the caller can
     /// refuse the whole answer without writing part of it. Writes
     /// nothing; passing is no promise the apply succeeds (the target
-    /// may change in between). The default admits everything.
+    /// may change in between).
     ///
     /// The directory target refuses List kinds, invalid
     /// CustomResourceDefinitions, objects its reader could not read back
     /// and objects another release holds; a cluster target refuses a live
     /// object another release or another client owns (both unless
     /// [`ApplyOptions::adopt`] or [`ApplyOptions::take_over`] allows it).
+    /// It belongs to the release side although it only reads: it answers
+    /// for the apply that follows, so it reads as that apply will write
+    /// (as the app's ServiceAccount under tenancy).
     ///
     /// # Errors
     /// The first object refused, naming it and the rule.
@@ -229,76 +198,41 @@ pub trait ApplyTarget: Send + Sync {
         release: &Release,
         objects: &[Resource],
         options: &ApplyOptions,
-    ) -> Result<(), Error> {
-        let _ = (release, objects, options);
-        Ok(())
-    }
+    ) -> Result<(), Error>;
 
     /// Checks, before anything is written, that
-    /// [`ApplyTarget::restart`] could restart `object` on this target.
-    /// The default, for a target that runs nothing, refuses as
+    /// [`ApplyTarget::restart`] could restart `object` on this target. A
+    /// target that runs nothing (the directory target) refuses as
     /// [`ApplyTarget::restart`] does.
     ///
     /// # Errors
-    /// [`Error::CannotRestart`] by default.
-    fn admit_restart(&self, object: &ObjectRef) -> Result<(), Error> {
-        Err(Error::CannotRestart {
-            object: object.to_string(),
-        })
-    }
+    /// [`Error::CannotRestart`] from a target that runs nothing.
+    fn admit_restart(&self, object: &ObjectRef) -> Result<(), Error>;
 
     /// Restarts the workload `object` (a Deployment, StatefulSet or
     /// DaemonSet) as `kubectl rollout restart` does: a new
     /// `kubectl.kubernetes.io/restartedAt` annotation on its Pod
     /// template, so its controller replaces the Pods in its own rolling
-    /// way. The default, for a target that runs nothing, refuses.
+    /// way. A target that runs nothing refuses.
     ///
     /// # Errors
-    /// [`Error::CannotRestart`] by default; the cluster's refusal.
-    fn restart(&self, object: &ObjectRef) -> Result<(), Error> {
-        Err(Error::CannotRestart {
-            object: object.to_string(),
-        })
-    }
+    /// [`Error::CannotRestart`] from a target that runs nothing; the
+    /// cluster's refusal.
+    fn restart(&self, object: &ObjectRef) -> Result<(), Error>;
 
-    /// The version of `query`'s collection now, for a watch that must see
-    /// every change after this moment (what discovery serves changes
-    /// with CRDs and APIServices, read after this). `None`, the default,
-    /// for a target that cannot watch.
-    ///
-    /// # Errors
-    /// When the read fails.
-    fn collection_version(&self, _query: &LookupQuery) -> Result<Option<String>, Error> {
-        Ok(None)
-    }
-
-    /// Waits, at most `timeout`, until something read as of `from` has
-    /// changed. [`WatchEnd::Unsupported`], the default, for a target that
-    /// cannot watch: the caller polls instead.
-    ///
-    /// # Errors
-    /// When a watch cannot be started or breaks off; the caller reads
-    /// again after a pause.
-    fn wait_for_change(&self, _from: &[WatchFrom], _timeout: Duration) -> Result<WatchEnd, Error> {
-        Ok(WatchEnd::Unsupported)
-    }
-
-    /// Records `event` for the operator; nothing, the default, for a
-    /// target that is not an API server. Best effort: the caller logs a
-    /// failure and goes on, as client-go's event recorder does.
+    /// Records `event` for the operator; nothing for a target that is not
+    /// an API server. Best effort: the caller logs a failure and goes on,
+    /// as client-go's event recorder does.
     ///
     /// # Errors
     /// When the server refuses or cannot be reached.
-    fn record_event(&self, _event: &ReleaseEvent) -> Result<(), Error> {
-        Ok(())
-    }
+    fn record_event(&self, event: &ReleaseEvent) -> Result<(), Error>;
 
     /// [`ApplyTarget::apply`] with the operator's options and a progress
     /// sink. A cluster target waits for readiness here (per
     /// [`ApplyOptions::timeout`]) and reports each stage, object and
-    /// poll to `progress`; the default ignores both and calls
-    /// [`ApplyTarget::apply`], which is right for targets with nothing to
-    /// wait for (the directory target).
+    /// poll to `progress`; a target with nothing to wait for (the
+    /// directory target) ignores the sink.
     ///
     /// # Errors
     /// As [`ApplyTarget::apply`]; a cluster target also fails on an
@@ -312,14 +246,11 @@ pub trait ApplyTarget: Send + Sync {
         plan: &ApplyPlan,
         options: &ApplyOptions,
         progress: &dyn ProgressSink,
-    ) -> Result<Applied, Error> {
-        let _ = (options, progress);
-        self.apply(release, plan)
-    }
+    ) -> Result<Applied, Error>;
 
     /// [`ApplyTarget::remove`] with options and a progress sink. A
     /// cluster target waits until each deleted object is gone and names
-    /// the finalizers that hold one; the default calls
+    /// the finalizers that hold one; the directory target calls
     /// [`ApplyTarget::remove`].
     ///
     /// # Errors
@@ -329,10 +260,7 @@ pub trait ApplyTarget: Send + Sync {
         release: &Release,
         options: &RemoveOptions,
         progress: &dyn ProgressSink,
-    ) -> Result<Vec<ObjectRef>, Error> {
-        let _ = (options, progress);
-        self.remove(release)
-    }
+    ) -> Result<Vec<ObjectRef>, Error>;
 
     /// Runs the Helm hooks of `event` among `hooks` (the chart's rendered
     /// hook objects, each annotated `helm.sh/hook`) for `release`, in
@@ -347,8 +275,8 @@ pub trait ApplyTarget: Send + Sync {
     /// never lists them, so they are neither pruned nor removed with the
     /// release (as in Helm).
     ///
-    /// The default runs nothing and succeeds: right for targets that do
-    /// not run workloads (the directory target).
+    /// A target that does not run workloads (the directory target) runs
+    /// nothing and succeeds.
     ///
     /// # Errors
     /// A failed hook fails the call, naming the hook object, the event
@@ -362,10 +290,7 @@ pub trait ApplyTarget: Send + Sync {
         hooks: &[Resource],
         options: &ApplyOptions,
         progress: &dyn ProgressSink,
-    ) -> Result<Vec<ObjectRef>, Error> {
-        let _ = (release, event, hooks, options, progress);
-        Ok(Vec::new())
-    }
+    ) -> Result<Vec<ObjectRef>, Error>;
 
     /// What applying `desired` for `release` would change, compared with
     /// the live objects rather than with [`ApplyTarget::applied`]: a
@@ -374,9 +299,17 @@ pub trait ApplyTarget: Send + Sync {
     /// out, Secret values masked), and lists what the apply would prune.
     /// Unchanged objects are not listed.
     ///
-    /// `None` (the default) means the target has no live state beyond its
-    /// record; the caller then diffs `desired` against
+    /// `None` means the target has no live state beyond its record (the
+    /// directory target); the caller then diffs `desired` against
     /// [`ApplyTarget::applied`] with [`super::diff`].
+    ///
+    /// Why this is on the release side and not the [`ClusterView`],
+    /// though it writes nothing: it is a server-side dry-run *apply*
+    /// (the API server authorizes it as the patch it would be, runs
+    /// admission on it and answers with ownership as that identity would
+    /// meet it) of one release against that release's inventory, so it
+    /// must run as the release's writes do (as the app's ServiceAccount
+    /// under tenancy) to show what the apply would really do.
     ///
     /// # Errors
     /// A failing request or an unreadable record, naming the release.
@@ -384,10 +317,36 @@ pub trait ApplyTarget: Send + Sync {
         &self,
         release: &Release,
         desired: &[Resource],
-    ) -> Result<Option<Vec<LiveDiff>>, Error> {
-        let _ = (release, desired);
-        Ok(None)
-    }
+    ) -> Result<Option<Vec<LiveDiff>>, Error>;
+}
+
+/// [`ApplyTarget::apply_some`] for a target whose
+/// [`ApplyTarget::applied`] returns whole objects (the directory
+/// target): applies what `target` holds for `release` again, whole,
+/// with `objects` in place of the held copies and without `prune`.
+///
+/// # Errors
+/// As [`ApplyTarget::applied`], [`super::plan_apply`] and
+/// [`ApplyTarget::apply`].
+pub fn apply_some_whole(
+    target: &dyn ApplyTarget,
+    release: &Release,
+    objects: &[Resource],
+    prune: &[ObjectRef],
+) -> Result<Applied, Error> {
+    let held = target.applied(release)?;
+    let replaced = |r: &Resource| {
+        let key = r.id().key();
+        objects.iter().any(|o| o.id().key() == key) || prune.iter().any(|p| p.key() == key)
+    };
+    let desired: Vec<Resource> = held
+        .iter()
+        .filter(|r| !replaced(r))
+        .cloned()
+        .chain(objects.iter().cloned())
+        .collect();
+    let plan = super::plan_apply(&held, &desired)?;
+    target.apply(release, &plan)
 }
 
 /// How one apply may treat what it finds on the target. The lifecycle

@@ -15,8 +15,8 @@
 //! has no watch). A target that cannot watch, or a watch that fails, is
 //! polled every [`POLL_INTERVAL`] instead.
 //!
-//! Reads only, through [`ApplyTarget::read_live`],
-//! [`ApplyTarget::served`] and the watches; a failed read keeps the facts
+//! Reads only, through [`ClusterView::read_live`],
+//! [`ClusterView::served`] and the watches; a failed read keeps the facts
 //! before it and is shown in [`FactsView::error`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -27,7 +27,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::facts_source::{FactsSource, FactsView, field_names};
-use crate::kube::ApplyTarget;
+use crate::kube::ClusterView;
 use crate::model::{LookupQuery, Trigger, TriggerKind, WatchEnd, WatchFrom};
 use crate::sandbox::{
     AdministrativeState, AvailabilityState, Facts, Node, NodeRole, OperationalState, StorageClass,
@@ -90,7 +90,7 @@ pub struct ClusterFactsOptions {
 pub struct ClusterFacts {
     state: Mutex<FactsView>,
     changed: Condvar,
-    target: Arc<dyn ApplyTarget>,
+    target: Arc<dyn ClusterView>,
     options: ClusterFactsOptions,
     /// The file overlay's fields, read once.
     file: Option<(String, serde_json::Map<String, Value>)>,
@@ -120,7 +120,7 @@ impl ClusterFacts {
     /// The first read's error, or an overlay file that cannot be read or
     /// is not a facts mapping.
     pub fn start(
-        target: Arc<dyn ApplyTarget>,
+        target: Arc<dyn ClusterView>,
         options: ClusterFactsOptions,
     ) -> Result<Arc<ClusterFacts>, String> {
         let mut file = None;

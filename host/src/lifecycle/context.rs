@@ -45,6 +45,8 @@ pub(crate) struct Inner {
 pub(crate) struct Services {
     pub store: Arc<dyn Store>,
     pub target: Arc<dyn ApplyTarget>,
+    /// The target's read-only view ([`ApplyTarget::view`]), taken once.
+    pub view: Arc<dyn crate::kube::ClusterView>,
     pub sandbox: Sandbox,
     pub facts: Arc<dyn FactsSource>,
 }

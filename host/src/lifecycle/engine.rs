@@ -275,6 +275,7 @@ impl Lifecycle {
         let inner = Inner {
             services: Services {
                 store,
+                view: options.target.view(),
                 target: options.target,
                 sandbox,
                 facts: match (options.facts_source, options.facts) {

@@ -280,6 +280,11 @@ impl Job<'_> {
         self.inner.services.target.as_ref()
     }
 
+    /// The target's read-only view ([`crate::kube::ClusterView`]).
+    pub(crate) fn view(&self) -> &dyn crate::kube::ClusterView {
+        self.inner.services.view.as_ref()
+    }
+
     /// Checks for an abort, records `progress` and passes the checkpoint
     /// `phase:point`.
     pub fn step(&self, phase: &str, point: &str, progress: &str) -> Result<(), Error> {

@@ -11,14 +11,14 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use crate::kube::{ApplyTarget, Resource};
+use crate::kube::{ClusterView, Resource};
 use crate::model::{LookupPolicy, LookupQuery, Served};
 use crate::render::{self, Capabilities, Lookup};
 
 /// `lookup` through the target, for one render: the policy checked
 /// before every read, each answer kept for the rest of the render.
 pub struct TargetLookup {
-    target: Arc<dyn ApplyTarget>,
+    target: Arc<dyn ClusterView>,
     policy: LookupPolicy,
     /// The namespaces the app's charts are released into.
     own: BTreeSet<String>,
@@ -28,7 +28,7 @@ pub struct TargetLookup {
 impl TargetLookup {
     /// An answerer for one render of an app whose charts are released
     /// into `own` namespaces.
-    pub fn new(target: Arc<dyn ApplyTarget>, policy: LookupPolicy, own: BTreeSet<String>) -> Self {
+    pub fn new(target: Arc<dyn ClusterView>, policy: LookupPolicy, own: BTreeSet<String>) -> Self {
         TargetLookup {
             target,
             policy,

@@ -99,7 +99,7 @@ pub(crate) fn remove_owned(
                 continue;
             }
             let live = job
-                .target()
+                .view()
                 .read_live(&LookupQuery::new(
                     "v1",
                     "Secret",

@@ -58,6 +58,9 @@ pub struct RecordedRequest {
     pub content_type: Option<String>,
     /// The body as text (lossy UTF-8).
     pub body: String,
+    /// The `Impersonate-User` header, if sent: the user the client asked
+    /// to act as. Recorded only; the double does not authorize.
+    pub impersonate_user: Option<String>,
 }
 
 /// State shared by the server, the controller loop and the [`crate::KubeDouble`] handle.
@@ -256,6 +259,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, std
     let accept = header("accept").unwrap_or_default();
     let user_agent = header("user-agent").unwrap_or_default();
     let authorization = header("authorization");
+    let impersonate_user = header("impersonate-user");
     let content_length = header("content-length").and_then(|v| v.parse::<usize>().ok());
     let body = read_body(req.into_body(), content_length).await;
     {
@@ -272,6 +276,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, std
                 .as_ref()
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .unwrap_or_default(),
+            impersonate_user,
         });
     }
     let fault = faults::take(&mut lock(&shared.faults), &method, &path);

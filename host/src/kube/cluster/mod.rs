@@ -32,9 +32,10 @@
 //! - [`retry`]: transient failures retried within a budget;
 //! - [`error`]: one variant per failing step.
 //!
-//! Why a runtime of its own: [`ApplyTarget`] is synchronous and called
-//! from plain threads (the lifecycle's workers); the target owns a
-//! one-worker tokio runtime and blocks on it, so callers need no async.
+//! Why a runtime of its own: [`ApplyTarget`] and [`ClusterView`] are
+//! synchronous and called from plain threads (the lifecycle's workers);
+//! the target owns a one-worker tokio runtime (shared with its clones,
+//! such as its view) and blocks on it, so callers need no async.
 //! Do not call it from inside an async task (blocking there would stall
 //! that runtime); the daemon calls it from blocking threads.
 //!
@@ -67,6 +68,7 @@ mod tests_watch;
 pub mod wait;
 pub mod watch;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use client::Connect;
@@ -77,8 +79,8 @@ use self::apply::{Record, Settings};
 use self::client::Cluster;
 use crate::kube::target::{ApplyOptions, NoProgress, ProgressSink, RemoveOptions};
 use crate::kube::{
-    Applied, ApplyPlan, ApplyTarget, HookEvent, LiveDiff, ObjectRef, Release, ReleaseEvent,
-    Resource,
+    Applied, ApplyPlan, ApplyTarget, ClusterView, HookEvent, LiveDiff, ObjectRef, Release,
+    ReleaseEvent, Resource,
 };
 use crate::model::{LookupQuery, Served, WatchEnd, WatchFrom};
 
@@ -113,10 +115,27 @@ impl Default for ClusterOptions {
 }
 
 /// Applies releases to a Kubernetes cluster (see the module doc).
+///
+/// Clones share the connection, the discovery cache and the runtime
+/// (shut down when the last clone goes): [`ApplyTarget::view`] is one.
+#[derive(Clone)]
 pub struct ClusterTarget {
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: Arc<Runtime>,
     cluster: Cluster,
     settings: Settings,
+}
+
+/// A target's one-worker runtime, shared by its clones.
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Drop for Runtime {
+    /// Shuts the runtime down without blocking, so dropping the last
+    /// clone of a target inside an async context does not panic.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl std::fmt::Debug for ClusterTarget {
@@ -165,7 +184,7 @@ impl ClusterTarget {
             Ok::<_, Error>(cluster)
         })?;
         Ok(ClusterTarget {
-            runtime: Some(runtime),
+            runtime: Arc::new(Runtime(Some(runtime))),
             cluster,
             settings: Settings {
                 timeout: options.timeout,
@@ -187,7 +206,7 @@ impl ClusterTarget {
 
     /// Runs `work` on the target's runtime.
     fn run<T>(&self, work: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
-        match &self.runtime {
+        match &self.runtime.0 {
             Some(runtime) => runtime.block_on(work),
             None => Err(Error::Runtime(std::io::Error::other("runtime shut down"))),
         }
@@ -206,16 +225,6 @@ impl ClusterTarget {
     }
 }
 
-impl Drop for ClusterTarget {
-    /// Shuts the runtime down without blocking, so dropping the target
-    /// inside an async context does not panic.
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
 impl ClusterTarget {
     /// Starts leader election on the Lease of `config`, on this target's
     /// connection and runtime ([`lease`]).
@@ -230,6 +239,7 @@ impl ClusterTarget {
         }
         let runtime = self
             .runtime
+            .0
             .as_ref()
             .ok_or_else(|| Error::Runtime(std::io::Error::other("runtime shut down")))?;
         let elector = lease::Elector::new(self.cluster.clone(), config);
@@ -244,7 +254,6 @@ impl ClusterTarget {
             .await
     }
 
-    /// [`ClusterTarget::block_on`] for reads that belong to no release.impl ClusterTarget {
     /// [`ClusterTarget::block_on`] for reads that belong to no release.
     fn block_on_read<T>(
         &self,
@@ -259,43 +268,6 @@ impl ClusterTarget {
 }
 
 impl ApplyTarget for ClusterTarget {
-    /// From discovery (cached per group-version, refetched for a kind it
-    /// lacks, so a CRD applied a moment ago is found).
-    fn kind_scope(
-        &self,
-        api_version: &str,
-        kind: &str,
-    ) -> Result<Option<bool>, crate::kube::Error> {
-        let what = format!("the scope of {api_version}/{kind}");
-        self.block_on_read(what, async {
-            match self
-                .cluster
-                .discovery
-                .resolve(&self.cluster, api_version, kind)
-                .await
-            {
-                Ok(found) => Ok(Some(found.namespaced)),
-                Err(Error::UnknownKind { .. }) => Ok(None),
-                Err(other) => Err(other),
-            }
-        })
-    }
-
-    /// `GET` of the object, or the list in pages ([`live::read`]).
-    fn read_live(&self, query: &LookupQuery) -> Result<serde_json::Value, crate::kube::Error> {
-        self.block_on_read(query, async {
-            let kind = self.resolve(&query.api_version, &query.kind).await?;
-            live::read(&self.cluster, &kind, &query.namespace, &query.name).await
-        })
-    }
-
-    /// `GET /version` and discovery ([`live::served`]), asked anew each
-    /// time: a render sees the CRDs installed just before it.
-    fn served(&self) -> Result<Option<Served>, crate::kube::Error> {
-        self.block_on_read("discovery", live::served(&self.cluster))
-            .map(Some)
-    }
-
     /// Only `objects` applied and `prune` pruned: the inventory keeps
     /// every other entry as it is (it holds identities, not content, so
     /// applying them again would strip their fields).
@@ -352,40 +324,6 @@ impl ApplyTarget for ClusterTarget {
         })
     }
 
-    /// A LIST of one item ([`watch::collection_version`]).
-    fn collection_version(
-        &self,
-        query: &LookupQuery,
-    ) -> Result<Option<String>, crate::kube::Error> {
-        self.block_on_read(query, async {
-            let kind = self.resolve(&query.api_version, &query.kind).await?;
-            watch::collection_version(&self.cluster, &kind, &query.namespace).await
-        })
-    }
-
-    /// One watch per entry, all at once ([`watch::first_change`]).
-    fn wait_for_change(
-        &self,
-        from: &[WatchFrom],
-        timeout: Duration,
-    ) -> Result<WatchEnd, crate::kube::Error> {
-        let what = from
-            .iter()
-            .map(|f| f.query.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        self.block_on_read(format!("changes to {what}"), async {
-            let mut watched = Vec::with_capacity(from.len());
-            for from in from {
-                let kind = self
-                    .resolve(&from.query.api_version, &from.query.kind)
-                    .await?;
-                watched.push(watch::Watched { kind, from });
-            }
-            watch::first_change(&self.cluster, &watched, timeout).await
-        })
-    }
-
     /// A `core/v1` Event on the release's inventory Secret
     /// ([`events::record`]).
     fn record_event(&self, event: &ReleaseEvent) -> Result<(), crate::kube::Error> {
@@ -415,6 +353,13 @@ impl ApplyTarget for ClusterTarget {
 
     fn apply_method(&self) -> &'static str {
         "server-side-apply"
+    }
+
+    /// A clone of this target (its connection, discovery cache and
+    /// runtime are shared), so the view reads as this target's identity:
+    /// the daemon's own for the daemon's target.
+    fn view(&self) -> Arc<dyn ClusterView> {
+        Arc::new(self.clone())
     }
 
     /// The release Secret's revision; `None` when there is no Secret.
@@ -489,5 +434,81 @@ impl ApplyTarget for ClusterTarget {
         let plan = crate::kube::plan_apply(&applied, desired)?;
         self.block_on(release, diff::diff_live(&self.cluster, release, &plan))
             .map(Some)
+    }
+}
+
+/// Reads over this target's connection, as its identity (the daemon's own
+/// for the daemon's target; [`tenancy`] never hands out the view of an
+/// impersonating one).
+impl ClusterView for ClusterTarget {
+    /// From discovery (cached per group-version, refetched for a kind it
+    /// lacks, so a CRD applied a moment ago is found).
+    fn kind_scope(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<bool>, crate::kube::Error> {
+        let what = format!("the scope of {api_version}/{kind}");
+        self.block_on_read(what, async {
+            match self
+                .cluster
+                .discovery
+                .resolve(&self.cluster, api_version, kind)
+                .await
+            {
+                Ok(found) => Ok(Some(found.namespaced)),
+                Err(Error::UnknownKind { .. }) => Ok(None),
+                Err(other) => Err(other),
+            }
+        })
+    }
+
+    /// `GET` of the object, or the list in pages ([`live::read`]).
+    fn read_live(&self, query: &LookupQuery) -> Result<serde_json::Value, crate::kube::Error> {
+        self.block_on_read(query, async {
+            let kind = self.resolve(&query.api_version, &query.kind).await?;
+            live::read(&self.cluster, &kind, &query.namespace, &query.name).await
+        })
+    }
+
+    /// `GET /version` and discovery ([`live::served`]), asked anew each
+    /// time: a render sees the CRDs installed just before it.
+    fn served(&self) -> Result<Option<Served>, crate::kube::Error> {
+        self.block_on_read("discovery", live::served(&self.cluster))
+            .map(Some)
+    }
+
+    /// A LIST of one item ([`watch::collection_version`]).
+    fn collection_version(
+        &self,
+        query: &LookupQuery,
+    ) -> Result<Option<String>, crate::kube::Error> {
+        self.block_on_read(query, async {
+            let kind = self.resolve(&query.api_version, &query.kind).await?;
+            watch::collection_version(&self.cluster, &kind, &query.namespace).await
+        })
+    }
+
+    /// One watch per entry, all at once ([`watch::first_change`]).
+    fn wait_for_change(
+        &self,
+        from: &[WatchFrom],
+        timeout: Duration,
+    ) -> Result<WatchEnd, crate::kube::Error> {
+        let what = from
+            .iter()
+            .map(|f| f.query.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.block_on_read(format!("changes to {what}"), async {
+            let mut watched = Vec::with_capacity(from.len());
+            for from in from {
+                let kind = self
+                    .resolve(&from.query.api_version, &from.query.kind)
+                    .await?;
+                watched.push(watch::Watched { kind, from });
+            }
+            watch::first_change(&self.cluster, &watched, timeout).await
+        })
     }
 }

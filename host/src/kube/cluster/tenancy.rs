@@ -4,10 +4,15 @@
 //! holds a bundle to that account's rights — a trusted signature is not a
 //! licence to create a ClusterRoleBinding to cluster-admin or to write
 //! into another app's namespace. [`TenantTarget`] is a second
-//! [`ApplyTarget`]: release-scoped calls go to a [`ClusterTarget`] that
+//! [`ApplyTarget`]: release-scoped calls (apply, prune, remove, hooks, the
+//! release record, `admit`, `diff_live`) go to a [`ClusterTarget`] that
 //! impersonates the app's account (one connection per account, made on
-//! first use); the rest (discovery, lookups, facts, watches, restarts)
-//! go to the daemon's own connection.
+//! first use); restarts and Events, which name no release, go to the
+//! daemon's own connection. It wraps only those writes: its
+//! [`ApplyTarget::view`] is the daemon connection's [`ClusterView`], so
+//! discovery, lookups, facts and watches are read as the daemon. Since
+//! [`ApplyTarget`] has no default method bodies, every write is written
+//! out below; a new one fails to compile here until it is routed.
 //!
 //! The daemon needs `impersonate` on exactly the accounts it is given
 //! (a Role per namespace with `resourceNames`); each account needs what
@@ -16,15 +21,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use super::{ClusterOptions, ClusterTarget, Connect};
 use crate::kube::target::{ApplyOptions, ProgressSink, RemoveOptions};
 use crate::kube::{
-    Applied, ApplyPlan, ApplyTarget, HookEvent, LiveDiff, ObjectRef, Release, ReleaseEvent,
-    Resource,
+    Applied, ApplyPlan, ApplyTarget, ClusterView, HookEvent, LiveDiff, ObjectRef, Release,
+    ReleaseEvent, Resource,
 };
-use crate::model::{LookupQuery, Served, WatchEnd, WatchFrom};
 
 /// A ServiceAccount, `NAMESPACE/NAME`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -138,6 +141,7 @@ impl ApplyTarget for TenantTarget {
         self.of(release)?.applied(release)
     }
 
+    /// The base's (`server-side-apply`): no request is made.
     fn apply_method(&self) -> &'static str {
         self.base.apply_method()
     }
@@ -146,20 +150,11 @@ impl ApplyTarget for TenantTarget {
         self.of(release)?.revision(release)
     }
 
-    fn kind_scope(
-        &self,
-        api_version: &str,
-        kind: &str,
-    ) -> Result<Option<bool>, crate::kube::Error> {
-        self.base.kind_scope(api_version, kind)
-    }
-
-    fn read_live(&self, query: &LookupQuery) -> Result<serde_json::Value, crate::kube::Error> {
-        self.base.read_live(query)
-    }
-
-    fn served(&self) -> Result<Option<Served>, crate::kube::Error> {
-        self.base.served()
+    /// The base connection's view: every read is made as the daemon
+    /// itself, never as an app's account (as before the split: lookups,
+    /// facts and watches belong to no release).
+    fn view(&self) -> Arc<dyn ClusterView> {
+        Arc::clone(&self.base) as Arc<dyn ClusterView>
     }
 
     fn apply_some(
@@ -180,29 +175,19 @@ impl ApplyTarget for TenantTarget {
         self.of(release)?.admit(release, objects, options)
     }
 
+    /// As the daemon: a restart names an object, not a release, so it
+    /// has no app account to take (the action policy admitted it).
     fn restart(&self, object: &ObjectRef) -> Result<(), crate::kube::Error> {
         self.base.restart(object)
     }
 
+    /// As the daemon, as [`TenantTarget::restart`] is.
     fn admit_restart(&self, object: &ObjectRef) -> Result<(), crate::kube::Error> {
         self.base.admit_restart(object)
     }
 
-    fn collection_version(
-        &self,
-        query: &LookupQuery,
-    ) -> Result<Option<String>, crate::kube::Error> {
-        self.base.collection_version(query)
-    }
-
-    fn wait_for_change(
-        &self,
-        from: &[WatchFrom],
-        timeout: Duration,
-    ) -> Result<WatchEnd, crate::kube::Error> {
-        self.base.wait_for_change(from, timeout)
-    }
-
+    /// As the daemon: the Event is the daemon's report to the operator,
+    /// not the app's write.
     fn record_event(&self, event: &ReleaseEvent) -> Result<(), crate::kube::Error> {
         self.base.record_event(event)
     }
@@ -268,5 +253,97 @@ mod tests {
             tenancy.account_of("other").map(ToString::to_string),
             Some("capstan-system/apps".into())
         );
+    }
+
+    /// Every request of a release write for an app with an account (its
+    /// connection's probe, the apply's reads and writes, `admit`, the
+    /// dry-run diff, the remove) carries that account's
+    /// `Impersonate-User`; an app without one, and every read through
+    /// the view, goes as the daemon.
+    #[test]
+    fn an_apps_writes_are_impersonated_and_the_views_reads_are_not() {
+        use crate::kube::{NoProgress, parse_manifests, plan_apply};
+        use crate::model::LookupQuery;
+
+        let double = kube_double::KubeDouble::start(kube_double::Options::default()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        double.write_kubeconfig(&path).unwrap();
+        let how = Connect::Kubeconfig {
+            path,
+            context: None,
+        };
+        let options = super::super::tests::options();
+        let base = Arc::new(ClusterTarget::connect(&how, options).unwrap());
+        let account: ServiceAccount = "tenant-a/deployer".parse().unwrap();
+        let tenancy = Tenancy {
+            default: None,
+            apps: BTreeMap::from([("shop".to_string(), account.clone())]),
+        };
+        let target = TenantTarget::new(base, tenancy, how, options);
+        let users = |double: &kube_double::KubeDouble| {
+            let requests = double.requests();
+            assert!(!requests.is_empty());
+            requests
+                .into_iter()
+                .map(|r| {
+                    (
+                        format!("{} {}?{}", r.method, r.path, r.query),
+                        r.impersonate_user,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n";
+        let desired = parse_manifests(text).unwrap();
+
+        let shop = super::super::tests::release();
+        double.clear_requests();
+        let plan = plan_apply(&target.applied(&shop).unwrap(), &desired).unwrap();
+        target
+            .admit(&shop, &desired, &ApplyOptions::default())
+            .unwrap();
+        target
+            .apply_with(&shop, &plan, &ApplyOptions::default(), &NoProgress)
+            .unwrap();
+        target.diff_live(&shop, &desired).unwrap();
+        let seen = users(&double);
+        assert!(
+            seen.iter().any(|(r, _)| r.starts_with("PATCH ")),
+            "{seen:#?}"
+        );
+        for (request, user) in &seen {
+            assert_eq!(user.as_deref(), Some(account.user().as_str()), "{request}");
+        }
+
+        double.clear_requests();
+        let read = target
+            .view()
+            .read_live(&LookupQuery::new("v1", "ConfigMap", "shop", "settings"))
+            .unwrap();
+        assert_eq!(read["data"]["a"], "b");
+        target.view().served().unwrap();
+        for (request, user) in users(&double) {
+            assert_eq!(user, None, "{request}");
+        }
+
+        double.clear_requests();
+        target.remove(&shop).unwrap();
+        for (request, user) in users(&double) {
+            assert_eq!(user.as_deref(), Some(account.user().as_str()), "{request}");
+        }
+
+        let other = Release {
+            app: "other".into(),
+            chart: "web".into(),
+            namespace: "other".into(),
+            release_name: "web".into(),
+        };
+        double.clear_requests();
+        let plan = plan_apply(&target.applied(&other).unwrap(), &desired).unwrap();
+        target.apply(&other, &plan).unwrap();
+        for (request, user) in users(&double) {
+            assert_eq!(user, None, "{request}");
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::tests::fixture;
-use crate::kube::ApplyTarget;
+use crate::kube::ClusterView;
 use crate::model::{LookupQuery, WatchEnd, WatchFrom};
 
 fn query(kind: &str, namespace: &str, name: &str) -> LookupQuery {

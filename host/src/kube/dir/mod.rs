@@ -8,7 +8,8 @@
 //! could not read back (an object nested past the YAML reader's limit);
 //! answering kind scopes (the built-in table of [`super::scope`] first,
 //! then the valid CustomResourceDefinitions the folder holds, never one
-//! shadowing a built-in kind) and lookups from the folder; and the index
+//! shadowing a built-in kind) and lookups from the folder, as its
+//! [`ClusterView`]; and the index
 //! that keeps those answers cheap as the folder grows: per release file,
 //! its stamp and the identities and definitions it holds, read again only
 //! when the file changed.
@@ -26,10 +27,16 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::Error;
+use super::hooks::HookEvent;
+use super::live_diff::LiveDiff;
 use super::manifest::{Resource, parse_manifests};
 use super::plan::{ApplyPlan, plan_remove};
 use super::scope::{builtin_scope, group_of, is_builtin_group};
-use super::target::{Applied, ApplyOptions, ApplyTarget, NoProgress, ProgressSink, Release};
+use super::target::{
+    Applied, ApplyOptions, ApplyTarget, NoProgress, ProgressSink, Release, ReleaseEvent,
+    RemoveOptions,
+};
+use super::view::ClusterView;
 use crate::model::{LookupQuery, ObjectKey, ObjectRef};
 
 /// Longest app or chart name: a DNS-1123 label.
@@ -134,6 +141,172 @@ impl ApplyTarget for DirTarget {
         Ok(removed)
     }
 
+    /// Reads the release's file back; empty when there is none.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`], [`Error::NotADirectory`], [`Error::Read`]
+    /// when the file exists but cannot be read, [`Error::Corrupt`] when it
+    /// does not parse.
+    fn applied(&self, release: &Release) -> Result<Vec<Resource>, Error> {
+        let path = self.path_of(release)?;
+        if !dir_exists(release, &self.app_dir(release))? {
+            return Ok(Vec::new());
+        }
+        Ok(load(release, &path)?.unwrap_or_default().resources)
+    }
+
+    /// Refuses, writing nothing, what [`ApplyTarget::apply_with`] would
+    /// refuse of `objects` for `release` (see `DirTarget::admit_objects`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`], [`Error::ListKind`],
+    /// [`Error::InvalidDefinition`], [`Error::Serialize`],
+    /// [`Error::Unreadable`] or [`Error::Ownership`] for the first object
+    /// refused.
+    fn admit(
+        &self,
+        release: &Release,
+        objects: &[Resource],
+        options: &ApplyOptions,
+    ) -> Result<(), Error> {
+        self.path_of(release)?;
+        self.admit_objects(release, objects, options).map(drop)
+    }
+
+    /// Checks `plan.to_apply()` as [`ApplyTarget::admit`] does, then
+    /// writes it as the release's file, replacing the old one; objects in
+    /// `plan.to_prune()` are gone because the new file does not hold
+    /// them, and are reported as pruned. Of `options`, only
+    /// [`ApplyOptions::adopt`] and [`ApplyOptions::take_over`] count.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for a bad app or chart name, what
+    /// [`ApplyTarget::admit`] refuses (nothing is then written),
+    /// [`Error::NotADirectory`] when the app's folder is a link or a file,
+    /// and [`Error::Write`] when creating, writing, syncing or renaming
+    /// fails (the old file is then left as it was).
+    fn apply_with(
+        &self,
+        release: &Release,
+        plan: &ApplyPlan,
+        options: &ApplyOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Applied, Error> {
+        let _ = progress;
+        let path = self.path_of(release)?;
+        let documents = self.admit_objects(release, plan.to_apply(), options)?;
+        let text = file_text(release, &documents);
+        let dir = self.app_dir(release);
+        let write_error = |path: &Path| io_error(WRITE, release, path);
+        fs::create_dir_all(&self.root).map_err(write_error(&self.root))?;
+        if !dir_exists(release, &dir)? {
+            std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700)
+                .create(&dir)
+                .map_err(write_error(&dir))?;
+            sync_dir(&self.root).map_err(write_error(&self.root))?;
+        }
+        if let Err(source) = write_atomically(&dir, &path, &release.chart, text.as_bytes()) {
+            // The file may or may not have been replaced: read it next time.
+            self.lock().set(&path, None);
+            return Err(write_error(&path)(source));
+        }
+        self.record(release, &path, plan.to_apply());
+        Ok(Applied {
+            applied: plan.to_apply().iter().map(|r| r.id().clone()).collect(),
+            pruned: plan.to_prune().to_vec(),
+            unchanged: plan.unchanged(),
+        })
+    }
+
+    fn apply_method(&self) -> &'static str {
+        "file"
+    }
+
+    /// `None`: a directory keeps no revision; the lifecycle counts with
+    /// the store's copy.
+    fn revision(&self, release: &Release) -> Result<Option<u64>, Error> {
+        let _ = release;
+        Ok(None)
+    }
+
+    /// A clone of the target (clones share the folder's index).
+    fn view(&self) -> Arc<dyn ClusterView> {
+        Arc::new(self.clone())
+    }
+
+    /// The file holds whole objects: applies them again around `objects`
+    /// ([`super::apply_some_whole`]).
+    fn apply_some(
+        &self,
+        release: &Release,
+        objects: &[Resource],
+        prune: &[ObjectRef],
+    ) -> Result<Applied, Error> {
+        super::apply_some_whole(self, release, objects, prune)
+    }
+
+    /// A directory runs nothing: refused as [`ApplyTarget::restart`] is.
+    fn admit_restart(&self, object: &ObjectRef) -> Result<(), Error> {
+        Err(Error::CannotRestart {
+            object: object.to_string(),
+        })
+    }
+
+    /// A directory runs nothing: always [`Error::CannotRestart`].
+    fn restart(&self, object: &ObjectRef) -> Result<(), Error> {
+        Err(Error::CannotRestart {
+            object: object.to_string(),
+        })
+    }
+
+    /// A directory has no events: records nothing.
+    fn record_event(&self, event: &ReleaseEvent) -> Result<(), Error> {
+        let _ = event;
+        Ok(())
+    }
+
+    /// [`ApplyTarget::remove`]: nothing to wait for, nothing to report.
+    fn remove_with(
+        &self,
+        release: &Release,
+        options: &RemoveOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Vec<ObjectRef>, Error> {
+        let _ = (options, progress);
+        self.remove(release)
+    }
+
+    /// A directory runs no workloads: runs no hook and succeeds.
+    fn run_hooks(
+        &self,
+        release: &Release,
+        event: HookEvent,
+        hooks: &[Resource],
+        options: &ApplyOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Vec<ObjectRef>, Error> {
+        let _ = (release, event, hooks, options, progress);
+        Ok(Vec::new())
+    }
+
+    /// `None`: the file is all the live state there is; the caller diffs
+    /// against [`ApplyTarget::applied`].
+    fn diff_live(
+        &self,
+        release: &Release,
+        desired: &[Resource],
+    ) -> Result<Option<Vec<LiveDiff>>, Error> {
+        let _ = (release, desired);
+        Ok(None)
+    }
+}
+
+/// Kind scopes and lookups answered from the folder. A directory is no
+/// API server: it serves no `.Capabilities` of its own and cannot watch
+/// (the trait's defaults for [`ClusterView::served`],
+/// [`ClusterView::collection_version`] and
+/// [`ClusterView::wait_for_change`]).
+impl ClusterView for DirTarget {
     /// A built-in kind by the fixed table, without reading the folder;
     /// any other kind of a built-in group is not served (`None`); a kind
     /// of another group by the valid CustomResourceDefinition the folder
@@ -212,83 +385,6 @@ impl ApplyTarget for DirTarget {
             "metadata": {},
             "items": items,
         }))
-    }
-
-    /// Reads the release's file back; empty when there is none.
-    ///
-    /// # Errors
-    /// [`Error::InvalidName`], [`Error::NotADirectory`], [`Error::Read`]
-    /// when the file exists but cannot be read, [`Error::Corrupt`] when it
-    /// does not parse.
-    fn applied(&self, release: &Release) -> Result<Vec<Resource>, Error> {
-        let path = self.path_of(release)?;
-        if !dir_exists(release, &self.app_dir(release))? {
-            return Ok(Vec::new());
-        }
-        Ok(load(release, &path)?.unwrap_or_default().resources)
-    }
-
-    /// Refuses, writing nothing, what [`ApplyTarget::apply_with`] would
-    /// refuse of `objects` for `release` (see `DirTarget::admit_objects`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidName`], [`Error::ListKind`],
-    /// [`Error::InvalidDefinition`], [`Error::Serialize`],
-    /// [`Error::Unreadable`] or [`Error::Ownership`] for the first object
-    /// refused.
-    fn admit(
-        &self,
-        release: &Release,
-        objects: &[Resource],
-        options: &ApplyOptions,
-    ) -> Result<(), Error> {
-        self.path_of(release)?;
-        self.admit_objects(release, objects, options).map(drop)
-    }
-
-    /// Checks `plan.to_apply()` as [`ApplyTarget::admit`] does, then
-    /// writes it as the release's file, replacing the old one; objects in
-    /// `plan.to_prune()` are gone because the new file does not hold
-    /// them, and are reported as pruned. Of `options`, only
-    /// [`ApplyOptions::adopt`] and [`ApplyOptions::take_over`] count.
-    ///
-    /// # Errors
-    /// [`Error::InvalidName`] for a bad app or chart name, what
-    /// [`ApplyTarget::admit`] refuses (nothing is then written),
-    /// [`Error::NotADirectory`] when the app's folder is a link or a file,
-    /// and [`Error::Write`] when creating, writing, syncing or renaming
-    /// fails (the old file is then left as it was).
-    fn apply_with(
-        &self,
-        release: &Release,
-        plan: &ApplyPlan,
-        options: &ApplyOptions,
-        progress: &dyn ProgressSink,
-    ) -> Result<Applied, Error> {
-        let _ = progress;
-        let path = self.path_of(release)?;
-        let documents = self.admit_objects(release, plan.to_apply(), options)?;
-        let text = file_text(release, &documents);
-        let dir = self.app_dir(release);
-        let write_error = |path: &Path| io_error(WRITE, release, path);
-        fs::create_dir_all(&self.root).map_err(write_error(&self.root))?;
-        if !dir_exists(release, &dir)? {
-            std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700)
-                .create(&dir)
-                .map_err(write_error(&dir))?;
-            sync_dir(&self.root).map_err(write_error(&self.root))?;
-        }
-        if let Err(source) = write_atomically(&dir, &path, &release.chart, text.as_bytes()) {
-            // The file may or may not have been replaced: read it next time.
-            self.lock().set(&path, None);
-            return Err(write_error(&path)(source));
-        }
-        self.record(release, &path, plan.to_apply());
-        Ok(Applied {
-            applied: plan.to_apply().iter().map(|r| r.id().clone()).collect(),
-            pruned: plan.to_prune().to_vec(),
-            unchanged: plan.unchanged(),
-        })
     }
 }
 

@@ -178,7 +178,7 @@ pub(crate) fn resolve<'a>(
             let text = |p: &str| object.pointer(p).and_then(serde_json::Value::as_str);
             match (text("/apiVersion"), text("/kind")) {
                 (Some(api_version), Some(kind)) => policy::Resolved::Kind(
-                    job.target()
+                    job.view()
                         .kind_scope(api_version, kind)
                         .map_err(owned_error)?,
                 ),
@@ -186,7 +186,7 @@ pub(crate) fn resolve<'a>(
             }
         }
         Action::Observe(object) => policy::Resolved::Kind(
-            job.target()
+            job.view()
                 .kind_scope(&object.api_version, &object.kind)
                 .map_err(owned_error)?,
         ),
@@ -236,7 +236,7 @@ pub(crate) fn mirror_copy(job: &Job<'_>, m: &Mirror) -> Result<serde_json::Value
         name: m.from_name.clone(),
     };
     let source = job
-        .target()
+        .view()
         .read_live(&query)
         .map_err(|e| MirrorError::Target(owned_error(e)))?;
     if source.as_object().is_none_or(serde_json::Map::is_empty) {

@@ -113,7 +113,7 @@ pub(crate) fn observed(job: &Job<'_>, prepared: &Prepared<'_>) -> Result<Vec<Obs
             continue;
         }
         let live = job
-            .target()
+            .view()
             .read_live(&LookupQuery {
                 api_version: object.api_version.clone(),
                 kind: object.kind.clone(),

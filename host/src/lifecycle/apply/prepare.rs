@@ -126,7 +126,7 @@ pub(crate) fn load<'r>(job: &Job<'_>, request: &'r Apply<'r>) -> Result<Prepared
             &request.version.metadata,
         )?,
         system: BTreeMap::new(),
-        served: job.target().served().map_err(|source| Error::Kube {
+        served: job.view().served().map_err(|source| Error::Kube {
             chart: "(discovery)".into(),
             source: Box::new(source),
         })?,

@@ -149,7 +149,7 @@ pub(crate) fn plan_chart(
         .map(|c| c.namespace.to_string())
         .collect();
     let lookup = Arc::new(crate::lifecycle::lookup::TargetLookup::new(
-        job.inner.services.target.clone(),
+        job.inner.services.view.clone(),
         job.inner.policies.lookup.clone(),
         own_namespaces,
     ));

@@ -373,7 +373,7 @@ pub(crate) fn owned_ids(
 }
 
 pub(crate) fn read(job: &Job<'_>, namespace: &str, name: &str) -> Result<serde_json::Value, Error> {
-    job.target()
+    job.view()
         .read_live(&LookupQuery {
             api_version: "v1".into(),
             kind: "Secret".into(),
