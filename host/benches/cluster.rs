@@ -326,11 +326,8 @@ fn render_lookups(c: &mut Criterion) {
     let caps = Capabilities::default();
     let values = capstan::values::Map::new();
     let live: Arc<dyn Lookup> = Arc::new(Live(target));
-    let connected = || {
-        render::lookup::connected(live.clone(), || {
-            render::render(black_box(&chart), &values, &release, &caps)
-        })
-    };
+    let connected =
+        || render::render_connected(black_box(&chart), &values, &release, &caps, &*live);
     match connected() {
         Ok(r) => {
             let text: String = r.manifests.iter().map(|m| m.content.clone()).collect();

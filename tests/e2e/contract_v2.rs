@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use capstan::model::{
-    ChartCall, FactsSection, Hook, HookCall, HookOperation, HookOutcome, SecretSource,
+    ChartCall, ContractVersion, FactsSection, Hook, HookCall, HookOperation, HookOutcome,
+    SecretSource,
 };
 use capstan::sandbox::{CallContext, Facts, Plugin, Policy, Sandbox};
 use serde_json::{Value, json};
@@ -60,7 +61,7 @@ fn ctx() -> CallContext {
 #[test]
 fn each_plugin_is_called_through_the_contract_it_was_built_against() {
     let v2 = load("capstan-test-contract-v2");
-    assert_eq!(v2.info().contract, "0.2.0");
+    assert_eq!(v2.info().contract, ContractVersion::V0_2);
     assert_eq!(
         v2.info().facts,
         vec![
@@ -70,7 +71,7 @@ fn each_plugin_is_called_through_the_contract_it_was_built_against() {
         ]
     );
     let v1 = load("capstan-example-storage");
-    assert_eq!(v1.info().contract, "0.1.0");
+    assert_eq!(v1.info().contract, ContractVersion::V0_1);
     assert!(v1.info().facts.is_empty());
 }
 

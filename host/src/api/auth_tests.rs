@@ -174,7 +174,7 @@ fn health_and_metrics_need_the_token_on_tcp() {
 
 #[test]
 fn token_comparison_is_exact() {
-    use super::server::constant_time_eq;
+    use super::session::constant_time_eq;
     assert!(constant_time_eq(b"abc", b"abc"));
     assert!(!constant_time_eq(b"abc", b"abd"));
     assert!(!constant_time_eq(b"abc", b"ab"));

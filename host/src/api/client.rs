@@ -12,7 +12,7 @@ use hyper::{Method, Request, StatusCode, header};
 use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
 
-use super::Address;
+use super::address::Address;
 use super::wire::{self, ErrorBody, ErrorCode};
 
 /// How long to wait for the daemon to accept a connection.

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// Default for [`Limits::max_bundle_bytes`]: 256 MiB of compressed bundle,
 /// well above an app of charts and plugins (a few MiB) and below the
 /// verifier's 512 MiB of unpacked files.
-pub const DEFAULT_MAX_BUNDLE_BYTES: u64 = 256 * 1024 * 1024;
+pub const DEFAULT_MAX_BUNDLE_BYTES: u64 = crate::bundle::MAX_BUNDLE_BYTES as u64;
 /// Default for [`Limits::max_uploads`]: bundle uploads streaming at once.
 /// Each holds a staging folder and a verifier's buffers (about 1 MiB) and
 /// hashes on a blocking thread; four keep two cores busy without starving

@@ -48,15 +48,20 @@
 //! what an operation may do belongs to `lifecycle`.
 
 mod address;
+mod auth;
 #[cfg(test)]
 mod auth_tests;
 mod body;
 mod client;
 mod conn;
+mod error;
+mod handlers;
 pub mod limits;
 pub mod openapi;
 mod peer;
 mod server;
+mod session;
+mod state;
 #[cfg(test)]
 mod tests;
 mod throttle;

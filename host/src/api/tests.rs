@@ -768,7 +768,7 @@ fn lifecycle_errors_keep_their_status_under_their_code() {
             ErrorClass::Failed => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        let code = super::server::code_of(error);
+        let code = super::error::code_of(error);
         assert_eq!(code.status(), status, "{error:?} as {code}");
         assert!(ErrorCode::ALL.contains(&code), "{code}");
     }

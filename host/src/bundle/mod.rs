@@ -66,6 +66,11 @@ pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 512 * 1024 * 1024;
 /// compress 3 to 10 times; a gzip bomb compresses about 1000 times.
 pub const DEFAULT_MAX_COMPRESSION_RATIO: u64 = 100;
 
+/// The largest bundle (compressed) the daemon takes by default: the API's
+/// upload and update bound (`api::Limits::max_bundle_bytes` sets another)
+/// and the largest bundle blob pulled from a registry (`oci`).
+pub const MAX_BUNDLE_BYTES: usize = 256 * 1024 * 1024;
+
 /// The longest accepted path of a bundle entry, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;
 /// The largest accepted `MANIFEST`, read into memory before it is checked.

@@ -106,14 +106,13 @@ pub(crate) fn plan_chart(input: &ChartInput<'_>) -> Result<ChartPlan, Error> {
         chart: input.name.to_owned(),
         source: Box::new(source),
     };
-    let rendered = render::lookup::connected(input.lookup.clone(), || {
-        render::render(
-            input.chart,
-            input.overrides,
-            input.release,
-            input.capabilities,
-        )
-    })
+    let rendered = render::render_connected(
+        input.chart,
+        input.overrides,
+        input.release,
+        input.capabilities,
+        &*input.lookup,
+    )
     .map_err(render_err)?;
     // The charts' `crds/` files first (Helm installs them before the
     // templates); the cluster target stages CRDs first anyway and never

@@ -21,6 +21,7 @@
 //! Everything here is a value with its validation; every other module uses
 //! these types and none redefines them.
 
+mod contract;
 mod hook;
 mod layer;
 mod live;
@@ -31,6 +32,7 @@ mod plugin;
 mod size;
 mod workload;
 
+pub use contract::ContractVersion;
 pub use hook::{Hook, HookOutcome, UnknownHook};
 pub use layer::Layer;
 pub use live::{LookupPolicy, LookupQuery, Served, WatchEnd, WatchFrom, resource_version};

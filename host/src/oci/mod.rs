@@ -38,7 +38,7 @@ pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+jso
 /// The largest manifest accepted; a bundle's is well under 1 KiB.
 pub const MAX_MANIFEST_BYTES: usize = 256 * 1024;
 /// The largest bundle blob accepted: the daemon's upload limit.
-pub const MAX_BLOB_BYTES: usize = crate::api::MAX_BUNDLE_BYTES;
+pub const MAX_BLOB_BYTES: usize = crate::bundle::MAX_BUNDLE_BYTES;
 
 /// A failure to move a bundle through a registry.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,7 @@
 //! Owns Helm's `lookup` when a render is connected to a target: the
-//! [`Lookup`] seam that answers it, and the slot on the rendering thread
-//! that holds a render's answerer while the render runs ([`connected`]).
+//! [`Lookup`] seam that answers it, handed to the render with the
+//! `.Capabilities` it renders with ([`crate::render::render_connected`])
+//! and kept by the template engine for the render's `lookup` calls.
 //!
 //! An offline render (`capstan template`, `bundle lint`) has no answerer
 //! and `lookup` returns an empty map, as `helm template` does. A connected
@@ -10,10 +11,9 @@
 //! nothing of clusters or policies: the lifecycle hands in an answerer
 //! (`kube::lookup::TargetLookup`) that reads through the apply target.
 
-use std::cell::RefCell;
-use std::sync::Arc;
-
 pub use crate::model::LookupQuery;
+use crate::render::funcs::FuncError;
+use crate::render::funcs::args::{exactly, text};
 use crate::values::{Map, Value};
 
 /// Answers `lookup` for a connected render.
@@ -28,31 +28,29 @@ pub trait Lookup: Send + Sync {
     fn lookup(&self, query: &LookupQuery) -> Result<serde_json::Value, String>;
 }
 
-thread_local! {
-    static CURRENT: RefCell<Option<Arc<dyn Lookup>>> = const { RefCell::new(None) };
+/// `lookup API KIND NAMESPACE NAME` in a template: an empty map in an
+/// offline render (no `answerer`), as `helm template` gives; the live
+/// object (or list) in a connected one, where a refused or failed read is
+/// an error.
+///
+/// # Errors
+/// An argument error for other than four strings; the answerer's message.
+pub(crate) fn call(answerer: Option<&dyn Lookup>, args: &[Value]) -> Result<Value, FuncError> {
+    let [api, kind, namespace, name] = exactly::<4>("lookup", args)?;
+    let query = LookupQuery {
+        api_version: text(api)?.to_string(),
+        kind: text(kind)?.to_string(),
+        namespace: text(namespace)?.to_string(),
+        name: text(name)?.to_string(),
+    };
+    answer(answerer, &query).map_err(FuncError::call)
 }
 
-/// Runs `f` (a render) with `lookup` answering its `lookup` calls; the
-/// previous answerer (normally none) is back when `f` returns or panics.
-pub fn connected<T>(lookup: Arc<dyn Lookup>, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<Arc<dyn Lookup>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            CURRENT.with(|slot| *slot.borrow_mut() = previous);
-        }
-    }
-    let previous = CURRENT.with(|slot| slot.borrow_mut().replace(lookup));
-    let _restore = Restore(previous);
-    f()
-}
-
-/// The answer to `query` on this thread: an empty map when the render is
-/// offline, else what the answerer says, converted as Kubernetes'
-/// unstructured JSON decodes (whole numbers as integers).
-pub(crate) fn answer(query: &LookupQuery) -> Result<Value, String> {
-    let current = CURRENT.with(|slot| slot.borrow().clone());
-    match current {
+/// The answer to `query`: an empty map when the render is offline, else
+/// what the answerer says, converted as Kubernetes' unstructured JSON
+/// decodes (whole numbers as integers).
+pub(crate) fn answer(answerer: Option<&dyn Lookup>, query: &LookupQuery) -> Result<Value, String> {
+    match answerer {
         None => Ok(Value::Map(Map::new())),
         Some(lookup) => lookup.lookup(query).map(unstructured),
     }
@@ -104,23 +102,25 @@ mod tests {
 
     #[test]
     fn offline_renders_get_an_empty_map() {
-        assert_eq!(answer(&query("shop", "db")), Ok(Value::Map(Map::new())));
+        assert_eq!(
+            answer(None, &query("shop", "db")),
+            Ok(Value::Map(Map::new()))
+        );
     }
 
     #[test]
-    fn a_connected_render_asks_its_answerer_and_only_while_it_runs() {
-        let got = connected(Arc::new(Fixed), || answer(&query("shop", "db")));
+    fn a_connected_render_asks_its_answerer() {
+        let got = answer(Some(&Fixed), &query("shop", "db"));
         let Ok(Value::Map(map)) = got else {
             panic!("not a map: {got:?}");
         };
         assert_eq!(map.get("n"), Some(&Value::Int(3)));
         assert_eq!(map.get("f"), Some(&Value::Float(1.5)));
-        let refused = connected(Arc::new(Fixed), || answer(&query("kube-system", "x")));
+        let refused = answer(Some(&Fixed), &query("kube-system", "x"));
         assert_eq!(
             refused,
             Err("lookup of v1/Secret kube-system/x is refused".into())
         );
-        assert_eq!(answer(&query("shop", "db")), Ok(Value::Map(Map::new())));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!
 //! Owns turning a chart and values into manifests, byte for byte as
 //! `helm template` prints them. Must not apply anything to a cluster, read
-//! the store or run plugins; `lookup` sees no cluster.
+//! the store or run plugins; `lookup` reaches no cluster itself, only the
+//! answerer a connected render is handed ([`render_connected`]).
 
 pub mod chart;
 pub mod deps;
@@ -579,9 +580,47 @@ pub fn render_with(
     caps: &Capabilities,
     limits: RenderLimits,
 ) -> Result<Rendered, Error> {
+    render_in(chart, values, release, caps, None, limits)
+}
+
+/// [`render`] connected to a target: `.Capabilities` are `caps` (what the
+/// target serves) and the templates' `lookup` calls are answered by
+/// `answerer`, which reads the target (an offline render answers them
+/// with an empty map).
+///
+/// # Errors
+/// As [`render`]; [`Error::Execute`] naming the template when `answerer`
+/// refuses or fails a read.
+pub fn render_connected(
+    chart: &Chart,
+    values: &Map,
+    release: &ReleaseInfo,
+    caps: &Capabilities,
+    answerer: &dyn Lookup,
+) -> Result<Rendered, Error> {
+    render_in(
+        chart,
+        values,
+        release,
+        caps,
+        Some(answerer),
+        RenderLimits::configured(),
+    )
+}
+
+/// A render on a big stack under `limits`, with `answerer` (if any)
+/// answering `lookup`.
+fn render_in(
+    chart: &Chart,
+    values: &Map,
+    release: &ReleaseInfo,
+    caps: &Capabilities,
+    answerer: Option<&dyn Lookup>,
+    limits: RenderLimits,
+) -> Result<Rendered, Error> {
     template::with_big_stack(|| {
         let _budget = limits::start(limits);
-        render_here(chart, values, release, caps)
+        render_here(chart, values, release, caps, answerer)
     })
     .unwrap_or(Err(Error::Panicked))
 }
@@ -608,6 +647,7 @@ fn render_here(
     user: &Map,
     release: &ReleaseInfo,
     caps: &Capabilities,
+    answerer: Option<&dyn Lookup>,
 ) -> Result<Rendered, Error> {
     if chart.is_library() {
         return Err(Error::LibraryChart);
@@ -624,7 +664,13 @@ fn render_here(
         })?;
     let final_values = coalesced.values;
     validate_schemas(&chart, &final_values)?;
-    let files = process::render(&chart, final_values, &release.to_value(), &caps.to_value())?;
+    let files = process::render(
+        &chart,
+        final_values,
+        &release.to_value(),
+        &caps.to_value(),
+        answerer,
+    )?;
     let notes_path = format!("{}/templates/NOTES.txt", chart.name());
     let mut notes = String::new();
     let files: Vec<(String, String)> = files

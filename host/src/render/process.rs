@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::Error;
 use super::chart::Chart;
+use super::lookup::Lookup;
 use super::parsed;
 use super::template::{Engine, RMap, RValue, TemplateSet, objects::FileSet};
 use crate::values::{Map, Value};
@@ -24,8 +25,10 @@ struct Source<'c> {
 }
 
 /// Renders every template of `chart` (already processed for dependencies)
-/// with the final coalesced `values`. Returns `(path, output)` for each
-/// template that is not a partial, with `<no value>` removed as Helm does.
+/// with the final coalesced `values`, `.Capabilities` `caps` and `lookup`
+/// answered by `answerer` (an empty map without one). Returns
+/// `(path, output)` for each template that is not a partial, with
+/// `<no value>` removed as Helm does.
 ///
 /// # Errors
 /// [`Error::Parse`] for a template that does not parse and
@@ -35,6 +38,7 @@ pub fn render(
     values: Map,
     release: &Value,
     caps: &Value,
+    answerer: Option<&dyn Lookup>,
 ) -> Result<Vec<(String, String)>, Error> {
     let mut sources = Vec::new();
     let mut contexts: Vec<Context> = Vec::new();
@@ -67,7 +71,7 @@ pub fn render(
         .map(|&i| (sources[i].path.clone(), sources[i].text.clone()))
         .collect();
     let set = parsed::get_or_parse(key, || parse_in_order(&sources, &order))?;
-    let engine = Engine::new(&set);
+    let engine = Engine::connected(&set, answerer);
     for files in file_sets {
         engine.register_files(files);
     }

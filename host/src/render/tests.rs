@@ -393,3 +393,38 @@ fn go_results() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Answers `lookup` of Secret `shop/db`, refuses the rest.
+struct OneSecret;
+
+impl Lookup for OneSecret {
+    fn lookup(&self, query: &LookupQuery) -> Result<serde_json::Value, String> {
+        match query.name.as_str() {
+            "db" => Ok(serde_json::json!({"data": {"n": 3}})),
+            _ => Err(format!("lookup of {query} is refused")),
+        }
+    }
+}
+
+#[test]
+fn lookup_is_answered_by_the_answerer_handed_in_with_the_capabilities() {
+    let chart = one_template(
+        "n: {{ len (lookup \"v1\" \"Secret\" \"shop\" \"db\") }}\n",
+        "",
+    );
+    let caps = Capabilities::default();
+    let offline = render(&chart, &Map::new(), &release(), &caps).unwrap();
+    assert_eq!(offline.manifests[0].content, "n: 0\n");
+    let connected = render_connected(&chart, &Map::new(), &release(), &caps, &OneSecret).unwrap();
+    assert_eq!(connected.manifests[0].content, "n: 1\n");
+    let refused = one_template("x: {{ lookup \"v1\" \"Secret\" \"shop\" \"x\" }}\n", "");
+    let err = render_connected(&refused, &Map::new(), &release(), &caps, &OneSecret).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("lookup of v1/Secret shop/x is refused"),
+        "{err}"
+    );
+    // The answerer was the render's alone: the next offline render is offline.
+    let again = render(&chart, &Map::new(), &release(), &caps).unwrap();
+    assert_eq!(again.manifests[0].content, "n: 0\n");
+}

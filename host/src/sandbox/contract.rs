@@ -19,8 +19,8 @@ use super::call::HostState;
 use super::facts::{App, ComponentFacts, Facts};
 use super::{PluginError, v0_1, v0_2};
 use crate::model::{
-    Action, ChartCall, FactsSection, GeneratedSecret, Hook, HookCall, HookOutcome, ReleaseStatus,
-    SecretValue, WorkloadKind,
+    Action, ChartCall, ContractVersion, FactsSection, GeneratedSecret, Hook, HookCall, HookOutcome,
+    ReleaseStatus, SecretValue, WorkloadKind,
 };
 
 /// What `info` declared, before the runtime checks it.
@@ -90,7 +90,7 @@ impl WitFacts {
     pub(crate) fn as_0_1(&self) -> wasmtime::Result<&wit_0_1::Facts> {
         match self {
             WitFacts::V0_1(facts) => Ok(facts),
-            WitFacts::V0_2(_) => Err(self.foreign("0.1.0")),
+            WitFacts::V0_2(_) => Err(self.foreign(ContractVersion::V0_1)),
         }
     }
 
@@ -101,14 +101,14 @@ impl WitFacts {
     pub(crate) fn as_0_2(&self) -> wasmtime::Result<&wit_0_2::Facts> {
         match self {
             WitFacts::V0_2(facts) => Ok(facts),
-            WitFacts::V0_1(_) => Err(self.foreign("0.2.0")),
+            WitFacts::V0_1(_) => Err(self.foreign(ContractVersion::V0_2)),
         }
     }
 
-    fn foreign(&self, contract: &str) -> wasmtime::Error {
+    fn foreign(&self, contract: ContractVersion) -> wasmtime::Error {
         let made = match self {
-            WitFacts::V0_1(_) => "0.1.0",
-            WitFacts::V0_2(_) => "0.2.0",
+            WitFacts::V0_1(_) => ContractVersion::V0_1,
+            WitFacts::V0_2(_) => ContractVersion::V0_2,
         };
         wasmtime::Error::msg(format!(
             "facts prepared for contract {made} given to a {contract} plugin"
@@ -128,8 +128,8 @@ pub(crate) type Answer<T> = wasmtime::Result<Result<T, PluginError>>;
 /// One contract version's calls, on a component built against it. Each
 /// call instantiates the component afresh in `store`.
 pub(crate) trait Contract: Send + Sync {
-    /// The WIT package version, `0.1.0` or `0.2.0`.
-    fn version(&self) -> &'static str;
+    /// The WIT package version.
+    fn version(&self) -> ContractVersion;
 
     /// `info`.
     fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<Declared>;
@@ -197,7 +197,10 @@ fn imports_0_2(component: &Component) -> bool {
     component
         .component_type()
         .imports(component.engine())
-        .any(|(name, _)| name.starts_with("capstan:plugin/") && name.ends_with("@0.2.0"))
+        .any(|(name, _)| {
+            super::inspect::capstan_version(name).and_then(ContractVersion::parse)
+                == Some(ContractVersion::V0_2)
+        })
 }
 
 #[cfg(test)]

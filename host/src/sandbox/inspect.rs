@@ -94,7 +94,10 @@ impl Sandbox {
         let engine = self.engine();
         let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_owned()).collect();
         let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
-        let wit_version = imports.iter().find_map(|i| capstan_version(i));
+        let wit_version = imports
+            .iter()
+            .find_map(|i| capstan_version(i))
+            .map(str::to_owned);
         let has_world = WORLD_EXPORTS.iter().all(|e| exports.iter().any(|x| x == e));
         let world = match (&wit_version, has_world) {
             (Some(v), true) => Some(format!("capstan:plugin/{WORLD}@{v}")),
@@ -119,11 +122,12 @@ impl Sandbox {
     }
 }
 
-/// `0.1.0` from `capstan:plugin/host@0.1.0`.
-fn capstan_version(import: &str) -> Option<String> {
+/// `0.1.0` from `capstan:plugin/host@0.1.0`, as written (a version the
+/// host may not speak); `None` for an import of another package.
+pub(super) fn capstan_version(import: &str) -> Option<&str> {
     let rest = import.strip_prefix("capstan:plugin/")?;
     let (_, version) = rest.split_once('@')?;
-    Some(version.to_owned())
+    Some(version)
 }
 
 /// Every `producers` entry in the component and the modules nested in it,
@@ -161,10 +165,7 @@ mod tests {
 
     #[test]
     fn the_wit_version_is_read_from_a_capstan_import() {
-        assert_eq!(
-            capstan_version("capstan:plugin/host@0.1.0").as_deref(),
-            Some("0.1.0")
-        );
+        assert_eq!(capstan_version("capstan:plugin/host@0.1.0"), Some("0.1.0"));
         assert_eq!(capstan_version("capstan:plugin/host"), None);
         assert_eq!(capstan_version("wasi:io/streams@0.2.6"), None);
     }

@@ -57,8 +57,8 @@ pub const MAX_HOOK_STATE_BYTES: usize = 64 * 1024;
 pub const MAX_RETRY_AFTER_SECONDS: u32 = 300;
 
 use crate::model::{
-    Action, ChartAnswer, ChartCall, FactsSection, Hook, HookAnswer, HookCall, HookOperation,
-    HookOutcome, Overrides, ReleaseStatus, SecretShape, WorkloadKind,
+    Action, ChartAnswer, ChartCall, ContractVersion, FactsSection, Hook, HookAnswer, HookCall,
+    HookOperation, HookOutcome, Overrides, ReleaseStatus, SecretShape, WorkloadKind,
 };
 use crate::policy::bounds;
 
@@ -79,9 +79,9 @@ pub struct PluginInfo {
     /// The fact sections it reads (contract 0.2; none for 0.1.0).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<FactsSection>,
-    /// The contract version its component was built against, `0.1.0` or
-    /// `0.2.0`.
-    pub contract: &'static str,
+    /// The contract version its component was built against (serialized
+    /// as its text, `0.1.0` or `0.2.0`).
+    pub contract: ContractVersion,
 }
 
 /// The wasmtime engine every plugin runs on, with its epoch ticker.
@@ -378,7 +378,7 @@ impl Plugin {
             Arc::clone(&facts.json),
             call.chart.as_bytes().into(),
         ]);
-        if self.info.contract != "0.1.0" {
+        if self.info.contract.tells_call_context() {
             inputs.extend([
                 call.namespace.as_bytes().into(),
                 json_bytes(&call.user_overrides).into(),
@@ -454,7 +454,7 @@ impl Plugin {
             json_bytes(&AppRef::new(&call.app, &call.version)).into(),
             Arc::clone(&facts.json),
         ];
-        if self.info.contract != "0.1.0" {
+        if self.info.contract.tells_call_context() {
             let state = call.state.as_deref().unwrap_or_default();
             inputs.extend([json_bytes(call).into(), state.into()]);
         }

@@ -18,7 +18,9 @@ use super::contract::{
     Answer, Contract, Declared, PreparedFacts, RawAnswer, RawHookAnswer, WitFacts, json_bytes,
 };
 use super::facts::{App, ComponentFacts, Facts};
-use crate::model::{ChartCall, FactsSection, Hook, HookCall, HookOutcome, WorkloadKind};
+use crate::model::{
+    ChartCall, ContractVersion, FactsSection, Hook, HookCall, HookOutcome, WorkloadKind,
+};
 
 /// A component built against 0.1.0.
 pub(crate) struct V0_1 {
@@ -38,8 +40,8 @@ pub(crate) fn bind(pre: InstancePre<HostState>) -> wasmtime::Result<V0_1> {
 }
 
 impl Contract for V0_1 {
-    fn version(&self) -> &'static str {
-        "0.1.0"
+    fn version(&self) -> ContractVersion {
+        ContractVersion::V0_1
     }
 
     fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<Declared> {

@@ -24,9 +24,9 @@ use super::sections::{
     HostInventory, InterfaceClass, OperationalState, StorageHealth,
 };
 use crate::model::{
-    Action, Charset, ChartCall, FactsSection, GeneratedKey, GeneratedSecret, Hook, HookCall,
-    HookOperation, HookOutcome, Mirror, MirrorKind, Mode, ObjectRef, ReleaseStatus, SecretKeyRef,
-    SecretShape, SecretSource, SecretValue, WorkloadKind,
+    Action, Charset, ChartCall, ContractVersion, FactsSection, GeneratedKey, GeneratedSecret, Hook,
+    HookCall, HookOperation, HookOutcome, Mirror, MirrorKind, Mode, ObjectRef, ReleaseStatus,
+    SecretKeyRef, SecretShape, SecretSource, SecretValue, WorkloadKind,
 };
 
 /// A component built against 0.2.0.
@@ -62,8 +62,8 @@ impl host::Host for HostState {
 }
 
 impl Contract for V0_2 {
-    fn version(&self) -> &'static str {
-        "0.2.0"
+    fn version(&self) -> ContractVersion {
+        ContractVersion::V0_2
     }
 
     fn info(&self, store: &mut Store<HostState>) -> wasmtime::Result<Declared> {

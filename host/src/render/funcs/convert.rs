@@ -41,7 +41,6 @@ pub(super) const FUNCTIONS: &[(&str, Function)] = &[
     ("ternary", ternary),
     ("required", required),
     ("fail", fail),
-    ("lookup", lookup),
 ];
 
 /// Go's `strconv.ParseInt(s, base, 64)`; `base` 0 reads the prefix.
@@ -295,20 +294,6 @@ fn fail(args: &[Value]) -> Result<Value, FuncError> {
     )))
 }
 
-/// `lookup API KIND NAMESPACE NAME`: an empty map in an offline render, as
-/// `helm template` gives; the live object (or list) in a connected one
-/// ([`crate::render::lookup`]), where a refused or failed read is an error.
-fn lookup(args: &[Value]) -> Result<Value, FuncError> {
-    let [api, kind, namespace, name] = exactly::<4>("lookup", args)?;
-    let query = crate::render::lookup::LookupQuery {
-        api_version: text(api)?.to_string(),
-        kind: text(kind)?.to_string(),
-        namespace: text(namespace)?.to_string(),
-        name: text(name)?.to_string(),
-    };
-    crate::render::lookup::answer(&query).map_err(FuncError::call)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +405,9 @@ mod tests {
             .iter()
             .map(|s| Value::from(*s))
             .collect();
-        assert_eq!(lookup(&args), Ok(Value::Map(Map::new())));
+        assert_eq!(
+            crate::render::lookup::call(None, &args),
+            Ok(Value::Map(Map::new()))
+        );
     }
 }

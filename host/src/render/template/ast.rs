@@ -123,6 +123,8 @@ pub enum Callee {
     Include,
     /// Helm's `tpl`.
     Tpl,
+    /// Helm's `lookup`, answered by the render's [`crate::render::Lookup`].
+    Lookup,
     /// Another built-in of `text/template` (`eq`, `len`, `index`, ...).
     Builtin,
 }
@@ -136,6 +138,7 @@ impl Callee {
                 "or" => Callee::Or,
                 "include" => Callee::Include,
                 "tpl" => Callee::Tpl,
+                "lookup" => Callee::Lookup,
                 _ => Callee::Builtin,
             };
             return Some((builtin, callee));

@@ -17,10 +17,11 @@ pub enum CallError {
     Plain(String),
 }
 
-/// Names of the built-ins handled here or in the executor.
-pub const NAMES: [&str; 15] = [
+/// Names of the built-ins handled here or in the executor (`lookup` is
+/// Helm's, answered by the render's answerer the engine holds).
+pub const NAMES: [&str; 16] = [
     "and", "or", "not", "len", "index", "slice", "eq", "ne", "lt", "le", "gt", "ge", "call",
-    "include", "tpl",
+    "include", "tpl", "lookup",
 ];
 
 /// Calls the built-in `name`, or `None` when `name` is not one.

@@ -13,6 +13,7 @@ use super::objects;
 use super::rvalue::{self, RValue};
 use super::structural;
 use super::{ExecError, TemplateSet};
+use crate::render::lookup::{self, Lookup};
 use crate::render::{funcs, limits};
 use crate::values::Value;
 
@@ -55,6 +56,9 @@ pub struct Engine<'s> {
     stringers: RefCell<Vec<(rvalue::MapRef, String)>>,
     /// `.Capabilities`, a `*common.Capabilities` in Helm.
     capabilities: RefCell<Option<rvalue::MapRef>>,
+    /// What answers `lookup`: the render's answerer when it is connected
+    /// to a target, `None` offline (an empty map, as `helm template`).
+    lookup: Option<&'s dyn Lookup>,
 }
 
 /// Emptied buffers kept for reuse by an [`Engine`].
@@ -93,6 +97,10 @@ struct Frame<'a> {
 
 type Res<T> = Result<T, ExecError>;
 
+/// A function a template calls on plain values: one of the library's, or
+/// the engine's own `lookup` through the render's answerer.
+type Call<'a> = dyn Fn(&[Value]) -> Result<Value, funcs::FuncError> + 'a;
+
 impl<'s> Engine<'s> {
     /// An engine over a parsed template set.
     pub fn new(set: &'s TemplateSet) -> Self {
@@ -107,6 +115,16 @@ impl<'s> Engine<'s> {
             values_maps: RefCell::new(Vec::new()),
             stringers: RefCell::new(Vec::new()),
             capabilities: RefCell::new(None),
+            lookup: None,
+        }
+    }
+
+    /// An engine over `set` whose `lookup` calls `lookup` answers (a
+    /// connected render); `None` leaves it offline, as [`Engine::new`].
+    pub fn connected(set: &'s TemplateSet, lookup: Option<&'s dyn Lookup>) -> Self {
+        Engine {
+            lookup,
+            ..Engine::new(set)
         }
     }
 
@@ -865,7 +883,7 @@ impl<'s> Engine<'s> {
         match callee {
             Callee::Library(func) => {
                 let vals = self.eval_args(f, dot, args, fin)?;
-                self.call_library(f, cmd, name, Some(func), vals)
+                self.call_library(f, cmd, name, Some(&func), vals)
             }
             Callee::Structural(func) => {
                 let vals = self.eval_args(f, dot, args, fin)?;
@@ -874,7 +892,7 @@ impl<'s> Engine<'s> {
                         f.at = Some((cmd.pos, cmd.to_string()));
                         self.err(f, format!("error calling {name}: {msg}"))
                     }),
-                    None => self.call_library(f, cmd, name, Some(func), vals),
+                    None => self.call_library(f, cmd, name, Some(&func), vals),
                 }
             }
             Callee::And | Callee::Or => {
@@ -895,6 +913,11 @@ impl<'s> Engine<'s> {
                 let vals = self.eval_args(f, dot, args, fin)?;
                 self.tpl(f, cmd, vals)
             }
+            Callee::Lookup => {
+                let vals = self.eval_args(f, dot, args, fin)?;
+                let answer = |args: &[Value]| lookup::call(self.lookup, args);
+                self.call_library(f, cmd, name, Some(&answer), vals)
+            }
             Callee::Builtin => {
                 let vals = self.eval_args(f, dot, args, fin)?;
                 if let ("len", [v]) = (name, vals.as_slice())
@@ -914,7 +937,10 @@ impl<'s> Engine<'s> {
                             builtins::CallError::Plain(msg) => self.err(f, msg),
                         }
                     }),
-                    None => self.call_library(f, cmd, name, funcs::lookup(name), vals),
+                    None => {
+                        let func = funcs::lookup(name);
+                        self.call_library(f, cmd, name, func.as_ref().map(|func| func as _), vals)
+                    }
                 }
             }
         }
@@ -937,7 +963,7 @@ impl<'s> Engine<'s> {
         f: &mut Frame<'_>,
         cmd: &Command,
         name: &str,
-        func: Option<funcs::Function>,
+        func: Option<&Call<'_>>,
         vals: Vec<Val>,
     ) -> Res<Val> {
         let Some(func) = func else {
