@@ -8,7 +8,7 @@
 //! run on controllers only. The `semantic-check` hook vetoes an apply on a
 //! platform with no Ceph backend.
 
-use capstan_plugin_sdk::{
+use capstan_plugin_sdk::v0_1::{
     App, Facts, Hook, HookOutcome, Info, Plugin, PluginError, StorageBackend, StorageKind, Values,
     export_plugin, log,
 };
@@ -124,7 +124,7 @@ fn cephfs_values(ceph: &StorageBackend) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_plugin_sdk::testing;
+    use capstan_plugin_sdk::v0_1::testing;
 
     /// Every vector of `example-plugins/vectors/storage/` (`FACTS.CHART.json`,
     /// the values as serde_json's pretty text): the Python twin
