@@ -164,7 +164,9 @@ pub trait Plugin {
 pub mod glue {
     use super::*;
     use crate::bindings::capstan::plugin::types as wit;
-    use crate::v0_1::facts::{LocalVolume, Node, NodeRole, StorageBackend, StorageKind, SystemMode};
+    use crate::v0_1::facts::{
+        LocalVolume, Node, NodeRole, StorageBackend, StorageKind, SystemMode,
+    };
 
     pub fn info<P: Plugin>() -> wit::PluginInfo {
         let info = P::info();

@@ -676,9 +676,9 @@ fn error_to_wit(e: PluginError) -> wit::PluginError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::v0_1::Values;
     use crate::v0_2::answer::{SecretKeyRef, key};
     use crate::v0_2::hook_answer::RestartKind;
-    use crate::v0_1::Values;
     use serde_json::json;
 
     fn wit_app() -> wit::App {

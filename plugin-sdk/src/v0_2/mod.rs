@@ -84,9 +84,9 @@ mod plugin;
 mod sections;
 pub mod testing;
 
+pub use crate::v0_1::Values;
 pub use crate::v0_1::{App, Component, LocalVolume, VolumeTrait};
 pub use crate::v0_1::{PluginError, WorkloadKind};
-pub use crate::v0_1::Values;
 pub use answer::{
     Answer, Charset, GeneratedKey, GeneratedSecret, SecretKeyRef, SecretSource, SecretValue, Shape,
     key,
