@@ -7,7 +7,7 @@ import pytest
 from capstan_plugin import canonical_json
 from capstan_plugin.testing import load_facts, overrides
 
-VECTORS = Path(__file__).resolve().parent.parent / "vectors"
+VECTORS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "vectors"
 
 
 def vector_cases(plugin: str) -> list[tuple[str, str, Path]]:

@@ -61,7 +61,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 mod bare {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../wit/v0.1",
         world: "capstan:plugin/override-plugin",
     });
 }

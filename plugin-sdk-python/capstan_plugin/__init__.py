@@ -52,7 +52,7 @@ from .plugin import (
     canonical_json,
 )
 
-#: The WIT package this SDK speaks (`wit/plugin.wit`).
+#: The WIT package this SDK speaks (`wit/v0.1/plugin.wit`).
 WIT_PACKAGE = "capstan:plugin@0.1.0"
 
 __all__ = [

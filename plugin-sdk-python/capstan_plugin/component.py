@@ -2,7 +2,7 @@
 `capstan:plugin/override-plugin` world's exports for componentize-py.
 
 Import it only inside a component build: it needs the `wit_world`
-bindings componentize-py generates from `wit/plugin.wit`. A plugin's
+bindings componentize-py generates from `wit/v0.1/plugin.wit`. A plugin's
 `app.py` (what the scaffold writes) is one line of use:
 
     WitWorld = export(MyPlugin)

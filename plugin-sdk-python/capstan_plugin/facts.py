@@ -1,6 +1,6 @@
 """Typed facts about the platform, as a plugin sees them.
 
-These mirror the WIT `facts` record (`wit/plugin.wit`, contract 0.1.0) with
+These mirror the WIT `facts` record (`wit/v0.1/plugin.wit`, contract 0.1.0) with
 plain Python types: a dict for a node's labels, a parsed JSON value for
 `extra`. `Facts.from_dict` reads the camelCase form the operator writes
 (what `capstan plugin run --facts` reads), so a test can load the same

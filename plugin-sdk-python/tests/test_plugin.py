@@ -32,7 +32,7 @@ def test_the_defaults_say_not_served():
 
 
 def test_facts_read_the_fixtures_the_host_reads():
-    facts = load_facts(ROOT / "example-plugins/vectors/facts/standard.json")
+    facts = load_facts(ROOT / "tests/fixtures/vectors/facts/standard.json")
     assert facts.system_mode is SystemMode.STANDARD
     assert [n.name for n in facts.nodes_with_role(NodeRole.CONTROLLER)] == [
         "controller-0",

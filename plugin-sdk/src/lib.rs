@@ -11,13 +11,14 @@
 //! - [`Values`], a builder for the JSON values `overrides` returns;
 //! - [`log`] functions that reach the host's log;
 //! - [`testing`], to unit-test plugin logic natively, without wasm;
-//! - [`v2`], the same for contract 0.2.0 (typed fact sections, user
+//! - [`v0_2`], the same for contract 0.2.0 (typed fact sections, user
 //!   overrides, secret values, generated secrets, hook actions), exported
-//!   with [`export_plugin_v2!`].
+//!   with [`v0_2::export_plugin!`].
 //!
-//! The API at the crate root is contract 0.1.0's and stays as it is:
-//! plugins written for it build unchanged. A plugin crate uses one contract,
-//! 0.1.0 through the root or 0.2.0 through [`v2`].
+//! One module per contract version, named after it: [`v0_1`] for
+//! `wit/v0.1/plugin.wit`, [`v0_2`] for `wit/v0.2/plugin.wit`. The crate
+//! root re-exports [`v0_1`], the legacy default: plugins written before the
+//! modules existed build unchanged. A plugin crate uses one contract.
 //!
 //! # Example
 //!
@@ -50,32 +51,27 @@
 //! `target/wasm32-wasip2/release/` is the component to ship in a bundle.
 
 #![warn(missing_docs)]
-// `capstan plugin new` copies this file and the others beside it (not
-// `v2/`) under a manifest that declares no features; there `feature = "v2"`
-// is a name the manifest does not know, and the crate is the 0.1.0 SDK.
+// `capstan plugin new` copies this file and `v0_1/` (not `v0_2/`) under a
+// manifest that declares no features; there `feature = "v0_2"` is a name
+// the manifest does not know, and the crate is the 0.1.0 SDK.
 #![allow(unexpected_cfgs)]
 
 extern crate self as capstan_plugin_sdk;
 
-mod facts;
-pub mod log;
-mod plugin;
-pub mod testing;
-#[cfg(feature = "v2")]
-pub mod v2;
-mod values;
+pub mod v0_1;
+#[cfg(feature = "v0_2")]
+pub mod v0_2;
 
-pub use facts::{
-    App, Component, Facts, LocalVolume, Node, NodeRole, StorageBackend, StorageKind, SystemMode,
-    VolumeTrait,
+pub use v0_1::{
+    App, Component, Facts, Hook, HookOutcome, Info, LocalVolume, Node, NodeRole, Plugin,
+    PluginError, StorageBackend, StorageKind, SystemMode, Values, VolumeTrait, WorkloadKind, log,
+    testing,
 };
-pub use plugin::{Hook, HookOutcome, Info, Plugin, PluginError, WorkloadKind};
-pub use values::Values;
 
-/// The bindings generated from `wit/plugin.wit`. Plugin authors do not need
+/// The bindings generated from `wit/v0.1/plugin.wit`. Plugin authors do not need
 /// them; [`export_plugin!`] uses them.
 ///
-/// With feature `v2` they come from a crate of their own,
+/// With feature `v0_2` they come from a crate of their own,
 /// `capstan-plugin-sdk-wit-v0-1`: wit-bindgen describes the world's imports
 /// in a custom section that the linker keeps with whatever code shares its
 /// object, so bindings generated here would give every 0.2 component 0.1's
@@ -83,18 +79,18 @@ pub use values::Values;
 /// each reaches only the components of its own contract. Without the
 /// feature (a copy written by `capstan plugin new`, 0.1 only) they are
 /// generated here, as they always were.
-#[cfg(feature = "v2")]
+#[cfg(feature = "v0_2")]
 #[doc(hidden)]
 pub use capstan_plugin_sdk_wit_v0_1::bindings;
 
-/// The bindings generated from `wit/plugin.wit`. Plugin authors do not need
+/// The bindings generated from `wit/v0.1/plugin.wit`. Plugin authors do not need
 /// them; [`export_plugin!`] uses them.
-#[cfg(not(feature = "v2"))]
+#[cfg(not(feature = "v0_2"))]
 #[doc(hidden)]
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "../wit/v0.1",
         world: "capstan:plugin/override-plugin",
         pub_export_macro: true,
         export_macro_name: "__export_override_plugin",
@@ -105,7 +101,7 @@ pub mod bindings {
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::plugin::glue;
+    pub use crate::v0_1::plugin::glue;
     pub use wit_bindgen;
 }
 

@@ -1,6 +1,6 @@
 //! Helm 4 as a differential oracle for apply semantics, on the real
 //! control plane: each chart of a corpus goes through the same four steps
-//! with the real Helm (v4.3.2, built from `tests/control-plane/helm`) and
+//! with the real Helm (v4.3.2, built from `test-support/control-plane/helm`) and
 //! with capstan, one after the other in the same namespace under the same
 //! release name, and what each step leaves is compared.
 //!

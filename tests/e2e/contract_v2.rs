@@ -1,6 +1,6 @@
 //! Contract 0.2 (issue 25) beside 0.1: the host links both worlds and
 //! calls each plugin through the contract its component was built
-//! against. The fixture `tests/plugins/contract-v2` is built with the WIT
+//! against. The fixture `test-support/plugins/contract-v0.2` is built with the WIT
 //! bindings alone and reports what it is handed: the fact sections it
 //! declared and no others, the chart's namespace and user overrides, each
 //! hook's context and the state its pre hook left.
@@ -60,7 +60,7 @@ fn ctx() -> CallContext {
 
 #[test]
 fn each_plugin_is_called_through_the_contract_it_was_built_against() {
-    let v2 = load("capstan-test-contract-v2");
+    let v2 = load("capstan-test-contract-v0-2");
     assert_eq!(v2.info().contract, ContractVersion::V0_2);
     assert_eq!(
         v2.info().facts,
@@ -77,7 +77,7 @@ fn each_plugin_is_called_through_the_contract_it_was_built_against() {
 
 #[test]
 fn a_chart_call_hands_only_the_declared_sections_and_the_charts_user_overrides() {
-    let plugin = load("capstan-test-contract-v2");
+    let plugin = load("capstan-test-contract-v0-2");
     let answer = plugin
         .answer(&ctx(), &chart_call(json!({"replicas": 3})), &facts())
         .unwrap();
@@ -108,7 +108,7 @@ fn a_chart_call_hands_only_the_declared_sections_and_the_charts_user_overrides()
 
 #[test]
 fn a_plugin_may_disable_its_chart_and_ask_for_a_secret_value_by_reference() {
-    let plugin = load("capstan-test-contract-v2");
+    let plugin = load("capstan-test-contract-v0-2");
     let answer = plugin
         .answer(
             &ctx(),
@@ -129,7 +129,7 @@ fn a_plugin_may_disable_its_chart_and_ask_for_a_secret_value_by_reference() {
 
 #[test]
 fn a_pre_hook_leaves_state_that_its_post_hook_is_handed() {
-    let plugin = load("capstan-test-contract-v2");
+    let plugin = load("capstan-test-contract-v0-2");
     let mut pre = HookCall::new(Hook::PreUpdate, HookOperation::Update, "demo", "2.0.0");
     pre.from_version = Some("1.0.0".into());
     pre.to_version = Some("2.0.0".into());
@@ -187,7 +187,7 @@ pub(crate) fn write_app(dir: &Path) {
     std::fs::create_dir_all(&templates).unwrap();
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
     std::fs::copy(
-        plugin_wasm("capstan-test-contract-v2"),
+        plugin_wasm("capstan-test-contract-v0-2"),
         dir.join("plugins/v2.wasm"),
     )
     .unwrap();
@@ -1320,7 +1320,7 @@ fn ensure_and_delete_leave_the_rest_of_a_release_as_it_is() {
 fn a_0_1_component_built_before_0_2_answers_the_shared_vectors_byte_for_byte() {
     let root = crate::support::workspace_root();
     let wasm = root.join("tests/fixtures/contract-0.1/storage-42a9c76.wasm");
-    let vectors = root.join("example-plugins/vectors");
+    let vectors = root.join("tests/fixtures/vectors");
     let inspect = crate::support::capstan()
         .args(["plugin", "inspect"])
         .arg(&wasm)

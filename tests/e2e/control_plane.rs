@@ -1,6 +1,6 @@
 //! The real control plane the cluster tests run on: kube-apiserver, etcd,
 //! kube-controller-manager, kube-scheduler and kwok, built from the Go
-//! modules in `tests/control-plane/` and started by `cargo xtask cluster
+//! modules in `test-support/control-plane/` and started by `cargo xtask cluster
 //! up` (`cargo xtask test` starts it before the tests and stops it after).
 //!
 //! The tests share one control plane, so each keeps to its own namespace

@@ -2,7 +2,7 @@
 //! runs the real `capstan` binary gets a fresh folder named after it.
 //!
 //! The plugin components these tests use (the examples and the hostile
-//! fixtures under `tests/plugins/`) are built from source by the suite
+//! fixtures under `test-support/plugins/`) are built from source by the suite
 //! itself, once per run, for `wasm32-wasip2`.
 
 mod support;
@@ -40,7 +40,7 @@ mod bundle_cli;
 mod render_conformance;
 
 /// `capstan template` against the real `helm template` (Helm 4 built from
-/// `tests/control-plane/helm`) as a differential oracle: every chart of
+/// `test-support/control-plane/helm`) as a differential oracle: every chart of
 /// the repository and of the shared set, and generated templates.
 mod render_differential;
 

@@ -1,5 +1,5 @@
 //! Issue 43: a contract-0.2 plugin that asks for whatever its chart's
-//! user overrides say (`tests/plugins/contract-v2`, the hostile plugin
+//! user overrides say (`test-support/plugins/contract-v0.2`, the hostile plugin
 //! these tests select the behaviour of), against apps that share a
 //! namespace, on the directory target and on the real control plane.
 //! Each class of escape the issue found is held here: generated secrets

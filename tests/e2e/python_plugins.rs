@@ -26,7 +26,7 @@ const DEADLINE: Duration = Duration::from_secs(1);
 const MARGIN: Duration = Duration::from_secs(2);
 
 fn vectors() -> PathBuf {
-    workspace_root().join("example-plugins/vectors")
+    workspace_root().join("tests/fixtures/vectors")
 }
 
 #[test]
@@ -137,7 +137,7 @@ fn fixture(test: &str) -> Option<&'static Fixture> {
                 sandbox.load(dir, &wasm).unwrap()
             };
             Some(Fixture {
-                hostile: load("tests/python-plugins/hostile"),
+                hostile: load("test-support/plugins/python/hostile"),
                 storage: load("example-plugins/python/storage"),
             })
         })

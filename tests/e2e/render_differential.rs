@@ -1,6 +1,6 @@
 //! Helm 4 as a differential oracle: the same charts, values and flags
 //! through `capstan template` and the real `helm template` (Helm v4.3.2
-//! built from `tests/control-plane/helm`, found by
+//! built from `test-support/control-plane/helm`, found by
 //! [`support::helm_binary`]), compared byte for byte after the random
 //! values are masked on both sides (as `render_conformance` masks them).
 //!

@@ -1,4 +1,4 @@
-//! The sandbox against the hostile plugin of `tests/plugins/hostile`, whose
+//! The sandbox against the hostile plugin of `test-support/plugins/hostile`, whose
 //! chart name selects how it misbehaves, and against plugins that must not
 //! load at all. Every fault must be its own typed kind, end within the
 //! deadline plus a margin, and leave the same sandbox able to run a good

@@ -1,5 +1,5 @@
 //! Issue 13: hostile plugins inside `capstan serve`. The apps here each
-//! have one chart served by the hostile plugin of `tests/plugins/hostile`,
+//! have one chart served by the hostile plugin of `test-support/plugins/hostile`,
 //! whose chart name selects how it misbehaves: `app abort` interrupts a
 //! call that spins or sleeps at once, the API answers while a plugin spins
 //! to its deadline, thirty memory bombs at once leave the daemon serving

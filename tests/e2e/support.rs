@@ -198,7 +198,7 @@ pub fn python_plugin_wasm(tools: &Path, dir: &str) -> PathBuf {
     let root = workspace_root();
     let source = root.join(dir);
     let sdk = root.join("plugin-sdk-python");
-    let mut inputs: Vec<PathBuf> = vec![root.join("wit/plugin.wit"), sdk.join("tools.txt")];
+    let mut inputs: Vec<PathBuf> = vec![root.join("wit/v0.1/plugin.wit"), sdk.join("tools.txt")];
     for folder in [source.clone(), sdk.join("capstan_plugin")] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
             .unwrap()
@@ -234,7 +234,7 @@ pub fn python_plugin_wasm(tools: &Path, dir: &str) -> PathBuf {
     }
     let output = Command::new(tools.join("componentize-py"))
         .arg("--wit-path")
-        .arg(root.join("wit"))
+        .arg(root.join("wit/v0.1"))
         .args([
             "--world",
             "override-plugin",

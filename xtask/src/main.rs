@@ -71,7 +71,7 @@ fn main() -> ExitCode {
                  run each for SECONDS (default 60) from its seed corpus; fails on a crash, timeout or OOM\n  \
                  cluster build|up [--nodes N]|down|env|status|sync|bench\n                            \
                  a real control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) on\n                            \
-                 127.0.0.1, built from the Go modules in tests/control-plane\n                            \
+                 127.0.0.1, built from the Go modules in test-support/control-plane\n                            \
                  (docs/src/developing/control-plane.md)\n  \
                  book                      build the book (docs/) with mdbook {MDBOOK}, warnings as errors, and check\n                            \
                  every internal link and anchor; installs that mdbook once (docs/src/developing/book.md)\n  \

@@ -29,8 +29,8 @@
 //!
 //! It reads no fact section.
 
-use capstan_plugin_sdk::export_plugin_v2;
-use capstan_plugin_sdk::v2::{
+use capstan_plugin_sdk::v0_2::export_plugin;
+use capstan_plugin_sdk::v0_2::{
     Facts, Hook, HookAnswer, HookCall, Info, ObjectRef, Plugin, PluginError, log,
 };
 use serde_json::{Value, json};
@@ -68,7 +68,7 @@ impl Plugin for Certs {
     }
 }
 
-export_plugin_v2!(Certs);
+export_plugin!(Certs);
 
 /// The Secret the Certificate is issued into.
 pub fn secret() -> ObjectRef {
@@ -145,7 +145,7 @@ fn checks_so_far(state: Option<&[u8]>) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_plugin_sdk::v2::{Action, ObservedObject, ReleaseStatus, testing};
+    use capstan_plugin_sdk::v0_2::{Action, ObservedObject, ReleaseStatus, testing};
 
     fn status_call() -> HookCall {
         testing::hook_call(Hook::Status).with_release(RELEASE)

@@ -7,7 +7,9 @@
 //! `kubernetes.io/hostname` so two replicas never share a node, and a
 //! PodDisruptionBudget once there is more than one replica.
 
-use capstan_plugin_sdk::{App, Facts, Info, NodeRole, Plugin, PluginError, Values, export_plugin};
+use capstan_plugin_sdk::v0_1::{
+    App, Facts, Info, NodeRole, Plugin, PluginError, Values, export_plugin,
+};
 use serde_json::json;
 
 /// The charts this plugin serves.
@@ -71,15 +73,16 @@ fn anti_affinity(chart: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_plugin_sdk::testing;
+    use capstan_plugin_sdk::v0_1::testing;
 
-    /// Every vector of `example-plugins/vectors/ha-replicas/` (`FACTS.CHART.json`,
+    /// Every vector of `tests/fixtures/vectors/ha-replicas/` (`FACTS.CHART.json`,
     /// the values as serde_json's pretty text): the Python twin
     /// (`example-plugins/python/ha-replicas`) and both components under
     /// `capstan plugin run` must give the same bytes.
     #[test]
     fn matches_the_shared_vectors() {
-        let vectors = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
+        let vectors =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/vectors");
         let mut checked = 0;
         for entry in std::fs::read_dir(vectors.join("ha-replicas")).unwrap() {
             let path = entry.unwrap().path();

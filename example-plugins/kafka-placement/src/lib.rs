@@ -9,7 +9,7 @@
 //! one), one broker per worker up to three, and the replication factor of
 //! internal topics never above the broker count.
 
-use capstan_plugin_sdk::{
+use capstan_plugin_sdk::v0_1::{
     App, Component, Facts, Hook, HookOutcome, Info, NodeRole, Plugin, PluginError, Values,
     WorkloadKind, export_plugin,
 };
@@ -115,7 +115,7 @@ fn volume_node<'f>(facts: &'f Facts, chart: &str) -> Option<&'f str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_plugin_sdk::{LocalVolume, testing};
+    use capstan_plugin_sdk::v0_1::{LocalVolume, testing};
     use serde_json::json;
 
     #[test]

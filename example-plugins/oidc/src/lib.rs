@@ -26,8 +26,8 @@
 //! It reads the sections `system`, `hosts`, `networks` and
 //! `service-parameters`.
 
-use capstan_plugin_sdk::export_plugin_v2;
-use capstan_plugin_sdk::v2::{
+use capstan_plugin_sdk::v0_2::export_plugin;
+use capstan_plugin_sdk::v0_2::{
     Answer, Charset, ChartCall, Facts, Hook, HookAnswer, HookCall, Info, Mode, Plugin, PluginError,
     Section, Shape, Values, key, log, merge_patch_deleting,
 };
@@ -80,7 +80,7 @@ impl Plugin for Oidc {
     }
 }
 
-export_plugin_v2!(Oidc);
+export_plugin!(Oidc);
 
 /// The issuer URL: Dex's NodePort on the OAM floating address.
 ///
@@ -151,7 +151,7 @@ fn pre_update(call: &HookCall) -> HookAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_plugin_sdk::v2::{
+    use capstan_plugin_sdk::v0_2::{
         Action, AddressFamily, GeneratedKey, Mirror, MirrorKind, Network, OverridePatch,
         SecretSource, testing,
     };

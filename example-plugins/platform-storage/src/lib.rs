@@ -18,8 +18,8 @@
 //!
 //! It reads the sections `system`, `hosts` and `storage`.
 
-use capstan_plugin_sdk::export_plugin_v2;
-use capstan_plugin_sdk::v2::{
+use capstan_plugin_sdk::v0_2::export_plugin;
+use capstan_plugin_sdk::v0_2::{
     Answer, ChartCall, Facts, Hook, HookAnswer, HookCall, Info, ObjectRef, Plugin, PluginError,
     Section, StorageBackend, StorageHealth, Values, log,
 };
@@ -86,7 +86,7 @@ impl Plugin for PlatformStorage {
     }
 }
 
-export_plugin_v2!(PlatformStorage);
+export_plugin!(PlatformStorage);
 
 /// The CSIDriver the chart installs: its spec is immutable, so an update
 /// deletes it and the new release creates it again.
@@ -167,7 +167,7 @@ fn pre_apply(facts: &Facts) -> Result<HookAnswer, PluginError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_plugin_sdk::v2::{
+    use capstan_plugin_sdk::v0_2::{
         Action, AdministrativeState, AvailabilityState, Host, OperationalState, Personality,
         StorageKind, testing,
     };

@@ -2,7 +2,7 @@
 budget from the number of controllers.
 
 The Python twin of `example-plugins/ha-replicas` (Rust), checked against
-the same vectors (`example-plugins/vectors/ha-replicas/`). One replica on a
+the same vectors (`tests/fixtures/vectors/ha-replicas/`). One replica on a
 simplex system, one per controller (at most three) elsewhere, with hard
 anti-affinity on `kubernetes.io/hostname` so two replicas never share a
 node, and a PodDisruptionBudget once there is more than one replica.

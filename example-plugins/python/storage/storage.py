@@ -3,7 +3,7 @@ computed from the platform's storage backends.
 
 The Python twin of `example-plugins/storage` (Rust): the same logic, the
 same answers, checked against the same vectors
-(`example-plugins/vectors/storage/`). Modelled on StarlingX's platform
+(`tests/fixtures/vectors/storage/`). Modelled on StarlingX's platform
 override plugins for its RBD and CephFS provisioners: the monitors, pool and
 replication come from the Ceph backend; on a one-controller (simplex)
 system leader election is off and one provisioner replica runs; elsewhere

@@ -8,7 +8,7 @@
 //! run on controllers only. The `semantic-check` hook vetoes an apply on a
 //! platform with no Ceph backend.
 
-use capstan_plugin_sdk::{
+use capstan_plugin_sdk::v0_1::{
     App, Facts, Hook, HookOutcome, Info, Plugin, PluginError, StorageBackend, StorageKind, Values,
     export_plugin, log,
 };
@@ -124,15 +124,16 @@ fn cephfs_values(ceph: &StorageBackend) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_plugin_sdk::testing;
+    use capstan_plugin_sdk::v0_1::testing;
 
-    /// Every vector of `example-plugins/vectors/storage/` (`FACTS.CHART.json`,
+    /// Every vector of `tests/fixtures/vectors/storage/` (`FACTS.CHART.json`,
     /// the values as serde_json's pretty text): the Python twin
     /// (`example-plugins/python/storage`) and both components under
     /// `capstan plugin run` must give the same bytes.
     #[test]
     fn matches_the_shared_vectors() {
-        let vectors = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
+        let vectors =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/vectors");
         let mut checked = 0;
         for entry in std::fs::read_dir(vectors.join("storage")).unwrap() {
             let path = entry.unwrap().path();

@@ -1,6 +1,6 @@
 //! The plugin SDKs this binary carries, for its own contract version: the
 //! Rust SDK's source (`plugin-sdk/`) and the Python SDK's package
-//! (`plugin-sdk-python/capstan_plugin/`), with `wit/plugin.wit`.
+//! (`plugin-sdk-python/capstan_plugin/`), with `wit/v0.1/plugin.wit`.
 //!
 //! Why: a scaffold must build with nothing but the capstan binary, the
 //! toolchain and the package registries. The SDK is on no registry, and a
@@ -9,30 +9,38 @@
 //! Python SDK and the WIT from here. Only file contents live here; writing
 //! them is the caller's.
 
-/// The WIT contract, `wit/plugin.wit`.
-pub(crate) const WIT: &str = include_str!("../../../wit/plugin.wit");
+/// The WIT contract, `wit/v0.1/plugin.wit`.
+pub(crate) const WIT: &str = include_str!("../../../wit/v0.1/plugin.wit");
 
-/// The Rust SDK's source files, paths relative to its crate root. Its
+/// The Rust SDK's source files for contract 0.1 (`src/lib.rs` and
+/// `src/v0_1/`, not `src/v0_2/`), paths relative to its crate root. Its
 /// `Cargo.toml` is written by [`rust_sdk_manifest`], since the one in the
 /// checkout inherits from the workspace.
 pub(crate) const RUST_SDK: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../../../plugin-sdk/src/lib.rs")),
     (
-        "src/facts.rs",
-        include_str!("../../../plugin-sdk/src/facts.rs"),
-    ),
-    ("src/log.rs", include_str!("../../../plugin-sdk/src/log.rs")),
-    (
-        "src/plugin.rs",
-        include_str!("../../../plugin-sdk/src/plugin.rs"),
+        "src/v0_1/mod.rs",
+        include_str!("../../../plugin-sdk/src/v0_1/mod.rs"),
     ),
     (
-        "src/testing.rs",
-        include_str!("../../../plugin-sdk/src/testing.rs"),
+        "src/v0_1/facts.rs",
+        include_str!("../../../plugin-sdk/src/v0_1/facts.rs"),
     ),
     (
-        "src/values.rs",
-        include_str!("../../../plugin-sdk/src/values.rs"),
+        "src/v0_1/log.rs",
+        include_str!("../../../plugin-sdk/src/v0_1/log.rs"),
+    ),
+    (
+        "src/v0_1/plugin.rs",
+        include_str!("../../../plugin-sdk/src/v0_1/plugin.rs"),
+    ),
+    (
+        "src/v0_1/testing.rs",
+        include_str!("../../../plugin-sdk/src/v0_1/testing.rs"),
+    ),
+    (
+        "src/v0_1/values.rs",
+        include_str!("../../../plugin-sdk/src/v0_1/values.rs"),
     ),
 ];
 
@@ -131,10 +139,10 @@ mod tests {
     #[test]
     fn every_sdk_file_is_carried() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        assert_eq!(
-            embedded(RUST_SDK),
-            files_in(&root.join("plugin-sdk/src"), "rs")
-        );
+        let mut rust = files_in(&root.join("plugin-sdk/src"), "rs");
+        rust.extend(files_in(&root.join("plugin-sdk/src/v0_1"), "rs"));
+        rust.sort();
+        assert_eq!(embedded(RUST_SDK), rust);
         assert_eq!(
             embedded(PYTHON_SDK),
             files_in(&root.join("plugin-sdk-python/capstan_plugin"), "py")

@@ -115,8 +115,8 @@ fn rust_files(
         for (path, text) in embedded::RUST_SDK {
             files.push((format!("capstan-plugin-sdk/{path}"), (*text).to_owned()));
         }
-        // The SDK's bindings read `../wit` from its own folder.
-        files.push(("wit/plugin.wit".to_owned(), embedded::WIT.to_owned()));
+        // The SDK's bindings read `../wit/v0.1` from its own folder.
+        files.push(("wit/v0.1/plugin.wit".to_owned(), embedded::WIT.to_owned()));
     }
     Ok(files)
 }
@@ -155,7 +155,7 @@ fn lib_rs(name: &str, type_name: &str) -> String {
 //! platform's facts, and a `semantic-check` that refuses a platform
 //! without a schedulable worker.
 
-use capstan_plugin_sdk::{{
+use capstan_plugin_sdk::v0_1::{{
     App, Facts, Hook, HookOutcome, Info, Plugin, PluginError, Values, export_plugin,
 }};
 
@@ -193,7 +193,7 @@ export_plugin!({type_name});
 #[cfg(test)]
 mod tests {{
     use super::*;
-    use capstan_plugin_sdk::testing;
+    use capstan_plugin_sdk::v0_1::testing;
 
     #[test]
     fn one_replica_on_simplex_two_elsewhere() {{

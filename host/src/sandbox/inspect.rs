@@ -172,10 +172,10 @@ mod tests {
 
     #[test]
     fn the_host_package_is_the_one_in_wit() {
-        let wit = include_str!("../../../wit/plugin.wit");
+        let wit = include_str!("../../../wit/v0.1/plugin.wit");
         assert!(
             wit.contains(&format!("package {WIT_PACKAGE};")),
-            "wit/plugin.wit declares another package than {WIT_PACKAGE}"
+            "wit/v0.1/plugin.wit declares another package than {WIT_PACKAGE}"
         );
     }
 

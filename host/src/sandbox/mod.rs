@@ -3,7 +3,7 @@
 //!
 //! Every app's plugins are WebAssembly components exporting the
 //! `capstan:plugin/override-plugin` world of contract 0.1.0
-//! (`wit/plugin.wit`) or 0.2.0 (`wit/v0.2/plugin.wit`); the host links
+//! (`wit/v0.1/plugin.wit`) or 0.2.0 (`wit/v0.2/plugin.wit`); the host links
 //! both, and each plugin is called through the contract its component
 //! was built against. They are
 //! untrusted: the sandbox grants no capability but the `log` import and the
@@ -53,11 +53,11 @@ pub use sections::{
     SystemInfo,
 };
 
-/// The WIT package this host speaks first (`wit/plugin.wit`'s `package`
+/// The WIT package this host speaks first (`wit/v0.1/plugin.wit`'s `package`
 /// line); it links [`WIT_PACKAGES`] all.
 pub const WIT_PACKAGE: &str = "capstan:plugin@0.1.0";
 
-/// Every WIT package version the host links: `wit/plugin.wit` and
+/// Every WIT package version the host links: `wit/v0.1/plugin.wit` and
 /// `wit/v0.2/plugin.wit`.
 pub const WIT_PACKAGES: [&str; 2] = ["capstan:plugin@0.1.0", "capstan:plugin@0.2.0"];
 
@@ -65,10 +65,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Bindings generated from `wit/plugin.wit` (0.1.0).
+/// Bindings generated from `wit/v0.1/plugin.wit` (0.1.0).
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../wit/v0.1",
         world: "capstan:plugin/override-plugin",
         imports: { default: trappable },
     });

@@ -1,4 +1,4 @@
-//! Contract `capstan:plugin@0.1.0` (`wit/plugin.wit`): the [`Contract`]
+//! Contract `capstan:plugin@0.1.0` (`wit/v0.1/plugin.wit`): the [`Contract`]
 //! of components built against it. Their calls are exactly what they were
 //! before 0.2.0 existed: the same facts (the 0.1.0 fields only), the same
 //! inputs, hence the same seeds and answers. What 0.1.0 cannot say is

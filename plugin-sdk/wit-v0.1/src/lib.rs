@@ -1,4 +1,4 @@
-//! The bindings generated from `wit/plugin.wit` (`capstan:plugin@0.1.0`),
+//! The bindings generated from `wit/v0.1/plugin.wit` (`capstan:plugin@0.1.0`),
 //! re-exported by `capstan-plugin-sdk` as `capstan_plugin_sdk::bindings`.
 //! Plugin authors use that crate, never this one.
 //!
@@ -16,7 +16,7 @@
 /// places at the crate root do not clash with its re-exports of them).
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "../../wit/v0.1",
         world: "capstan:plugin/override-plugin",
         pub_export_macro: true,
         export_macro_name: "__export_override_plugin",

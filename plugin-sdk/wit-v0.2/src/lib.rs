@@ -1,6 +1,6 @@
 //! The bindings generated from `wit/v0.2/plugin.wit`
 //! (`capstan:plugin@0.2.0`), re-exported by `capstan-plugin-sdk` as
-//! `capstan_plugin_sdk::v2::bindings`. Plugin authors use that crate, never
+//! `capstan_plugin_sdk::v0_2::bindings`. Plugin authors use that crate, never
 //! this one.
 //!
 //! Why a crate of its own, apart from 0.1's: wit-bindgen names its
@@ -19,7 +19,7 @@ pub mod bindings {
         world: "capstan:plugin/override-plugin@0.2.0",
         pub_export_macro: true,
         export_macro_name: "__export_override_plugin",
-        default_bindings_module: "capstan_plugin_sdk::v2::bindings",
+        default_bindings_module: "capstan_plugin_sdk::v0_2::bindings",
         disable_custom_section_link_helpers: true,
     });
 }

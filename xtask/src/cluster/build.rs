@@ -1,5 +1,5 @@
 //! Builds the control plane's binaries from the Go modules under
-//! `tests/control-plane/` (committed `go.mod`/`go.sum`, versions pinned)
+//! `test-support/control-plane/` (committed `go.mod`/`go.sum`, versions pinned)
 //! with `go build`, one invocation per module so that the packages the
 //! binaries of a module share compile once.
 //!
@@ -22,7 +22,7 @@ use sha2::{Digest as _, Sha256};
 
 /// One Go module of ours and what it builds.
 struct GoModule {
-    /// The folder under `tests/control-plane/`.
+    /// The folder under `test-support/control-plane/`.
     dir: &'static str,
     /// The packages to build and the name of each binary.
     binaries: &'static [(&'static str, &'static str)],
@@ -64,7 +64,7 @@ const MODULES: &[GoModule] = &[
 
 /// The folder of our Go modules.
 pub fn modules_dir(root: &Path) -> PathBuf {
-    root.join("tests/control-plane")
+    root.join("test-support/control-plane")
 }
 
 /// Where built binaries are kept between runs: `CAPSTAN_CONTROL_PLANE_CACHE`,
@@ -135,8 +135,9 @@ fn ldflags(module: &GoModule, go_mod: &str) -> Result<String, String> {
     let mut flags = String::from("-s -w");
     match module.dir {
         "kubernetes" => {
-            let version = required_version(go_mod, "k8s.io/kubernetes")
-                .ok_or("tests/control-plane/kubernetes/go.mod requires no k8s.io/kubernetes")?;
+            let version = required_version(go_mod, "k8s.io/kubernetes").ok_or(
+                "test-support/control-plane/kubernetes/go.mod requires no k8s.io/kubernetes",
+            )?;
             let minor = version
                 .trim_start_matches('v')
                 .split('.')
@@ -158,7 +159,7 @@ fn ldflags(module: &GoModule, go_mod: &str) -> Result<String, String> {
         }
         "helm" => {
             let version = required_version(go_mod, "helm.sh/helm/v4")
-                .ok_or("tests/control-plane/helm/go.mod requires no helm.sh/helm/v4")?;
+                .ok_or("test-support/control-plane/helm/go.mod requires no helm.sh/helm/v4")?;
             let _ = write!(
                 flags,
                 " -X helm.sh/helm/v4/internal/version.version={version}"
@@ -194,7 +195,7 @@ fn check_staging_replaces(dir: &Path, go_mod: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "tests/control-plane/kubernetes/go.mod does not replace {} as k8s.io/kubernetes's go.mod asks; run `cargo xtask cluster sync`",
+            "test-support/control-plane/kubernetes/go.mod does not replace {} as k8s.io/kubernetes's go.mod asks; run `cargo xtask cluster sync`",
             missing.join(", ")
         ))
     }
@@ -204,7 +205,7 @@ fn check_staging_replaces(dir: &Path, go_mod: &str) -> Result<(), String> {
 /// from `k8s.io/kubernetes`'s go.mod at the version ours requires.
 fn staging_replaces(dir: &Path, go_mod: &str) -> Result<Vec<(String, String)>, String> {
     let version = required_version(go_mod, "k8s.io/kubernetes")
-        .ok_or("tests/control-plane/kubernetes/go.mod requires no k8s.io/kubernetes")?;
+        .ok_or("test-support/control-plane/kubernetes/go.mod requires no k8s.io/kubernetes")?;
     let staging_version = format!("v0.{}", version.trim_start_matches("v1."));
     let out = go(dir)
         .args(["mod", "download", "-json"])
@@ -321,7 +322,7 @@ fn build_module(root: &Path, module: &GoModule, go_version: &str) -> Result<Path
     std::fs::create_dir_all(&partial)
         .map_err(|e| format!("creating {}: {e}", partial.display()))?;
     eprintln!(
-        "xtask: building {} from tests/control-plane/{} (cached in {})",
+        "xtask: building {} from test-support/control-plane/{} (cached in {})",
         module
             .binaries
             .iter()
@@ -354,7 +355,7 @@ fn build_module(root: &Path, module: &GoModule, go_version: &str) -> Result<Path
         .args(module.binaries.iter().map(|(package, _)| *package));
     crate::run(
         build,
-        &format!("go build in tests/control-plane/{}", module.dir),
+        &format!("go build in test-support/control-plane/{}", module.dir),
     )?;
     std::fs::write(
         partial.join(".complete"),
@@ -365,7 +366,7 @@ fn build_module(root: &Path, module: &GoModule, go_version: &str) -> Result<Path
     std::fs::rename(&partial, &out_dir)
         .map_err(|e| format!("moving {} into place: {e}", partial.display()))?;
     eprintln!(
-        "xtask: built tests/control-plane/{} in {:.0} s",
+        "xtask: built test-support/control-plane/{} in {:.0} s",
         module.dir,
         started.elapsed().as_secs_f64()
     );

@@ -541,7 +541,7 @@ fn audit_policy(dir: &Path) -> Result<PathBuf, String> {
 
 /// The stages kwok plays: its own node stages and pod deletion, from the
 /// kwok module in the module cache, and ours for pods
-/// (`tests/control-plane/kwok/pod-stages.yaml`).
+/// (`test-support/control-plane/kwok/pod-stages.yaml`).
 fn kwok_stages(root: &Path, dir: &Path) -> Result<PathBuf, String> {
     let module_dir = build::modules_dir(root).join("kwok");
     let go_mod = std::fs::read_to_string(module_dir.join("go.mod"))
@@ -552,7 +552,7 @@ fn kwok_stages(root: &Path, dir: &Path) -> Result<PathBuf, String> {
             let mut w = l.split_whitespace();
             (w.next() == Some("sigs.k8s.io/kwok")).then(|| w.next().map(str::to_owned))?
         })
-        .ok_or("tests/control-plane/kwok/go.mod requires no sigs.k8s.io/kwok")?;
+        .ok_or("test-support/control-plane/kwok/go.mod requires no sigs.k8s.io/kwok")?;
     let out = Command::new("go")
         .current_dir(&module_dir)
         .env("GOTOOLCHAIN", "local")

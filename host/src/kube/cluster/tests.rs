@@ -1,5 +1,5 @@
 //! The cluster target against `kube-double`, the API-server test double
-//! (tests/kube-double), in process: each test starts a double, connects a
+//! (test-support/kube-double), in process: each test starts a double, connects a
 //! [`ClusterTarget`] through the kubeconfig the double writes, applies
 //! plans made by [`plan_apply`], and checks the objects the double holds
 //! and the requests it recorded.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Records what the real Helm 4 gives for each case below, into go-results.json.
 
-Run from the repository root with the Helm built from tests/control-plane/helm:
+Run from the repository root with the Helm built from test-support/control-plane/helm:
 
     CAPSTAN_HELM=/path/to/helm python3 host/src/render/testdata/go-results.py
 
@@ -142,7 +142,7 @@ def main():
         entry.update(run(body))
         print(name, {k: v for k, v in entry.items() if k != "template"}, file=sys.stderr)
         results.append(entry)
-    doc = {"command": "CAPSTAN_HELM=<helm v4.3.2 from tests/control-plane/helm> python3 host/src/render/testdata/go-results.py",
+    doc = {"command": "CAPSTAN_HELM=<helm v4.3.2 from test-support/control-plane/helm> python3 host/src/render/testdata/go-results.py",
            "values": VALUES, "helpers": HELPERS, "files": FILES, "cases": results}
     json.dump(doc, open(OUT, "w"), indent=1)
     open(OUT, "a").write("\n")

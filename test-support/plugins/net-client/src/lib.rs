@@ -2,7 +2,7 @@
 //! `wasi:sockets`, which the sandbox links with nothing granted, so it
 //! loads and its connection is refused: it reports `open-socket denied`.
 
-use capstan_plugin_sdk::{App, Facts, Info, Plugin, PluginError, Values, export_plugin};
+use capstan_plugin_sdk::v0_1::{App, Facts, Info, Plugin, PluginError, Values, export_plugin};
 
 struct NetClient;
 

@@ -5,12 +5,12 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::facts::{App, Component};
-use crate::plugin::{PluginError, WorkloadKind};
-use crate::v2::answer::Answer;
-use crate::v2::calls::{ChartCall, Hook, HookCall};
-use crate::v2::facts::Facts;
-use crate::v2::hook_answer::HookAnswer;
+use crate::v0_1::{App, Component};
+use crate::v0_1::{PluginError, WorkloadKind};
+use crate::v0_2::answer::Answer;
+use crate::v0_2::calls::{ChartCall, Hook, HookCall};
+use crate::v0_2::facts::Facts;
+use crate::v0_2::hook_answer::HookAnswer;
 
 /// A section of the facts. A plugin declares in [`Info::reading`] the
 /// sections it reads; the host hands it only those, and a section it did not
@@ -22,7 +22,7 @@ pub enum Section {
     System,
     /// [`Facts::hosts`], without inventory.
     Hosts,
-    /// [`Host::inventory`](crate::v2::Host::inventory) of every host
+    /// [`Host::inventory`](crate::v0_2::Host::inventory) of every host
     /// (implies [`Section::Hosts`]); large on big platforms, so asked for on
     /// its own.
     Inventory,
@@ -71,7 +71,7 @@ impl fmt::Display for Section {
 /// What a 0.2 plugin declares about itself.
 ///
 /// ```
-/// use capstan_plugin_sdk::v2::{Hook, Info, Section};
+/// use capstan_plugin_sdk::v0_2::{Hook, Info, Section};
 /// let info = Info::new("storage", "2.0.0")
 ///     .serving_charts(["csi-rbd"])
 ///     .with_hooks([Hook::PreApply, Hook::PreUpdate])
@@ -160,7 +160,7 @@ impl Info {
 }
 
 /// A 0.2 override plugin. Implement it on a unit struct and export it with
-/// [`export_plugin_v2!`](crate::export_plugin_v2).
+/// [`export_plugin!`](crate::v0_2::export_plugin).
 ///
 /// Every method is called with a fresh instance: keep no state between
 /// calls (to carry state from a pre hook to its post hook, answer

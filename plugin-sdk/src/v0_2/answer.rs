@@ -2,7 +2,7 @@
 //! from secrets at render, secrets for the host to generate once per app,
 //! or "leave this chart out".
 
-use crate::values::Values;
+use crate::v0_1::Values;
 
 /// The keys of the secrets the host generates, by [`Shape`].
 pub mod key {
@@ -156,7 +156,7 @@ pub struct GeneratedSecret {
 /// A plugin's answer for one chart.
 ///
 /// ```
-/// use capstan_plugin_sdk::v2::{Answer, Charset, SecretKeyRef, Shape, Values, key};
+/// use capstan_plugin_sdk::v0_2::{Answer, Charset, SecretKeyRef, Shape, Values, key};
 /// let answer = Answer::new(Values::new().set("replicaCount", 2))
 ///     .generate("admin", Shape::password(32, Charset::Alphanumeric))
 ///     .secret_generated("auth.adminPassword", "admin", key::PASSWORD)

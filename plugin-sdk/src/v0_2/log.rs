@@ -4,12 +4,12 @@
 //! Inside the sandbox these call the 0.2 world's `log` import; the host
 //! keeps a per-call budget and ends a call that logs past it. In native unit
 //! tests the lines are kept in memory, per thread, for
-//! [`testing::take_logs`](crate::v2::testing::take_logs) to return.
+//! [`testing::take_logs`](crate::v0_2::testing::take_logs) to return.
 //!
 //! Use these, not the crate-level [`crate::log`], in a 0.2 plugin: those
 //! reach the 0.1 import, which a 0.2 component does not link.
 
-pub use crate::log::Level;
+pub use crate::v0_1::log::Level;
 
 // Every function that reaches the import is `#[inline]`: it is then
 // compiled only into the plugins that call it, so a 0.1 plugin links
@@ -54,7 +54,7 @@ pub fn error(message: &str) {
 #[cfg(target_family = "wasm")]
 #[inline]
 fn write(level: Level, message: &str) {
-    use crate::v2::bindings::capstan::plugin::types::LogLevel;
+    use crate::v0_2::bindings::capstan::plugin::types::LogLevel;
     let level = match level {
         Level::Trace => LogLevel::Trace,
         Level::Debug => LogLevel::Debug,
@@ -62,10 +62,10 @@ fn write(level: Level, message: &str) {
         Level::Warn => LogLevel::Warn,
         Level::Error => LogLevel::Error,
     };
-    crate::v2::bindings::capstan::plugin::host::log(level, message);
+    crate::v0_2::bindings::capstan::plugin::host::log(level, message);
 }
 
 #[cfg(not(target_family = "wasm"))]
 fn write(level: Level, message: &str) {
-    crate::testing::record_log(level, message);
+    crate::v0_1::testing::record_log(level, message);
 }

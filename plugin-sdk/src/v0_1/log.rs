@@ -69,5 +69,5 @@ fn write(level: Level, message: &str) {
 
 #[cfg(not(target_family = "wasm"))]
 fn write(level: Level, message: &str) {
-    crate::testing::record_log(level, message);
+    crate::v0_1::testing::record_log(level, message);
 }

@@ -12,8 +12,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::facts::App;
-use crate::v2::hook_answer::ObjectRef;
+use crate::v0_1::App;
+use crate::v0_2::hook_answer::ObjectRef;
 
 /// A point in an app's life where the platform asks its plugins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,7 +34,7 @@ pub enum Hook {
     PostUpdate,
     /// After a release was applied and is ready by the host's rules: is it
     /// ready by the app's? Called per release until it answers ready or
-    /// failed ([`HookAnswer::ready`](crate::v2::HookAnswer::ready) and
+    /// failed ([`HookAnswer::ready`](crate::v0_2::HookAnswer::ready) and
     /// friends).
     Status,
     /// The platform changed (the [`Trigger`] says how) and the app declared
@@ -151,7 +151,7 @@ impl Trigger {
 }
 
 /// One chart of the app, and what its operator set for it: the input of
-/// [`Plugin::overrides`](crate::v2::Plugin::overrides).
+/// [`Plugin::overrides`](crate::v0_2::Plugin::overrides).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChartCall {
     /// The app.
@@ -236,7 +236,7 @@ impl ObservedObject {
 }
 
 /// Everything a hook call is told: the input of
-/// [`Plugin::lifecycle`](crate::v2::Plugin::lifecycle).
+/// [`Plugin::lifecycle`](crate::v0_2::Plugin::lifecycle).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookCall {
     /// The hook.

@@ -1,7 +1,7 @@
 //! The [`Plugin`] trait and the glue between it and the generated bindings.
 
-use crate::facts::{App, Component, Facts};
-use crate::values::Values;
+use crate::v0_1::facts::{App, Component, Facts};
+use crate::v0_1::values::Values;
 
 /// A point in an app's life where the platform asks its plugins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +164,9 @@ pub trait Plugin {
 pub mod glue {
     use super::*;
     use crate::bindings::capstan::plugin::types as wit;
-    use crate::facts::{LocalVolume, Node, NodeRole, StorageBackend, StorageKind, SystemMode};
+    use crate::v0_1::facts::{
+        LocalVolume, Node, NodeRole, StorageBackend, StorageKind, SystemMode,
+    };
 
     pub fn info<P: Plugin>() -> wit::PluginInfo {
         let info = P::info();
@@ -302,7 +304,7 @@ pub mod glue {
             volumes: c
                 .volumes
                 .into_iter()
-                .map(|v| crate::facts::VolumeTrait {
+                .map(|v| crate::v0_1::facts::VolumeTrait {
                     container: v.container,
                     storage_class_name: v.storage_class_name,
                     size: v.size,

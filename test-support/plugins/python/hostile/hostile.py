@@ -1,6 +1,6 @@
 """A hostile Python plugin: the chart name picks how it misbehaves.
 
-The Python twin of `tests/plugins/hostile` for the sandbox tests
+The Python twin of `test-support/plugins/hostile` for the sandbox tests
 (`tests/e2e/python_plugins.rs`): a Python plugin must meet the same
 deadline, memory, output and log caps as a Rust one, and find no file,
 socket or environment to reach.

@@ -1,6 +1,6 @@
 //! The conversions between the bindings generated from `wit/v0.2` and this
 //! module's typed mirrors, and the four entry points
-//! [`export_plugin_v2!`](crate::export_plugin_v2) calls. Nothing else in the
+//! [`export_plugin!`](crate::v0_2::export_plugin) calls. Nothing else in the
 //! SDK touches the generated types.
 //!
 //! Inputs from the host are never trusted to be well formed: JSON text that
@@ -13,18 +13,18 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::facts::{App, Component, LocalVolume, VolumeTrait};
-use crate::plugin::{PluginError, WorkloadKind};
-use crate::v2::answer::{Answer, Charset, SecretSource, Shape};
-use crate::v2::bindings::capstan::plugin::types as wit;
-use crate::v2::calls::{ChartCall, Hook, HookCall, Mode, ObservedObject, Operation, Trigger};
-use crate::v2::facts::Facts;
-use crate::v2::hook_answer::{
+use crate::v0_1::{App, Component, LocalVolume, VolumeTrait};
+use crate::v0_1::{PluginError, WorkloadKind};
+use crate::v0_2::answer::{Answer, Charset, SecretSource, Shape};
+use crate::v0_2::bindings::capstan::plugin::types as wit;
+use crate::v0_2::calls::{ChartCall, Hook, HookCall, Mode, ObservedObject, Operation, Trigger};
+use crate::v0_2::facts::Facts;
+use crate::v0_2::hook_answer::{
     Action, HookAnswer, MAX_RETRY_AFTER_SECS, MAX_STATE_BYTES, MirrorKind, ObjectRef,
     ReleaseStatus, Verdict,
 };
-use crate::v2::plugin::{Info, Plugin, Section};
-use crate::v2::sections::*;
+use crate::v0_2::plugin::{Info, Plugin, Section};
+use crate::v0_2::sections::*;
 
 // ------------------------------------------------------------ entry points
 
@@ -676,9 +676,9 @@ fn error_to_wit(e: PluginError) -> wit::PluginError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::v2::answer::{SecretKeyRef, key};
-    use crate::v2::hook_answer::RestartKind;
-    use crate::values::Values;
+    use crate::v0_1::Values;
+    use crate::v0_2::answer::{SecretKeyRef, key};
+    use crate::v0_2::hook_answer::RestartKind;
     use serde_json::json;
 
     fn wit_app() -> wit::App {
@@ -866,7 +866,7 @@ mod tests {
             "ensure (action 1): the object has no metadata.name"
         );
         assert_eq!(
-            check(Action::PatchOverrides(crate::v2::OverridePatch {
+            check(Action::PatchOverrides(crate::v0_2::OverridePatch {
                 chart: "web".into(),
                 patch: Value::Null
             })),

@@ -6,10 +6,10 @@
 // (`unsafe` and `export_name`); this crate writes no unsafe code itself.
 #![allow(unsafe_code)]
 
-// The contract is the workspace's one `wit/`; this fixture's `wit/` adds only
+// The contract is the workspace's `wit/v0.1/`; this fixture's `wit/` adds only
 // the extra import and the world that includes the contract's world.
 wit_bindgen::generate!({
-    path: ["../../../wit", "wit"],
+    path: ["../../../wit/v0.1", "wit"],
     world: "capstan-test:bad-import/greedy-plugin",
     generate_all,
 });

@@ -5,7 +5,7 @@
 //! Each type mirrors its WIT record or enum (labels become a map), with the
 //! small questions plugins ask of one record (is this host ready, which
 //! address goes in a URL). Questions across a whole section live on
-//! [`Facts`](crate::v2::Facts). Field names serialize as in the WIT
+//! [`Facts`](crate::v0_2::Facts). Field names serialize as in the WIT
 //! (kebab-case), so facts can be kept as JSON fixtures.
 
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::plugin::PluginError;
+use crate::v0_1::PluginError;
 
 /// How the platform's control plane is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,7 +49,7 @@ pub enum DistributedCloudRole {
     Subcloud,
 }
 
-/// The platform as a whole: section [`Section::System`](crate::v2::Section::System).
+/// The platform as a whole: section [`Section::System`](crate::v0_2::Section::System).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct SystemFacts {
@@ -264,7 +264,7 @@ pub struct PciDevice {
 }
 
 /// A host's hardware inventory (section
-/// [`Section::Inventory`](crate::v2::Section::Inventory)).
+/// [`Section::Inventory`](crate::v0_2::Section::Inventory)).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct HostInventory {
@@ -300,7 +300,7 @@ impl HostInventory {
 }
 
 /// One host (node) of the platform: an entry of section
-/// [`Section::Hosts`](crate::v2::Section::Hosts).
+/// [`Section::Hosts`](crate::v0_2::Section::Hosts).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Host {
@@ -319,7 +319,7 @@ pub struct Host {
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// Its inventory: `Some` only when the plugin declared
-    /// [`Section::Inventory`](crate::v2::Section::Inventory).
+    /// [`Section::Inventory`](crate::v0_2::Section::Inventory).
     #[serde(default)]
     pub inventory: Option<HostInventory>,
 }
@@ -387,7 +387,7 @@ impl Host {
     ///
     /// # Errors
     /// [`PluginError::InvalidFacts`] when it is absent, that is when the
-    /// plugin did not declare [`Section::Inventory`](crate::v2::Section::Inventory).
+    /// plugin did not declare [`Section::Inventory`](crate::v0_2::Section::Inventory).
     pub fn require_inventory(&self) -> Result<&HostInventory, PluginError> {
         self.inventory.as_ref().ok_or_else(|| {
             PluginError::InvalidFacts(format!(
@@ -419,7 +419,7 @@ pub struct HostAddress {
 }
 
 /// A platform network: an entry of section
-/// [`Section::Networks`](crate::v2::Section::Networks).
+/// [`Section::Networks`](crate::v0_2::Section::Networks).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Network {
@@ -487,7 +487,7 @@ impl Network {
 /// brackets, anything else as it is.
 ///
 /// ```
-/// use capstan_plugin_sdk::v2::url_host;
+/// use capstan_plugin_sdk::v0_2::url_host;
 /// assert_eq!(url_host("fd00::2"), "[fd00::2]");
 /// assert_eq!(url_host("10.0.0.2"), "10.0.0.2");
 /// assert_eq!(url_host("[fd00::2]"), "[fd00::2]");
@@ -569,7 +569,7 @@ pub struct StorageTier {
 }
 
 /// A storage backend the platform offers to apps: an entry of section
-/// [`Section::Storage`](crate::v2::Section::Storage).
+/// [`Section::Storage`](crate::v0_2::Section::Storage).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct StorageBackend {
@@ -639,7 +639,7 @@ impl StorageBackend {
 }
 
 /// A platform service parameter: an entry of section
-/// [`Section::ServiceParameters`](crate::v2::Section::ServiceParameters).
+/// [`Section::ServiceParameters`](crate::v0_2::Section::ServiceParameters).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct ServiceParameter {
@@ -667,7 +667,7 @@ pub struct StorageClass {
 }
 
 /// The Kubernetes cluster itself: section
-/// [`Section::Cluster`](crate::v2::Section::Cluster).
+/// [`Section::Cluster`](crate::v0_2::Section::Cluster).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct ClusterFacts {

@@ -9,10 +9,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::facts::LocalVolume;
-use crate::plugin::PluginError;
-use crate::v2::plugin::Section;
-use crate::v2::sections::{
+use crate::v0_1::LocalVolume;
+use crate::v0_1::PluginError;
+use crate::v0_2::plugin::Section;
+use crate::v0_2::sections::{
     ClusterFacts, Host, Network, Personality, ServiceParameter, StorageBackend, StorageKind,
     SystemFacts, SystemMode,
 };
@@ -20,7 +20,7 @@ use crate::v2::sections::{
 /// What the host tells a 0.2 plugin about the platform.
 ///
 /// ```
-/// use capstan_plugin_sdk::v2::{Facts, PluginError, testing};
+/// use capstan_plugin_sdk::v0_2::{Facts, PluginError, testing};
 /// let facts = Facts::default();
 /// assert_eq!(
 ///     facts.require_system(),
@@ -468,8 +468,8 @@ impl Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::v2::sections::{AdministrativeState, AvailabilityState, OperationalState};
-    use crate::v2::testing;
+    use crate::v0_2::sections::{AdministrativeState, AvailabilityState, OperationalState};
+    use crate::v0_2::testing;
 
     #[test]
     fn undeclared_sections_name_themselves() {

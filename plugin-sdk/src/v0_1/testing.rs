@@ -20,10 +20,10 @@
 
 use std::cell::RefCell;
 
-use crate::facts::{App, Component, Facts};
-use crate::log::Level;
-use crate::plugin::{Hook, HookOutcome, Plugin, PluginError, WorkloadKind};
-use crate::values::Values;
+use crate::v0_1::facts::{App, Component, Facts};
+use crate::v0_1::log::Level;
+use crate::v0_1::plugin::{Hook, HookOutcome, Plugin, PluginError, WorkloadKind};
+use crate::v0_1::values::Values;
 
 thread_local! {
     static LOGS: RefCell<Vec<(Level, String)>> = const { RefCell::new(Vec::new()) };

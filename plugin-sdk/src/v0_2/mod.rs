@@ -5,8 +5,7 @@
 //! This module owns the 0.2 side of the SDK: the bindings generated from
 //! `wit/v0.2`, the [`Plugin`] trait, typed mirrors of every WIT type, the
 //! builders plugins answer with, the glue between those and the bindings,
-//! [`export_plugin_v2!`](crate::export_plugin_v2) and native [`testing`]
-//! helpers. It shares [`Values`], [`App`], [`Component`], [`LocalVolume`],
+//! [`export_plugin!`] and native [`testing`] helpers. It shares [`Values`], [`App`], [`Component`], [`LocalVolume`],
 //! [`WorkloadKind`] and [`PluginError`] with the 0.1 API, which it leaves
 //! untouched: a crate uses one contract or the other, never both.
 //!
@@ -24,16 +23,15 @@
 //!   a verdict, actions for the host (mirror, ensure, delete, restart, patch
 //!   overrides, reapply, observe), state for the post hook and, for the
 //!   `status` hook, the release's status.
-//! - It logs through [`v2::log`](log), which reaches the 0.2 host import
+//! - It logs through [`v0_2::log`](log), which reaches the 0.2 host import
 //!   (the crate-level [`crate::log`] is wired to 0.1's).
 //!
 //! # Example
 //!
 //! ```
-//! use capstan_plugin_sdk::export_plugin_v2;
-//! use capstan_plugin_sdk::v2::{
+//! use capstan_plugin_sdk::v0_2::{
 //!     Answer, ChartCall, Facts, Hook, HookAnswer, HookCall, Info, Plugin, PluginError,
-//!     Section, Values, testing,
+//!     Section, Values, export_plugin, testing,
 //! };
 //!
 //! struct Web;
@@ -62,7 +60,7 @@
 //!     }
 //! }
 //!
-//! export_plugin_v2!(Web);
+//! export_plugin!(Web);
 //!
 //! // Native unit tests of the same logic, with facts projected on the
 //! // sections `info()` declares, as the host does:
@@ -86,9 +84,9 @@ mod plugin;
 mod sections;
 pub mod testing;
 
-pub use crate::facts::{App, Component, LocalVolume, VolumeTrait};
-pub use crate::plugin::{PluginError, WorkloadKind};
-pub use crate::values::Values;
+pub use crate::v0_1::Values;
+pub use crate::v0_1::{App, Component, LocalVolume, VolumeTrait};
+pub use crate::v0_1::{PluginError, WorkloadKind};
 pub use answer::{
     Answer, Charset, GeneratedKey, GeneratedSecret, SecretKeyRef, SecretSource, SecretValue, Shape,
     key,
@@ -110,70 +108,77 @@ pub use sections::{
 
 /// The bindings generated from `wit/v0.2` (world
 /// `capstan:plugin/override-plugin@0.2.0`). Plugin authors do not need them;
-/// [`export_plugin_v2!`](crate::export_plugin_v2) uses them. They live in a
+/// [`export_plugin!`] uses them. They live in a
 /// crate of their own, apart from 0.1's: both worlds are named
 /// `override-plugin`, so their generated export macros would clash in one
 /// crate, and only 0.2 components may carry 0.2's types.
 #[doc(hidden)]
 pub use capstan_plugin_sdk_wit_v0_2::bindings;
 
-/// Exports a [`v2::Plugin`](crate::v2::Plugin) implementation as the
+/// Exports a [`v0_2::Plugin`](crate::v0_2::Plugin) implementation as the
 /// plugin's component, world `capstan:plugin/override-plugin@0.2.0`.
 ///
 /// Use it once per plugin crate, at the crate root, and never together with
-/// [`export_plugin!`](crate::export_plugin): a component implements one
-/// contract.
+/// 0.1's [`export_plugin!`](crate::v0_1::export_plugin): a component
+/// implements one contract.
 ///
 /// ```
-/// use capstan_plugin_sdk::v2::{Info, Plugin};
+/// use capstan_plugin_sdk::v0_2::{Info, Plugin};
 /// struct Quiet;
 /// impl Plugin for Quiet {
 ///     fn info() -> Info { Info::new("quiet", "1.0.0") }
 /// }
-/// capstan_plugin_sdk::export_plugin_v2!(Quiet);
+/// capstan_plugin_sdk::v0_2::export_plugin!(Quiet);
 /// ```
+#[doc(inline)]
+pub use crate::__export_plugin_v0_2 as export_plugin;
+
+// `#[macro_export]` puts a macro at the crate root under its own name;
+// plugins name this one `capstan_plugin_sdk::v0_2::export_plugin`.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! export_plugin_v2 {
+macro_rules! __export_plugin_v0_2 {
     ($plugin:ty) => {
         #[doc(hidden)]
-        struct __CapstanPluginV2Export;
+        #[allow(non_camel_case_types)]
+        struct __CapstanPluginV0_2Export;
 
-        impl $crate::v2::bindings::Guest for __CapstanPluginV2Export {
-            fn info() -> $crate::v2::bindings::capstan::plugin::types::PluginInfo {
-                $crate::v2::glue::info::<$plugin>()
+        impl $crate::v0_2::bindings::Guest for __CapstanPluginV0_2Export {
+            fn info() -> $crate::v0_2::bindings::capstan::plugin::types::PluginInfo {
+                $crate::v0_2::glue::info::<$plugin>()
             }
             fn overrides(
-                call: $crate::v2::bindings::capstan::plugin::types::ChartCall,
-                facts: $crate::v2::bindings::capstan::plugin::types::Facts,
+                call: $crate::v0_2::bindings::capstan::plugin::types::ChartCall,
+                facts: $crate::v0_2::bindings::capstan::plugin::types::Facts,
             ) -> ::std::result::Result<
-                $crate::v2::bindings::capstan::plugin::types::ChartAnswer,
-                $crate::v2::bindings::capstan::plugin::types::PluginError,
+                $crate::v0_2::bindings::capstan::plugin::types::ChartAnswer,
+                $crate::v0_2::bindings::capstan::plugin::types::PluginError,
             > {
-                $crate::v2::glue::overrides::<$plugin>(call, facts)
+                $crate::v0_2::glue::overrides::<$plugin>(call, facts)
             }
             fn workload_kind(
-                app: $crate::v2::bindings::capstan::plugin::types::App,
-                facts: $crate::v2::bindings::capstan::plugin::types::Facts,
-                component: $crate::v2::bindings::capstan::plugin::types::Component,
+                app: $crate::v0_2::bindings::capstan::plugin::types::App,
+                facts: $crate::v0_2::bindings::capstan::plugin::types::Facts,
+                component: $crate::v0_2::bindings::capstan::plugin::types::Component,
             ) -> ::std::result::Result<
-                $crate::v2::bindings::capstan::plugin::types::WorkloadKind,
-                $crate::v2::bindings::capstan::plugin::types::PluginError,
+                $crate::v0_2::bindings::capstan::plugin::types::WorkloadKind,
+                $crate::v0_2::bindings::capstan::plugin::types::PluginError,
             > {
-                $crate::v2::glue::workload_kind::<$plugin>(app, facts, component)
+                $crate::v0_2::glue::workload_kind::<$plugin>(app, facts, component)
             }
             fn lifecycle(
-                call: $crate::v2::bindings::capstan::plugin::types::HookCall,
-                facts: $crate::v2::bindings::capstan::plugin::types::Facts,
+                call: $crate::v0_2::bindings::capstan::plugin::types::HookCall,
+                facts: $crate::v0_2::bindings::capstan::plugin::types::Facts,
             ) -> ::std::result::Result<
-                $crate::v2::bindings::capstan::plugin::types::HookAnswer,
-                $crate::v2::bindings::capstan::plugin::types::PluginError,
+                $crate::v0_2::bindings::capstan::plugin::types::HookAnswer,
+                $crate::v0_2::bindings::capstan::plugin::types::PluginError,
             > {
-                $crate::v2::glue::lifecycle::<$plugin>(call, facts)
+                $crate::v0_2::glue::lifecycle::<$plugin>(call, facts)
             }
         }
 
-        $crate::v2::bindings::__export_override_plugin!(
-            __CapstanPluginV2Export with_types_in $crate::v2::bindings
+        $crate::v0_2::bindings::__export_override_plugin!(
+            __CapstanPluginV0_2Export with_types_in $crate::v0_2::bindings
         );
     };
 }

@@ -149,7 +149,7 @@ pub enum Action {
     /// reason.
     RequestReapply(String),
     /// Read this object before each later `status` call of this operation,
-    /// and hand it in [`HookCall::observed`](crate::v2::HookCall::observed).
+    /// and hand it in [`HookCall::observed`](crate::v0_2::HookCall::observed).
     Observe(ObjectRef),
 }
 
@@ -178,7 +178,7 @@ pub enum ReleaseStatus {
 /// post hook and, for `status`, the release's status.
 ///
 /// ```
-/// use capstan_plugin_sdk::v2::{HookAnswer, ObjectRef, RestartKind};
+/// use capstan_plugin_sdk::v0_2::{HookAnswer, ObjectRef, RestartKind};
 /// let answer = HookAnswer::proceed()
 ///     .mirror_secret("platform-ca", "ca", "oidc", "oidc-ca")
 ///     .delete(ObjectRef::cluster_scoped("storage.k8s.io/v1", "CSIDriver", "rbd.csi.example.dev"))
@@ -344,7 +344,7 @@ impl HookAnswer {
 
     /// Asks the host to read `object` before each later `status` call of
     /// this operation and hand it in
-    /// [`HookCall::observed`](crate::v2::HookCall::observed).
+    /// [`HookCall::observed`](crate::v0_2::HookCall::observed).
     pub fn observe(self, object: ObjectRef) -> Self {
         self.then(Action::Observe(object))
     }
@@ -375,7 +375,7 @@ impl HookAnswer {
 /// moving them to a renamed chart. Anything but an object gives `{}`.
 ///
 /// ```
-/// use capstan_plugin_sdk::v2::merge_patch_deleting;
+/// use capstan_plugin_sdk::v0_2::merge_patch_deleting;
 /// use serde_json::json;
 /// assert_eq!(
 ///     merge_patch_deleting(&json!({"replicas": 3, "web": {"tls": true}})),

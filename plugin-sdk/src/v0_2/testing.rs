@@ -9,7 +9,7 @@
 //! - they check the answer as the glue does before it reaches the host (an
 //!   `ensure` object without identity, a patch that is not an object, state
 //!   past its limit), and return that error;
-//! - the plugin's [`v2::log`](crate::v2::log) lines are kept per thread for
+//! - the plugin's [`v0_2::log`](crate::v0_2::log) lines are kept per thread for
 //!   [`take_logs`].
 //!
 //! The fact builders ([`simplex`], [`duplex`], [`standard`]) give every
@@ -17,27 +17,27 @@
 //! and the constructors of [`Host`], [`Network`] and [`StorageBackend`].
 //!
 //! ```
-//! use capstan_plugin_sdk::v2::{Facts, PluginError, Section, StorageKind, testing};
+//! use capstan_plugin_sdk::v0_2::{Facts, PluginError, Section, StorageKind, testing};
 //! let facts = testing::standard(2, 3).with_storage(testing::ceph_backend("ceph-store", 2));
 //! assert_eq!(facts.ready_controllers(), Ok(2));
 //! assert_eq!(facts.storage_backends_of(StorageKind::Ceph).map(|b| b.len()), Ok(1));
 //! assert_eq!(facts.network("oam").and_then(|n| n.floating_url_host()), Ok("10.10.10.2".into()));
 //! ```
 
-use crate::facts::{App, Component};
-use crate::plugin::{PluginError, WorkloadKind};
-use crate::v2::answer::Answer;
-use crate::v2::calls::{ChartCall, Hook, HookCall};
-use crate::v2::facts::Facts;
-use crate::v2::glue;
-use crate::v2::hook_answer::HookAnswer;
-use crate::v2::plugin::{Info, Plugin};
-use crate::v2::sections::{
+use crate::v0_1::{App, Component};
+use crate::v0_1::{PluginError, WorkloadKind};
+use crate::v0_2::answer::Answer;
+use crate::v0_2::calls::{ChartCall, Hook, HookCall};
+use crate::v0_2::facts::Facts;
+use crate::v0_2::glue;
+use crate::v0_2::hook_answer::HookAnswer;
+use crate::v0_2::plugin::{Info, Plugin};
+use crate::v0_2::sections::{
     AddressFamily, ClusterFacts, Host, HostAddress, Monitor, Network, Personality, StorageBackend,
     StorageClass, StorageKind, StorageTier, SystemFacts, SystemMode,
 };
 
-pub use crate::testing::{take_logs, test_app};
+pub use crate::v0_1::testing::{take_logs, test_app};
 
 /// The namespace [`chart_call`] installs charts in: `test-app`, the test
 /// app's name.
@@ -240,8 +240,8 @@ pub fn app(name: &str, version: &str) -> App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::v2::plugin::Section;
-    use crate::v2::{Charset, Shape, Values, key};
+    use crate::v0_2::plugin::Section;
+    use crate::v0_2::{Charset, Shape, Values, key};
     use serde_json::json;
 
     struct Declares;
@@ -253,7 +253,7 @@ mod tests {
                 .reading([Section::Hosts])
         }
         fn overrides(call: &ChartCall, facts: &Facts) -> Result<Answer, PluginError> {
-            crate::v2::log::info(&format!("chart {}", call.chart));
+            crate::v0_2::log::info(&format!("chart {}", call.chart));
             let values = Values::new().set("replicas", facts.ready_controllers()?);
             let simplex = facts.is_simplex()?; // not declared: fails
             Ok(Answer::new(values.set("simplex", simplex)))
@@ -261,7 +261,7 @@ mod tests {
         fn lifecycle(call: &HookCall, _facts: &Facts) -> Result<HookAnswer, PluginError> {
             Ok(match call.hook {
                 Hook::PreApply => HookAnswer::proceed().ensure(json!({"kind": "ConfigMap"})),
-                _ => HookAnswer::proceed().with_state(vec![0; crate::v2::MAX_STATE_BYTES + 1]),
+                _ => HookAnswer::proceed().with_state(vec![0; crate::v0_2::MAX_STATE_BYTES + 1]),
             })
         }
     }
