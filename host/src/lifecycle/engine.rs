@@ -1777,6 +1777,13 @@ impl Lifecycle {
         Ok(self.store().set_request(op, &text)?)
     }
 
+    /// Plans every applied app again and marks those whose plan changed
+    /// with `because` ([`super::reevaluate`]); returns how many apps were
+    /// planned and how many marked.
+    pub fn reevaluate(&self, because: &str) -> (usize, usize) {
+        super::reevaluate::reevaluate_with(self, because, &[])
+    }
+
     /// Stops starting work and has running operations stop at their next
     /// checkpoint (cluster mode, at shutdown).
     pub fn hand_over(&self) {

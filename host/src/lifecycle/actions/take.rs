@@ -37,38 +37,6 @@ pub fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::lifecycle::actions::status::ready;
-    use serde_json::json;
-
-    #[test]
-    pub(crate) fn merge_patch_follows_rfc_7386() {
-        // The RFC's own example.
-        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
-        merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}}));
-        assert_eq!(target, json!({"a": "z", "c": {"d": "e"}}));
-        let mut target = json!({"a": [1, 2]});
-        merge_patch(&mut target, &json!({"a": [3]}));
-        assert_eq!(target, json!({"a": [3]}));
-        let mut target = json!({"a": "b"});
-        merge_patch(&mut target, &json!({"a": {"b": "c"}}));
-        assert_eq!(target, json!({"a": {"b": "c"}}));
-    }
-
-    #[test]
-    fn an_object_is_ready_by_its_ready_condition_or_by_existing() {
-        assert!(ready(&json!({"kind": "Secret"})));
-        assert!(ready(
-            &json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-        ));
-        assert!(!ready(
-            &json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
-        ));
-    }
-}
-
 /// Decides every action of `answer` ([`policy::actions::check`] over
 /// what the target says of each object, then the owned bounds and
 /// the target's own refusals), then takes them in order: a refused
@@ -154,4 +122,36 @@ pub(crate) fn patch_overrides(
         "plugin {plugin} patched the user overrides of chart {chart} in its {hook} hook"
     ));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::actions::status::ready;
+    use serde_json::json;
+
+    #[test]
+    pub(crate) fn merge_patch_follows_rfc_7386() {
+        // The RFC's own example.
+        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}}));
+        assert_eq!(target, json!({"a": "z", "c": {"d": "e"}}));
+        let mut target = json!({"a": [1, 2]});
+        merge_patch(&mut target, &json!({"a": [3]}));
+        assert_eq!(target, json!({"a": [3]}));
+        let mut target = json!({"a": "b"});
+        merge_patch(&mut target, &json!({"a": {"b": "c"}}));
+        assert_eq!(target, json!({"a": {"b": "c"}}));
+    }
+
+    #[test]
+    fn an_object_is_ready_by_its_ready_condition_or_by_existing() {
+        assert!(ready(&json!({"kind": "Secret"})));
+        assert!(ready(
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        ));
+        assert!(!ready(
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+        ));
+    }
 }

@@ -106,7 +106,7 @@ pub(crate) fn apply_chart(
         ..ApplyOptions::default()
     };
     let progress = StoreProgress {
-        job: job,
+        job,
         prefix: format!("group {group}: chart {name}"),
     };
     let (before, after) = if chart.live.is_empty() {

@@ -69,7 +69,7 @@ pub fn remove_version(
             &format!("removing chart {}", chart.name),
         )?;
         let progress = StoreProgress {
-            job: job,
+            job,
             prefix: format!("removing chart {}", chart.name),
         };
         let release = v.release(&job.app, chart);

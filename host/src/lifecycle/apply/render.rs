@@ -93,7 +93,7 @@ pub(crate) fn render_all(
                 timeout: chart.timeout,
                 wait_for_load_balancer: version.metadata.waits_for_load_balancer(chart),
                 adopt: prepared.request.flags.adopt,
-                recreate: prepared.request.flags.recreate.to_vec(),
+                recreate: prepared.request.flags.recreate.clone(),
                 take_over: take_over.clone(),
             });
         }
