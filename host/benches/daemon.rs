@@ -26,7 +26,7 @@ use capstan::api::{self, Address, Client, StartedBody};
 use capstan::bundle;
 use capstan::kube::DirTarget;
 use capstan::lifecycle::{Lifecycle, Options};
-use capstan::sandbox::Facts;
+use capstan::model::Facts;
 use capstan::store::{HistoryEntry, Outcome};
 use capstan::trust::{SigningKey, TrustStore};
 use criterion::Criterion;

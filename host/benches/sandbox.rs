@@ -50,10 +50,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::path::PathBuf;
 
-use capstan::sandbox::{
-    App, CallContext, ComponentCache, Facts, NodeRole, Policy, Sandbox, StorageKind, SystemMode,
-    pooling_config,
-};
+use capstan::sandbox::{CallContext, ComponentCache, Policy, Sandbox, pooling_config};
+
+use capstan::model::{App, Facts, NodeRole, StorageKind, SystemMode};
 use criterion::{Criterion, criterion_group, criterion_main};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, Store};

@@ -7,11 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
+use capstan::model::Facts;
 use capstan::model::{
     ChartCall, ContractVersion, FactsSection, Hook, HookCall, HookOperation, HookOutcome,
     SecretSource,
 };
-use capstan::sandbox::{CallContext, Facts, Plugin, Policy, Sandbox};
+use capstan::sandbox::{CallContext, Plugin, Policy, Sandbox};
 use serde_json::{Value, json};
 
 use crate::daemon::Daemon;
@@ -40,7 +41,7 @@ fn facts() -> Facts {
     facts.system = extra.system;
     facts.networks = extra.networks;
     facts.service_parameters = extra.service_parameters;
-    facts.storage_backends[0].health = Some(capstan::sandbox::StorageHealth::Error);
+    facts.storage_backends[0].health = Some(capstan::model::StorageHealth::Error);
     facts
 }
 
@@ -163,7 +164,7 @@ fn a_0_1_plugin_is_handed_what_it_was_before_0_2() {
     let plugin = load("capstan-example-storage");
     let text = std::fs::read_to_string(example_facts("storage", "simplex.yaml")).unwrap();
     let plain = Facts::from_yaml(&text).unwrap();
-    let app = capstan::sandbox::App {
+    let app = capstan::model::App {
         name: "demo".into(),
         version: "1.0.0".into(),
     };

@@ -13,8 +13,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use capstan::sandbox::{
-    App, CallContext, ComponentCache, Facts, Fault, Plugin, PluginError, Policy, Sandbox, Stream,
+    CallContext, ComponentCache, Fault, Plugin, PluginError, Policy, Sandbox, Stream,
 };
+
+use capstan::model::{App, Facts};
 
 use crate::support::{
     capstan, plugin_wasm, python_component_cache, python_plugin_wasm, python_tools, workspace_root,

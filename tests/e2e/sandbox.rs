@@ -7,10 +7,10 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
+use capstan::model::{App, Facts};
 use capstan::model::{Hook, HookOutcome, Overrides};
 use capstan::sandbox::{
-    App, CallContext, ComponentCache, Error, Facts, Fault, Plugin, PluginError, Policy, Sandbox,
-    Stream,
+    CallContext, ComponentCache, Error, Fault, Plugin, PluginError, Policy, Sandbox, Stream,
 };
 
 use crate::support::{example_facts, fresh_dir, plugin_bytes};
@@ -310,7 +310,7 @@ fn a_memory_cap_below_the_initial_memory_fails_at_instantiation() {
 #[test]
 fn workload_kind_and_lifecycle_calls_are_bounded_too() {
     let f = fixture();
-    let component = capstan::sandbox::ComponentFacts {
+    let component = capstan::model::ComponentFacts {
         name: "broker".into(),
         chart: "kafka".into(),
         workload: "Deployment/broker".into(),

@@ -185,7 +185,7 @@ pub fn run(args: BundleArgs, validate_plugin: PluginValidator<'_>) -> anyhow::Re
                     let text = fs::read_to_string(path)
                         .with_context(|| format!("reading facts {}", path.display()))?;
                     Some(
-                        crate::sandbox::Facts::from_yaml(&text)
+                        crate::model::Facts::from_yaml(&text)
                             .with_context(|| format!("parsing facts {}", path.display()))?,
                     )
                 }

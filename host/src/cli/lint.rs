@@ -12,8 +12,9 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::bundle::{self, Metadata};
+use crate::model::{App, Facts};
 use crate::render::{self, Capabilities, ReleaseInfo};
-use crate::sandbox::{App, CallContext, Facts, Policy};
+use crate::sandbox::{CallContext, Policy};
 use crate::values;
 
 /// What a lint found: one line per chart that failed, and warnings.

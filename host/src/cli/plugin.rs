@@ -13,8 +13,9 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use crate::bundle;
+use crate::model::{App, Facts};
 use crate::model::{Hook, HookOutcome};
-use crate::sandbox::{App, CallContext, ComponentCache, Facts, Policy, Sandbox};
+use crate::sandbox::{CallContext, ComponentCache, Policy, Sandbox};
 
 use super::scaffold::Lang;
 

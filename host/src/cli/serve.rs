@@ -11,7 +11,7 @@ use crate::api::{self, Address};
 use crate::kube::cluster::tenancy::{ServiceAccount, Tenancy, TenantTarget};
 use crate::kube::{ApplyTarget, ClusterOptions, ClusterTarget, Connect, DirTarget};
 use crate::lifecycle::{Lifecycle, Options};
-use crate::sandbox::Facts;
+use crate::model::Facts;
 use crate::trust::TrustStore;
 
 /// Run the daemon: the app lifecycle behind an HTTP JSON API.

@@ -28,11 +28,11 @@ use serde_json::Value;
 
 use super::facts_source::{FactsSource, FactsView, field_names};
 use crate::kube::ClusterView;
-use crate::model::{LookupQuery, Trigger, TriggerKind, WatchEnd, WatchFrom};
-use crate::sandbox::{
+use crate::model::{
     AdministrativeState, AvailabilityState, Facts, Node, NodeRole, OperationalState, StorageClass,
     SystemMode,
 };
+use crate::model::{LookupQuery, Trigger, TriggerKind, WatchEnd, WatchFrom};
 
 /// How often the cluster is read when it cannot be watched.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::bundle::Metadata;
-use crate::sandbox::{Facts, LocalVolume, Node, NodeRole, SystemMode};
+use crate::model::{Facts, LocalVolume, Node, NodeRole, SystemMode};
 use crate::store::{Store, VolumeRecord};
 
 use super::Error;

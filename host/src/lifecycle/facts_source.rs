@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Facts;
 use crate::model::Trigger;
-use crate::sandbox::Facts;
 
 /// The facts in effect and their history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -8,7 +8,9 @@
 //! the override [`Layer`]s, and the identity of a Kubernetes object
 //! ([`ObjectRef`], [`ObjectKey`]), what a connected render reads
 //! ([`LookupQuery`], [`LookupPolicy`], [`Served`]) and watches
-//! ([`WatchFrom`], [`WatchEnd`]), and what a contract
+//! ([`WatchFrom`], [`WatchEnd`]), the facts plugins are handed
+//! ([`Facts`] and its sections, the [`App`] a call is about), what an
+//! operator asks of an apply ([`ApplyRequest`]), and what a contract
 //! 0.2 plugin is asked and answers ([`ChartCall`], [`ChartAnswer`],
 //! [`HookCall`], [`HookAnswer`] and its [`Action`]s).
 //!
@@ -22,6 +24,7 @@
 //! these types and none redefines them.
 
 mod contract;
+mod facts;
 mod hook;
 mod layer;
 mod live;
@@ -33,6 +36,13 @@ mod size;
 mod workload;
 
 pub use contract::ContractVersion;
+pub use facts::{
+    AddressFamily, AdministrativeState, App, AvailabilityState, ComponentFacts, Cpu, CpuFunction,
+    DistributedCloudRole, Facts, HostInventory, InterfaceClass, LocalVolume, MemoryNode, Monitor,
+    Network, NetworkInterface, Node, NodeRole, OperationalState, PciDevice, ServiceParameter,
+    StorageBackend, StorageClass, StorageHealth, StorageKind, StorageTier, SystemInfo, SystemMode,
+    VolumeRequest,
+};
 pub use hook::{Hook, HookOutcome, UnknownHook};
 pub use layer::Layer;
 pub use live::{LookupPolicy, LookupQuery, Served, WatchEnd, WatchFrom, resource_version};

@@ -16,12 +16,12 @@ use wasmtime::component::{Component, InstancePre, Linker};
 use super::bindings::capstan::plugin::types as wit_0_1;
 use super::bindings_v2::capstan::plugin::types as wit_0_2;
 use super::call::HostState;
-use super::facts::{App, ComponentFacts, Facts};
 use super::{PluginError, v0_1, v0_2};
 use crate::model::{
     Action, ChartCall, ContractVersion, FactsSection, GeneratedSecret, Hook, HookCall, HookOutcome,
     ReleaseStatus, SecretValue, WorkloadKind,
 };
+use crate::model::{App, ComponentFacts, Facts};
 
 /// What `info` declared, before the runtime checks it.
 pub(crate) struct Declared {

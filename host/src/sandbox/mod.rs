@@ -26,7 +26,6 @@ mod facts;
 mod inspect;
 mod policy;
 mod runtime;
-mod sections;
 mod slots;
 mod v0_1;
 mod v0_2;
@@ -34,10 +33,6 @@ mod wasi;
 
 pub use cache::ComponentCache;
 pub use call::CallContext;
-pub use facts::{
-    App, ComponentFacts, Facts, LocalVolume, Node, NodeRole, StorageBackend, StorageKind,
-    SystemMode, VolumeRequest,
-};
 pub use inspect::{Inspection, Producer, WORLD};
 pub use policy::{
     DEFAULT_DEADLINE, DEFAULT_LOG_BYTES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
@@ -45,12 +40,6 @@ pub use policy::{
 };
 pub use runtime::{
     MAX_HOOK_STATE_BYTES, MAX_RETRY_AFTER_SECONDS, Plugin, PluginInfo, Sandbox, pooling_config,
-};
-pub use sections::{
-    AddressFamily, AdministrativeState, AvailabilityState, Cpu, CpuFunction, DistributedCloudRole,
-    HostInventory, InterfaceClass, MemoryNode, Monitor, Network, NetworkInterface,
-    OperationalState, PciDevice, ServiceParameter, StorageClass, StorageHealth, StorageTier,
-    SystemInfo,
 };
 
 /// The WIT package this host speaks first (`wit/v0.1/plugin.wit`'s `package`

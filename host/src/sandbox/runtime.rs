@@ -17,10 +17,11 @@ use super::call::{CallContext, HostState};
 use super::contract::{
     self, Contract, PreparedFacts, RawAction, RawAnswer, RawHookAnswer, json_bytes,
 };
-use super::facts::{App, AppRef, ComponentFacts, Facts, LastFacts};
+use super::facts::{AppRef, LastFacts};
 use super::policy::{EPOCH_TICK, Policy};
 use super::slots::{Refused, Slots};
 use super::{Error, Fault, PluginError, Stream, wasi};
+use crate::model::{App, ComponentFacts, Facts};
 
 /// The pooling allocator's per-memory ceiling, above any sane policy cap.
 const POOL_MEMORY_CEILING: usize = 1 << 30;

@@ -17,7 +17,7 @@ use super::call::HostState;
 use super::contract::{
     Answer, Contract, Declared, PreparedFacts, RawAnswer, RawHookAnswer, WitFacts, json_bytes,
 };
-use super::facts::{App, ComponentFacts, Facts};
+use crate::model::{App, ComponentFacts, Facts};
 use crate::model::{
     ChartCall, ContractVersion, FactsSection, Hook, HookCall, HookOutcome, WorkloadKind,
 };

@@ -18,16 +18,16 @@ use super::contract::{
     Answer, Contract, Declared, PreparedFacts, RawAction, RawAnswer, RawHookAnswer, WitFacts,
     json_bytes,
 };
-use super::facts::{App, ComponentFacts, Facts, NodeRole, StorageKind, SystemMode};
-use super::sections::{
-    AddressFamily, AdministrativeState, AvailabilityState, CpuFunction, DistributedCloudRole,
-    HostInventory, InterfaceClass, OperationalState, StorageHealth,
-};
 use crate::model::{
     Action, Charset, ChartCall, ContractVersion, FactsSection, GeneratedKey, GeneratedSecret, Hook,
     HookCall, HookOperation, HookOutcome, Mirror, MirrorKind, Mode, ObjectRef, ReleaseStatus,
     SecretKeyRef, SecretShape, SecretSource, SecretValue, WorkloadKind,
 };
+use crate::model::{
+    AddressFamily, AdministrativeState, AvailabilityState, CpuFunction, DistributedCloudRole,
+    HostInventory, InterfaceClass, OperationalState, StorageHealth,
+};
+use crate::model::{App, ComponentFacts, Facts, NodeRole, StorageKind, SystemMode};
 
 /// A component built against 0.2.0.
 pub(crate) struct V0_2 {

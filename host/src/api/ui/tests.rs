@@ -80,7 +80,7 @@ fn the_app_list_escapes_names_versions_progress_and_messages() {
 
 #[test]
 fn the_facts_show_their_sources_nodes_and_a_mark_and_escape_them() {
-    use crate::sandbox::{Node, NodeRole, StorageClass};
+    use crate::model::{Node, NodeRole, StorageClass};
     let mut facts = crate::lifecycle::default_facts();
     facts.kubernetes_version = "1.37.2".into();
     facts.storage_classes = vec![StorageClass {

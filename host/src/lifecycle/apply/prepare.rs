@@ -16,8 +16,8 @@ use crate::lifecycle::job::plugin_name;
 use crate::lifecycle::job::user_overrides;
 use crate::lifecycle::plan::PluginChoice;
 use crate::lifecycle::stored::{StoredVersion, from_json, from_json_text, to_json};
+use crate::model::{App, ComponentFacts, Facts};
 use crate::model::{AppName, ChartCall, ComponentSpec, Hook, HookOutcome, Layer};
-use crate::sandbox::{self, App, ComponentFacts, Facts};
 use crate::store::{DecisionRecord, OverrideLayer};
 use crate::values::{self, Map};
 use crate::volumes::LocalVolume;
@@ -264,7 +264,7 @@ pub(crate) fn ask_workload_kind(
             .traits
             .volumes
             .iter()
-            .map(|v| sandbox::VolumeRequest {
+            .map(|v| crate::model::VolumeRequest {
                 container: u32::try_from(v.container).unwrap_or(u32::MAX),
                 storage_class_name: v.storage_class_name.clone(),
                 size: v.size.to_string(),

@@ -29,8 +29,9 @@ use crate::lifecycle::apply::semantic_veto;
 use crate::lifecycle::engine::versions::static_layer;
 use crate::lifecycle::job::Job;
 use crate::model::ApplyRequest;
+use crate::model::Facts;
 use crate::model::{AppName, LookupPolicy};
-use crate::sandbox::{ComponentCache, Facts, Policy, Sandbox};
+use crate::sandbox::{ComponentCache, Policy, Sandbox};
 use crate::store::{
     AppRecord, AppState, DecisionRecord, HistoryEntry, OperationId, ReleaseRecord, SqliteStore,
     Store,
@@ -196,7 +197,7 @@ impl Lifecycle {
     }
 
     /// Plans every applied app again and marks those whose plan changed
-    /// with `because` ([`super::reevaluate`]); returns how many apps were
+    /// with `because` (the re-evaluation the facts source drives); returns how many apps were
     /// planned and how many marked.
     pub fn reevaluate(&self, because: &str) -> (usize, usize) {
         super::reevaluate::reevaluate_with(self, because, &[])

@@ -5,7 +5,7 @@
 //! versions. Every field is optional in the file, so facts written for
 //! 0.1.0 read unchanged; what is left out is derived from the 0.1.0 fields
 //! (a host's states from `schedulable`, the system type from the mode) or
-//! empty. [`super::v0_2`] projects them into each plugin's declared
+//! empty. The sandbox (its contract 0.2 module) projects them into each plugin's declared
 //! sections.
 
 use std::collections::BTreeMap;
