@@ -7,6 +7,10 @@
 
 mod support;
 
+/// The crate's layout rules (issue 44): file sizes in lifecycle/, kube/
+/// and api/, no import circle among lifecycle's files.
+mod layout;
+
 /// The sandbox against hostile plugins: every fault is typed, bounded in
 /// time, and leaves the host able to run the next plugin.
 mod sandbox;

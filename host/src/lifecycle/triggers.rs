@@ -15,7 +15,7 @@ use super::engine::Lifecycle;
 use super::stored::StoredVersion;
 use crate::lifecycle::apply::prepare::load;
 use crate::lifecycle::job::{Apply, Job};
-use crate::model::{Action, AppName, Hook, Mode, Trigger, TriggerKind};
+use crate::model::{AppName, Hook, Mode, Trigger, TriggerKind};
 use crate::store::AppState;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -114,23 +114,19 @@ impl Job<'_> {
         call.trigger = Some(trigger.clone());
         for plugin in prepared.plugins_with(Hook::EvaluateReapply) {
             let answer = prepared.call_hook(self, plugin, &call)?;
-            let mut asked = None;
-            for action in &answer.actions {
-                match action {
-                    Action::RequestReapply(reason) => {
-                        asked.get_or_insert_with(|| reason.clone());
-                    }
-                    other => {
-                        return Err(Error::ActionDenied {
-                            plugin: plugin.path().to_string(),
-                            hook: Hook::EvaluateReapply,
-                            action: other.name().to_string(),
-                            rule: "reapply-only",
-                            reason: "evaluate-reapply may only ask for a re-apply".into(),
-                        });
-                    }
-                }
-            }
+            let asked = crate::policy::actions::reapply_asked(&answer.actions).map_err(
+                |(index, refusal)| Error::ActionDenied {
+                    plugin: plugin.path().to_string(),
+                    hook: Hook::EvaluateReapply,
+                    action: answer
+                        .actions
+                        .get(index)
+                        .map_or("?", |a| a.name())
+                        .to_string(),
+                    rule: refusal.rule,
+                    reason: refusal.reason,
+                },
+            )?;
             if let Some(reason) = asked {
                 return Ok(Some(format!(
                     "plugin {} asked on {trigger}: {reason}",

@@ -30,7 +30,9 @@
 //! - `read-policy`: `observe` reads only what `lookup` may (the lookup
 //!   policy's namespaces and kinds);
 //! - `max-owned`: at most the policy's number of owned objects and bytes
-//!   ([`check_owned`]).
+//!   ([`check_owned`]);
+//! - `reapply-only`: an `evaluate-reapply` answer asks for a re-apply and
+//!   nothing else ([`reapply_asked`]).
 
 use crate::model::{Action, ActionPolicy, LookupPolicy, ObjectRef, PodSecurity};
 
@@ -118,6 +120,34 @@ pub struct Refusal {
 
 fn refuse<T>(rule: &'static str, reason: String) -> Result<T, Refusal> {
     Err(Refusal { rule, reason })
+}
+
+/// What an `evaluate-reapply` answer asks: the reason of its first
+/// `request-reapply`, or `None`.
+///
+/// # Errors
+/// Rule `reapply-only`, naming the first action that is not a
+/// `request-reapply` (with its index): the hook is asked whether to
+/// re-apply, never to act.
+pub fn reapply_asked(actions: &[Action]) -> Result<Option<&str>, (usize, Refusal)> {
+    let mut asked = None;
+    for (index, action) in actions.iter().enumerate() {
+        match action {
+            Action::RequestReapply(reason) => {
+                asked.get_or_insert(reason.as_str());
+            }
+            _ => {
+                return Err((
+                    index,
+                    Refusal {
+                        rule: "reapply-only",
+                        reason: "evaluate-reapply may only ask for a re-apply".into(),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(asked)
 }
 
 /// Decides one action.
@@ -410,4 +440,25 @@ fn observe(object: &ObjectRef, resolved: &Resolved, scope: &Scope<'_>) -> Result
             "{why}; observe reads what lookup may (capstan serve --lookup-namespace and --lookup-cluster-scoped set the policy)"
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluate_reapply_may_only_ask_for_a_reapply() {
+        let ask = |reason: &str| Action::RequestReapply(reason.to_owned());
+        assert_eq!(reapply_asked(&[]), Ok(None));
+        assert_eq!(reapply_asked(&[ask("a"), ask("b")]), Ok(Some("a")));
+        let restart = Action::Restart(ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("ns".into()),
+            name: "web".into(),
+        });
+        let (index, refusal) = reapply_asked(&[ask("a"), restart]).unwrap_err();
+        assert_eq!(index, 1);
+        assert_eq!(refusal.rule, "reapply-only");
+    }
 }

@@ -1,7 +1,7 @@
 //! Apply: each chart group in order, its charts one after another or
 //! side by side, through the target, with progress recorded per chart.
 
-use crate::kube::{self, ApplyEvent, ApplyOptions, HookEvent, ProgressSink};
+use crate::kube::{self, ApplyEvent, HookEvent, ProgressSink};
 use crate::lifecycle::Error;
 use crate::lifecycle::apply::commit::record_release;
 use crate::lifecycle::apply::commit::record_release_after_failure;
@@ -96,15 +96,7 @@ pub(crate) fn apply_chart(
             plan.to_prune().len()
         ),
     )?;
-    let options = ApplyOptions {
-        adopt: chart.adopt,
-        timeout: chart.timeout,
-        wait_for_load_balancer: chart.wait_for_load_balancer,
-        recreate: chart.recreate.clone(),
-        take_over: chart.take_over.clone(),
-        revision: Some(chart.revision),
-        ..ApplyOptions::default()
-    };
+    let options = &chart.options;
     let progress = StoreProgress {
         job,
         prefix: format!("group {group}: chart {name}"),
@@ -115,11 +107,11 @@ pub(crate) fn apply_chart(
         (HookEvent::PreUpgrade, HookEvent::PostUpgrade)
     };
     job.target()
-        .run_hooks(&chart.release, before, &chart.hooks, &options, &progress)
+        .run_hooks(&chart.release, before, &chart.hooks, options, &progress)
         .map_err(kube_err)?;
     let outcome = job
         .target()
-        .apply_with(&chart.release, &plan, &options, &progress);
+        .apply_with(&chart.release, &plan, options, &progress);
     match outcome {
         Ok(applied) => {
             let changed = applied.applied.len() > applied.unchanged || !applied.pruned.is_empty();
@@ -131,7 +123,7 @@ pub(crate) fn apply_chart(
         }
     }
     job.target()
-        .run_hooks(&chart.release, after, &chart.hooks, &options, &progress)
+        .run_hooks(&chart.release, after, &chart.hooks, options, &progress)
         .map_err(kube_err)?;
     job.inner
         .work

@@ -77,7 +77,7 @@ pub fn apply_version(job: &Job<'_>, request: &Apply<'_>) -> Result<(), Error> {
                     &prepared,
                     &chart.name,
                     &chart.release.namespace,
-                    chart.timeout,
+                    chart.options.timeout,
                 )?;
             }
         }

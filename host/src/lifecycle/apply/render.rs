@@ -2,7 +2,7 @@
 //! target has applied, grouped as `capstan.yaml` orders them.
 
 use crate::bundle::{self, GroupMode};
-use crate::kube::{Release, Resource};
+use crate::kube::{ApplyOptions, Release, Resource};
 use crate::lifecycle::Error;
 use crate::lifecycle::apply::prepare::ask_workload_kind;
 use crate::lifecycle::apply::prepare::local_volumes;
@@ -27,15 +27,11 @@ pub(crate) struct RenderedChart {
     pub(crate) new_decisions: Vec<NewDecision>,
     /// `.Release.Revision` it was rendered with.
     pub(crate) revision: u64,
-    pub(crate) timeout: Option<std::time::Duration>,
-    /// Whether its LoadBalancer Services wait for an address
-    /// ([`ApplyOptions::wait_for_load_balancer`]).
-    pub(crate) wait_for_load_balancer: bool,
-    pub(crate) adopt: bool,
-    pub(crate) recreate: Vec<String>,
-    /// The releases of charts this operation lets go of, whose objects
-    /// the chart may take over ([`ApplyOptions::take_over`]).
-    pub(crate) take_over: Vec<String>,
+    /// What the target is told for this chart: the operator's flags,
+    /// what `capstan.yaml` says of the chart (timeout, waiting for a load
+    /// balancer), the releases the operation lets go of (take-over) and
+    /// the revision. Made once, here, and handed to the target as is.
+    pub(crate) options: ApplyOptions,
 }
 
 /// A chart group's rendered charts, in order.
@@ -90,11 +86,15 @@ pub(crate) fn render_all(
                 hooks: planned.hooks,
                 new_decisions: planned.new_decisions,
                 revision,
-                timeout: chart.timeout,
-                wait_for_load_balancer: version.metadata.waits_for_load_balancer(chart),
-                adopt: prepared.request.flags.adopt,
-                recreate: prepared.request.flags.recreate.clone(),
-                take_over: take_over.clone(),
+                options: ApplyOptions {
+                    adopt: prepared.request.flags.adopt,
+                    timeout: chart.timeout,
+                    wait_for_load_balancer: version.metadata.waits_for_load_balancer(chart),
+                    recreate: prepared.request.flags.recreate.clone(),
+                    take_over: take_over.clone(),
+                    revision: Some(revision),
+                    ..ApplyOptions::default()
+                },
             });
         }
         let added: BTreeSet<String> = charts
