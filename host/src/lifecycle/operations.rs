@@ -55,31 +55,32 @@ pub(crate) trait Operations: Sized + Send + Sync + 'static {
         triggers: &[Trigger],
     ) -> Result<Option<String>, Error>;
 
-    /// Starts an apply; `note` says why no person asked for it, `resumes`
-    /// counts resumptions of an interrupted apply.
-    fn start_apply(
-        &self,
-        app: &AppName,
+    /// Starts the operation `start` names on `app`.
+    fn start(&self, app: &AppName, start: Start) -> Result<Started, Error>;
+}
+
+/// An operation the loops start, with what it is asked and why: `note`
+/// says why no person asked for it (an automatic re-apply's reason, a
+/// resumption).
+#[derive(Debug)]
+pub(crate) enum Start {
+    /// An apply with the operator's flags; `resumes` counts the
+    /// resumptions of an interrupted apply.
+    Apply {
         flags: ApplyRequest,
         note: Option<String>,
         resumes: u32,
-    ) -> Result<Started, Error>;
-
-    /// Starts a remove.
-    fn start_remove(
-        &self,
-        app: &AppName,
+    },
+    /// A remove, as the kept request asked it.
+    Remove {
         request: Request,
         note: Option<String>,
-    ) -> Result<Started, Error>;
-
-    /// Starts a recover.
-    fn start_recover(
-        &self,
-        app: &AppName,
+    },
+    /// A recover.
+    Recover {
         request: Request,
         note: Option<String>,
-    ) -> Result<Started, Error>;
+    },
 }
 
 /// An operation that was started.

@@ -14,9 +14,10 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::facts_source::FactsSource;
-use super::operations::Operations;
+use super::operations::{Operations, Start};
 use super::stored::StoredVersion;
 use crate::kube::ReleaseEvent;
+use crate::model::ApplyRequest;
 use crate::model::{AppName, Trigger};
 use crate::store::{AppState, Operation};
 
@@ -311,7 +312,14 @@ pub(super) fn auto_reapply(
         }
     }
     let note = format!("{AUTO_NOTE}{reason}");
-    match ops.start_apply(app, Default::default(), Some(note.clone()), 0) {
+    match ops.start(
+        app,
+        Start::Apply {
+            flags: ApplyRequest::default(),
+            note: Some(note.clone()),
+            resumes: 0,
+        },
+    ) {
         Ok(started) => {
             tracing::info!(target: "capstan::audit", app = %app, operation = started.operation.0, reason = %reason, "automatic re-apply started");
             record_events(ops, app, version, None, "AutoReapply", &note, false);

@@ -17,7 +17,7 @@
 //! operation resumed [`MAX_RESUMES`] times stays failed, so a step that
 //! kills every leader does not go round the replicas for ever.
 
-use super::operations::{Operations, Request, Started};
+use super::operations::{Operations, Request, Start, Started};
 use super::{Error, rules};
 use crate::store::{HistoryEntry, Operation, Outcome, Reconciled};
 
@@ -72,23 +72,27 @@ fn resume_one(
         entry.operation, entry.id
     );
     let started = match entry.operation {
-        Operation::Apply if rules::APPLY_FROM.contains(&moved.to) => {
-            ops.start_apply(&moved.app, request.apply(), Some(note), resumes)?
-        }
-        Operation::Remove => {
-            ops.start_remove(&moved.app, Request { resumes, ..request }, Some(note))?
-        }
-        Operation::Update | Operation::Rollback | Operation::Recover | Operation::Apply => ops
-            .start_recover(
-                &moved.app,
-                Request {
+        Operation::Apply if rules::APPLY_FROM.contains(&moved.to) => Start::Apply {
+            flags: request.apply(),
+            note: Some(note),
+            resumes,
+        },
+        Operation::Remove => Start::Remove {
+            request: Request { resumes, ..request },
+            note: Some(note),
+        },
+        Operation::Update | Operation::Rollback | Operation::Recover | Operation::Apply => {
+            Start::Recover {
+                request: Request {
                     resumes,
                     ..Request::default()
                 },
-                Some(note),
-            )?,
+                note: Some(note),
+            }
+        }
         _ => return Ok(None),
     };
+    let started = ops.start(&moved.app, started)?;
     Ok(Some((entry.clone(), started)))
 }
 

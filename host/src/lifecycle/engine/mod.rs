@@ -15,7 +15,7 @@ use super::facts::default_facts;
 use super::facts_source::{FactsSource, FactsView, StaticFacts};
 use super::leading::Role;
 use super::metrics::Metrics;
-use super::operations::{Operations, Request, Started};
+use super::operations::{Operations, Request, Start, Started};
 use super::state_dir::{
     StatePaths, create_private_dir, load_secret, lock_state, make_private, read_dir, remove_dir,
 };
@@ -28,7 +28,6 @@ use crate::lifecycle::apply::diff;
 use crate::lifecycle::apply::semantic_veto;
 use crate::lifecycle::engine::versions::static_layer;
 use crate::lifecycle::job::Job;
-use crate::model::ApplyRequest;
 use crate::model::Facts;
 use crate::model::{AppName, LookupPolicy};
 use crate::sandbox::{ComponentCache, Policy, Sandbox};
@@ -278,32 +277,16 @@ impl Operations for Lifecycle {
         Lifecycle::evaluate_triggers(self, app, version, triggers)
     }
 
-    fn start_apply(
-        &self,
-        app: &AppName,
-        flags: ApplyRequest,
-        note: Option<String>,
-        resumes: u32,
-    ) -> Result<Started, Error> {
-        Lifecycle::start_apply(self, app, flags, note, resumes)
-    }
-
-    fn start_remove(
-        &self,
-        app: &AppName,
-        request: Request,
-        note: Option<String>,
-    ) -> Result<Started, Error> {
-        Lifecycle::start_remove(self, app, request, note)
-    }
-
-    fn start_recover(
-        &self,
-        app: &AppName,
-        request: Request,
-        note: Option<String>,
-    ) -> Result<Started, Error> {
-        Lifecycle::start_recover(self, app, request, note)
+    fn start(&self, app: &AppName, start: Start) -> Result<Started, Error> {
+        match start {
+            Start::Apply {
+                flags,
+                note,
+                resumes,
+            } => self.start_apply(app, flags, note, resumes),
+            Start::Remove { request, note } => self.start_remove(app, request, note),
+            Start::Recover { request, note } => self.start_recover(app, request, note),
+        }
     }
 }
 
