@@ -130,3 +130,20 @@ pub(crate) fn observed(job: &Job<'_>, prepared: &Prepared<'_>) -> Result<Vec<Obs
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_object_is_ready_by_its_ready_condition_or_by_existing() {
+        assert!(ready(&json!({"kind": "Secret"})));
+        assert!(ready(
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        ));
+        assert!(!ready(
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+        ));
+    }
+}

@@ -127,11 +127,10 @@ pub(crate) fn patch_overrides(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lifecycle::actions::status::ready;
     use serde_json::json;
 
     #[test]
-    pub(crate) fn merge_patch_follows_rfc_7386() {
+    fn merge_patch_follows_rfc_7386() {
         // The RFC's own example.
         let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
         merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}}));
@@ -142,16 +141,5 @@ mod tests {
         let mut target = json!({"a": "b"});
         merge_patch(&mut target, &json!({"a": {"b": "c"}}));
         assert_eq!(target, json!({"a": {"b": "c"}}));
-    }
-
-    #[test]
-    fn an_object_is_ready_by_its_ready_condition_or_by_existing() {
-        assert!(ready(&json!({"kind": "Secret"})));
-        assert!(ready(
-            &json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-        ));
-        assert!(!ready(
-            &json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
-        ));
     }
 }
