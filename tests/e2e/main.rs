@@ -95,6 +95,10 @@ mod control_plane;
 /// immutable fields as the real server decides them.
 mod real_cluster;
 
+// Day two on the real control plane: hand edits, other managers and
+// autoscalers; what `app diff` shows and what an apply takes back.
+mod drift;
+
 /// Helm 4 as a differential oracle for install, upgrade and uninstall on
 /// the real control plane: the same charts through `helm` and capstan,
 /// what each step leaves compared (issue 42).

@@ -501,38 +501,6 @@ fn a_hook_job_completes_through_the_job_controller() {
     cp.delete_namespace(app);
 }
 
-/// Another manager (`kubectl apply --server-side`) owns a field the app
-/// sets: the real server's 409 names the field and the manager; nothing is
-/// forced.
-#[test]
-fn a_field_owned_by_kubectl_is_a_conflict_naming_both() {
-    let Some(cp) = control_plane() else { return };
-    let app = "cp-conflict";
-    let d = shop(&cp, app, |_| {});
-    d.ok(&["app", "apply", app]);
-    let out = cp.kubectl_stdin(
-        &["apply", "--server-side", "--field-manager=ops-team", "--force-conflicts", "-f", "-"],
-        &format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {app}\nspec:\n  replicas: 5\n"
-        ),
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    d.ok(&["override", "set", app, "web", "--set", "replicaCount=4"]);
-    let out = d.cli(&["app", "apply", app]);
-    assert!(!out.status.success());
-    let shown = d.show(app);
-    let message = shown["message"].as_str().unwrap_or_default().to_owned();
-    assert_eq!(shown["state"], "apply-failed", "{message}");
-    assert!(
-        message.contains("spec.replicas") && message.contains("ops-team"),
-        "{message}"
-    );
-    let web = cp.object("deployment", Some(app), "web").expect("web");
-    assert_eq!(web["spec"]["replicas"], 5, "not forced");
-    d.ok(&["app", "remove", app]);
-    cp.delete_namespace(app);
-}
-
 /// Every object labelled as the app's in `namespace` (`Kind/name`).
 fn owned(cp: &ControlPlane, app: &str, namespace: &str) -> Vec<String> {
     cp.kubectl_ok(&[

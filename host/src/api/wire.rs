@@ -16,9 +16,9 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 pub use crate::lifecycle::{
-    ChartDiff, ChartOverrides, ChartProgress, ChartState, FactsView, LayerValues, OperationCharts,
-    OverrideSet, OverrideSummary, PlatformEventOutcome, PlatformEventRequest, VolumeRequest,
-    VolumeView,
+    ChartDiff, ChartOverrides, ChartProgress, ChartState, FactsView, LayerValues, ObjectDrift,
+    OperationCharts, OverrideSet, OverrideSummary, PlatformEventOutcome, PlatformEventRequest,
+    VolumeRequest, VolumeView,
 };
 pub use crate::store::{AppRecord, DecisionRecord, HistoryEntry, OperationId, VolumeRecord};
 

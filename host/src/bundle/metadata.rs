@@ -9,7 +9,10 @@ use serde::{Deserialize, Deserializer};
 use super::Error;
 use super::manifest::Manifest;
 use super::paths::check_path;
-use crate::model::{AppName, ChartName, ComponentSpec, Hook, Namespace, ReleaseName, TriggerSpec};
+use crate::model::{
+    AppName, ChartName, ComponentSpec, Conflicts, FieldPolicy, Hook, IgnoreRule, MAX_IGNORE_RULES,
+    Namespace, ReleaseName, TriggerSpec,
+};
 
 /// An app's metadata, as read from `capstan.yaml`. Only [`Metadata::parse`]
 /// makes one, so a value has passed the consistency checks listed there.
@@ -67,6 +70,19 @@ pub struct Metadata {
     /// Needs a plugin that declares the hook.
     #[serde(default)]
     pub reapply_triggers: Vec<TriggerSpec>,
+    /// What an apply does with a field that another manager (a person's
+    /// `kubectl edit`, a controller) holds: `force` takes it back (the
+    /// default, as Flux does), `fail` stops the apply naming the field
+    /// and its manager (as Helm 4 without `--force-conflicts`).
+    #[serde(default)]
+    pub conflicts: Conflicts,
+    /// Fields of the app's objects that capstan neither applies nor
+    /// compares (kind, name pattern, JSON pointers), so it never fights
+    /// the controller that owns them. A chart's own
+    /// HorizontalPodAutoscaler leaves its workload's `/spec/replicas`
+    /// alone without a rule ([`crate::model::autoscaled`]).
+    #[serde(default)]
+    pub ignore: Vec<IgnoreRule>,
 }
 
 /// The least time between two automatic re-applies of one app unless its
@@ -405,6 +421,14 @@ impl Metadata {
             .unwrap_or(self.wait_for_load_balancer)
     }
 
+    /// What the app says of field ownership (`conflicts`, `ignore`).
+    pub fn field_policy(&self) -> FieldPolicy {
+        FieldPolicy {
+            conflicts: self.conflicts,
+            ignore: self.ignore.clone(),
+        }
+    }
+
     /// The least time between two automatic re-applies of the app.
     pub fn auto_reapply_interval(&self) -> std::time::Duration {
         self.auto_reapply_interval
@@ -478,7 +502,26 @@ impl Metadata {
         self.check_groups(&chart_names)?;
         self.check_plugins(&chart_names)?;
         self.check_components(&chart_names)?;
-        self.check_triggers()
+        self.check_triggers()?;
+        self.check_ignore()
+    }
+
+    fn check_ignore(&self) -> Result<(), Error> {
+        if self.ignore.len() > MAX_IGNORE_RULES {
+            return Err(invalid(
+                "ignore".to_string(),
+                format!(
+                    "{} rules; at most {MAX_IGNORE_RULES} allowed",
+                    self.ignore.len()
+                ),
+            ));
+        }
+        for (index, rule) in self.ignore.iter().enumerate() {
+            if let Some(problem) = rule.problem() {
+                return Err(invalid(format!("ignore[{index}]"), problem));
+            }
+        }
+        Ok(())
     }
 
     fn check_triggers(&self) -> Result<(), Error> {
@@ -809,6 +852,39 @@ components:
             error.contains("auto_reapply_interval \"soon\" is not a number of s, m or h"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn field_policy_defaults_to_force_and_its_rules_are_checked() {
+        let metadata = Metadata::parse(HELLO).unwrap();
+        assert_eq!(metadata.field_policy().conflicts, Conflicts::Force);
+        assert!(metadata.field_policy().ignore.is_empty());
+        let with = format!(
+            "{HELLO}conflicts: fail\nignore:\n  - kind: Deployment\n    name: web-*\n    paths: [/spec/replicas]\n"
+        );
+        let metadata = Metadata::parse(&with).unwrap();
+        let policy = metadata.field_policy();
+        assert_eq!(policy.conflicts, Conflicts::Fail);
+        assert_eq!(
+            policy.ignored("Deployment", Some("hello"), "web-1").len(),
+            1
+        );
+        let bad = format!("{HELLO}conflicts: maybe\n");
+        assert!(Metadata::parse(&bad).is_err());
+        let bad = format!("{HELLO}ignore:\n  - kind: Deployment\n    paths: [spec/replicas]\n");
+        let error = Metadata::parse(&bad).unwrap_err().to_string();
+        assert!(error.contains("must start with /"), "{error}");
+        let bad = format!("{HELLO}ignore:\n  - kind: Deployment\n    paths: []\n");
+        let error = Metadata::parse(&bad).unwrap_err().to_string();
+        assert!(
+            error.contains("ignore[0]") && error.contains("0 paths"),
+            "{error}"
+        );
+        let many = "  - {kind: ConfigMap, paths: [/data/x]}\n".repeat(65);
+        let error = Metadata::parse(&format!("{HELLO}ignore:\n{many}"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("at most 64"), "{error}");
     }
 
     #[test]

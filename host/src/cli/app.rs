@@ -158,6 +158,11 @@ enum AppCommand {
         /// StatefulSets keep their Pods and claims); may be repeated.
         #[arg(long, value_name = "KIND/NAME")]
         recreate: Vec<String>,
+        /// Take back the fields other field managers changed (a `kubectl
+        /// edit`, `kubectl scale`) for this apply, even where the app's
+        /// `conflicts` policy is `fail`.
+        #[arg(long)]
+        force_conflicts: bool,
         /// Return once started instead of showing progress.
         #[arg(long)]
         no_wait: bool,
@@ -704,12 +709,14 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             rekind,
             adopt,
             recreate,
+            force_conflicts,
             no_wait,
         } => {
             let request = ApplyRequest {
                 rekind,
                 adopt,
                 recreate,
+                force_conflicts,
             };
             let started = client.apply(&name, &request)?;
             follow(&client, format, &name, &started, no_wait)

@@ -42,6 +42,10 @@ pub struct LiveDiff {
     /// For a Secret: the keys of `data`/`stringData` whose values would
     /// change (added, removed or different), sorted. Empty otherwise.
     pub secret_changes: Vec<String>,
+    /// For an update: the fields another manager changed (who, how,
+    /// when, from the live object's `managedFields`) that the apply
+    /// would take back. Empty when the change is the chart's own.
+    pub drift: Vec<crate::model::DriftedField>,
 }
 
 fn is_secret(object: &Value) -> bool {
@@ -128,6 +132,7 @@ pub fn live_diff(
         change,
         text: unified_diff(&yaml(&live), &yaml(&desired)),
         secret_changes,
+        drift: Vec::new(),
     })
 }
 

@@ -48,6 +48,7 @@ pub mod cluster;
 mod dir;
 pub mod hooks;
 pub mod live_diff;
+pub mod managed;
 mod manifest;
 mod plan;
 pub mod scope;

@@ -317,6 +317,7 @@ pub trait ApplyTarget: Send + Sync {
         &self,
         release: &Release,
         desired: &[Resource],
+        options: &ApplyOptions,
     ) -> Result<Option<Vec<LiveDiff>>, Error>;
 }
 
@@ -395,6 +396,11 @@ pub struct ApplyOptions {
     /// writes or deletes something. `None` counts one up from the
     /// Secret's.
     pub revision: Option<u64>,
+    /// Field ownership: whether a field another manager holds is taken
+    /// back (`force`, the default) or fails the apply, and the fields
+    /// neither applied nor compared (the app's `ignore` rules and those
+    /// its charts' own autoscalers imply).
+    pub fields: crate::model::FieldPolicy,
 }
 
 /// Objects that pruning and removal leave in place unless told otherwise.

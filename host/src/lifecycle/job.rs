@@ -75,6 +75,7 @@ pub(crate) static NO_FLAGS: ApplyRequest = ApplyRequest {
     rekind: Vec::new(),
     adopt: false,
     recreate: Vec::new(),
+    force_conflicts: false,
 };
 
 /// A loaded plugin and what the bundle says it serves.

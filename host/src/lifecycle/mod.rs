@@ -72,7 +72,7 @@ mod volumes;
 
 pub use actions::{MAX_PATCHED_OVERRIDES_BYTES, merge_patch};
 pub use admit::validate_plugin;
-pub use apply::ChartDiff;
+pub use apply::{ChartDiff, ObjectDrift};
 pub use bundle_home::{BundleHome, RegistryHome};
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use cluster_facts::{ClusterFacts, ClusterFactsOptions, Overlay, POLL_INTERVAL};

@@ -121,6 +121,8 @@ pub(crate) struct Request {
     #[serde(default, skip_serializing_if = "is_false")]
     pub force: bool,
     #[serde(default, skip_serializing_if = "is_false")]
+    pub force_conflicts: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
     pub keep_secrets: bool,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resumes: u32,
@@ -141,6 +143,7 @@ impl Request {
             rekind: flags.rekind.clone(),
             adopt: flags.adopt,
             recreate: flags.recreate.clone(),
+            force_conflicts: flags.force_conflicts,
             resumes,
             ..Request::default()
         }
@@ -152,6 +155,7 @@ impl Request {
             rekind: self.rekind.clone(),
             adopt: self.adopt,
             recreate: self.recreate.clone(),
+            force_conflicts: self.force_conflicts,
         }
     }
 }

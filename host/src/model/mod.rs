@@ -10,7 +10,8 @@
 //! ([`LookupQuery`], [`LookupPolicy`], [`Served`]) and watches
 //! ([`WatchFrom`], [`WatchEnd`]), the facts plugins are handed
 //! ([`Facts`] and its sections, the [`App`] a call is about), what an
-//! operator asks of an apply ([`ApplyRequest`]), and what a contract
+//! operator asks of an apply ([`ApplyRequest`]), what an app says of
+//! fields other managers touch ([`FieldPolicy`]), and what a contract
 //! 0.2 plugin is asked and answers ([`ChartCall`], [`ChartAnswer`],
 //! [`HookCall`], [`HookAnswer`] and its [`Action`]s).
 //!
@@ -25,6 +26,7 @@
 
 mod contract;
 mod facts;
+mod fields;
 mod hook;
 mod layer;
 mod live;
@@ -42,6 +44,10 @@ pub use facts::{
     Network, NetworkInterface, Node, NodeRole, OperationalState, PciDevice, ServiceParameter,
     StorageBackend, StorageClass, StorageHealth, StorageKind, StorageTier, SystemInfo, SystemMode,
     VolumeRequest,
+};
+pub use fields::{
+    Conflicts, DriftedField, FieldPolicy, IgnoreRule, MAX_IGNORE_RULES, Pointer, autoscaled,
+    pattern_matches,
 };
 pub use hook::{Hook, HookOutcome, UnknownHook};
 pub use layer::Layer;

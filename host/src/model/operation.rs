@@ -22,4 +22,8 @@ pub struct ApplyRequest {
     /// refused as immutable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recreate: Vec<String>,
+    /// Take back, for this operation, the fields other managers hold
+    /// even where the app's `conflicts` policy is `fail`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force_conflicts: bool,
 }

@@ -41,6 +41,7 @@ use super::client::Cluster;
 use super::delete::delete_until_gone;
 use super::discovery::Kind;
 use super::error::Error;
+use super::fields;
 use super::inventory::{Inventory, Owner, owner, secret_name, with_ownership};
 use super::prune;
 use super::readiness::Rules;
@@ -260,13 +261,20 @@ pub async fn apply_release(
             let work: Vec<_> = chunk
                 .iter()
                 .map(|(p, live)| {
-                    let force = options.adopt && !owned_before.contains(&p.id.key());
+                    let adopting = options.adopt && !owned_before.contains(&p.id.key());
+                    let force = fields::forces(&options.fields, adopting);
                     let again = recreate::opted_in(options, &p.id).then_some(times);
-                    (cluster.clone(), (*p).clone(), (*live).clone(), force, again)
+                    let (sent, ignored) = fields::with_policy(p, live.as_ref(), &options.fields);
+                    let how = How {
+                        force,
+                        recreate: again,
+                        ignored,
+                    };
+                    (cluster.clone(), sent, (*live).clone(), how)
                 })
                 .collect();
-            let outcomes = in_flight(work, |(cluster, p, live, force, again)| async move {
-                apply_one(&cluster, &p, live.as_ref(), force, again).await
+            let outcomes = in_flight(work, |(cluster, p, live, how)| async move {
+                apply_one(&cluster, &p, live.as_ref(), &how).await
             })
             .await;
             let mut failure = None;
@@ -563,18 +571,28 @@ pub(super) fn check_owner(
     }
 }
 
+/// How one object is applied.
+struct How {
+    /// Take fields other managers hold ([`fields::forces`]).
+    force: bool,
+    /// The operator opted in to recreating it on an immutable change.
+    recreate: Option<recreate::Times>,
+    /// Fields the comparison skips ([`fields::with_policy`]).
+    ignored: Vec<crate::model::Pointer>,
+}
+
 /// Applies one object given its live state: created when absent,
-/// written when the dry run differs, else left alone. With `recreate`
-/// (the operator opted in for this object), an immutable-field refusal
-/// deletes and creates the object instead ([`recreate::recreate`]); a
-/// recreate counts as [`Change::Configured`].
+/// written when the dry run differs (outside the ignored fields), else
+/// left alone. With `recreate` (the operator opted in for this object),
+/// an immutable-field refusal deletes and creates the object instead
+/// ([`recreate::recreate`]); a recreate counts as [`Change::Configured`].
 async fn apply_one(
     cluster: &Cluster,
     p: &Prepared,
     live: Option<&Value>,
-    force: bool,
-    recreate: Option<recreate::Times>,
+    how: &How,
 ) -> Result<(Change, String), Error> {
+    let force = how.force;
     let namespace = p.id.namespace.as_deref();
     let uid = |object: &Value| wait::uid_of(object).to_string();
     let Some(live) = live else {
@@ -587,7 +605,9 @@ async fn apply_one(
         let dry = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, true, force)
             .await?;
-        if comparable(&dry) == comparable(live) {
+        if fields::comparable_without(&dry, &how.ignored)
+            == fields::comparable_without(live, &how.ignored)
+        {
             return Ok((Change::Unchanged, uid(live)));
         }
         let applied = cluster
@@ -595,7 +615,7 @@ async fn apply_one(
             .await?;
         Ok((Change::Configured, uid(&applied)))
     };
-    match (written.await, recreate) {
+    match (written.await, how.recreate) {
         (Err(Error::Immutable { .. }), Some(times)) => {
             recreate::recreate(cluster, p, force, times).await?;
             Ok((Change::Configured, String::new()))

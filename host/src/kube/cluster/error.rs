@@ -64,6 +64,9 @@ pub struct FieldConflict {
     /// The manager that owns it, e.g. `kubectl`; empty if the message
     /// does not say.
     pub manager: String,
+    /// The subresource it wrote through (`scale` for `kubectl scale`
+    /// and an HPA); empty for the object itself.
+    pub subresource: String,
 }
 
 /// Why one object blocks readiness or deletion.
@@ -239,7 +242,9 @@ pub enum Error {
     },
     /// Server-side apply found fields owned by other managers (409).
     #[error(
-        "apply of {object} conflicts with other field managers: {}",
+        "apply of {object} conflicts with other field managers: {}; `capstan app diff` shows \
+         who changed what, and `app apply --force-conflicts` (or `conflicts: force` in \
+         capstan.yaml) takes the fields back",
         conflict_list(conflicts)
     )]
     FieldConflict {
@@ -364,7 +369,11 @@ fn conflict_list(conflicts: &[FieldConflict]) -> String {
         .iter()
         .map(|c| match c.manager.as_str() {
             "" => format!("{} (manager not named)", c.field),
-            manager => format!("{} owned by {manager:?}", c.field),
+            manager if c.subresource.is_empty() => format!("{} owned by {manager:?}", c.field),
+            manager => format!(
+                "{} owned by {manager:?} through subresource {:?}",
+                c.field, c.subresource
+            ),
         })
         .collect();
     parts.join(", ")
@@ -401,15 +410,18 @@ pub fn field_conflicts(status: &serde_json::Value) -> Vec<FieldConflict> {
             };
             FieldConflict {
                 field: text("field").to_string(),
-                manager: manager_of(text("message")),
+                manager: quoted_after(text("message"), "conflict with \""),
+                subresource: quoted_after(text("message"), "with subresource \""),
             }
         })
         .collect()
 }
 
-/// The quoted manager after `conflict with ` in a cause message.
-fn manager_of(message: &str) -> String {
-    let Some((_, rest)) = message.split_once("conflict with \"") else {
+/// The quoted word after `lead` (which ends with its opening quote) in
+/// a cause message: the manager after `conflict with "`, the subresource
+/// after `with subresource "`.
+fn quoted_after(message: &str, lead: &str) -> String {
+    let Some((_, rest)) = message.split_once(lead) else {
         return String::new();
     };
     rest.split_once('"')
@@ -458,9 +470,12 @@ mod tests {
             err.to_string(),
             "apply of Deployment shop/web (apps/v1) conflicts with other field managers: \
              .spec.replicas owned by \"kubectl\", \
-             .spec.template.spec.containers[name=\"web\"].image owned by \"helm\""
+             .spec.template.spec.containers[name=\"web\"].image owned by \"helm\" \
+             through subresource \"scale\"; `capstan app diff` shows who changed what, and \
+             `app apply --force-conflicts` (or `conflicts: force` in capstan.yaml) takes the \
+             fields back"
         );
-        assert_eq!(manager_of("something else"), "");
+        assert_eq!(quoted_after("something else", "conflict with \""), "");
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub mod diff;
 pub mod discovery;
 pub mod error;
 pub mod events;
+mod fields;
 pub mod hooks;
 pub mod inventory;
 pub mod lease;
@@ -429,11 +430,15 @@ impl ApplyTarget for ClusterTarget {
         &self,
         release: &Release,
         desired: &[Resource],
+        options: &ApplyOptions,
     ) -> Result<Option<Vec<LiveDiff>>, crate::kube::Error> {
         let applied = self.block_on(release, diff::recorded(&self.cluster, release))?;
         let plan = crate::kube::plan_apply(&applied, desired)?;
-        self.block_on(release, diff::diff_live(&self.cluster, release, &plan))
-            .map(Some)
+        self.block_on(
+            release,
+            diff::diff_live(&self.cluster, release, &plan, &options.fields),
+        )
+        .map(Some)
     }
 }
 

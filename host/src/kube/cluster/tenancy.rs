@@ -228,8 +228,9 @@ impl ApplyTarget for TenantTarget {
         &self,
         release: &Release,
         desired: &[Resource],
+        options: &ApplyOptions,
     ) -> Result<Option<Vec<LiveDiff>>, crate::kube::Error> {
-        self.of(release)?.diff_live(release, desired)
+        self.of(release)?.diff_live(release, desired, options)
     }
 }
 
@@ -306,7 +307,9 @@ mod tests {
         target
             .apply_with(&shop, &plan, &ApplyOptions::default(), &NoProgress)
             .unwrap();
-        target.diff_live(&shop, &desired).unwrap();
+        target
+            .diff_live(&shop, &desired, &ApplyOptions::default())
+            .unwrap();
         let seen = users(&double);
         assert!(
             seen.iter().any(|(r, _)| r.starts_with("PATCH ")),

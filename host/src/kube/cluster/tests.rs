@@ -653,7 +653,7 @@ fn a_foreign_object_is_a_conflict_unless_adopted() {
 }
 
 #[test]
-fn a_field_another_manager_owns_is_a_409_naming_field_and_manager() {
+fn a_field_another_manager_owns_fails_under_conflicts_fail_and_is_taken_back_by_default() {
     let f = fixture();
     let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: one}\n";
     apply_text(&f, text, &ApplyOptions::default()).unwrap();
@@ -668,11 +668,27 @@ fn a_field_another_manager_owns_is_a_409_naming_field_and_manager() {
         .remove("managedFields");
     f.double.put_object(live, "kubectl");
     let changed = text.replace("k: one", "k: two");
-    let err = cluster_error(apply_text(&f, &changed, &ApplyOptions::default()).unwrap_err());
-    assert_eq!(
-        err.to_string(),
-        "apply of ConfigMap shop/settings (v1) conflicts with other field managers: .data.k owned by \"kubectl\""
+    let fail = ApplyOptions {
+        fields: crate::model::FieldPolicy {
+            conflicts: crate::model::Conflicts::Fail,
+            ignore: Vec::new(),
+        },
+        ..ApplyOptions::default()
+    };
+    let err = cluster_error(apply_text(&f, &changed, &fail).unwrap_err());
+    assert!(
+        err.to_string().starts_with(
+            "apply of ConfigMap shop/settings (v1) conflicts with other field managers: \
+             .data.k owned by \"kubectl\"; `capstan app diff` shows who changed what"
+        ),
+        "{err}"
     );
+    let live = f.double.object("v1", "ConfigMap", Some("shop"), "settings");
+    assert_eq!(live.unwrap()["data"]["k"], "theirs", "nothing written");
+    // The default policy takes the field back.
+    apply_text(&f, &changed, &ApplyOptions::default()).unwrap();
+    let live = f.double.object("v1", "ConfigMap", Some("shop"), "settings");
+    assert_eq!(live.unwrap()["data"]["k"], "two");
 }
 
 /// Helm's YAML reading reaches the wire: `0644` is 420 and `yes` is

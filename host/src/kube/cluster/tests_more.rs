@@ -465,7 +465,11 @@ fn the_live_diff_dry_runs_on_the_server_and_masks_secrets() {
     f.double.clear_requests();
     let diffs = f
         .target
-        .diff_live(&release(), &parse_manifests(next).unwrap())
+        .diff_live(
+            &release(),
+            &parse_manifests(next).unwrap(),
+            &ApplyOptions::default(),
+        )
         .unwrap()
         .unwrap();
     let summary: Vec<(String, LiveChange)> = diffs

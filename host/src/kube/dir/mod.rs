@@ -295,8 +295,9 @@ impl ApplyTarget for DirTarget {
         &self,
         release: &Release,
         desired: &[Resource],
+        options: &ApplyOptions,
     ) -> Result<Option<Vec<LiveDiff>>, Error> {
-        let _ = (release, desired);
+        let _ = (release, desired, options);
         Ok(None)
     }
 }

@@ -5,6 +5,7 @@ use crate::kube::{self, LiveChange, LiveDiff};
 use crate::lifecycle::Error;
 use crate::lifecycle::apply::prepare::load;
 use crate::lifecycle::apply::prepare::system_overrides;
+use crate::lifecycle::apply::render::field_policy;
 use crate::lifecycle::apply::render::next_revision;
 use crate::lifecycle::apply::render::plan_chart;
 use crate::lifecycle::job::Job;
@@ -24,8 +25,23 @@ pub struct ChartDiff {
     pub changed: usize,
     /// Objects that would be deleted.
     pub removed: usize,
-    /// The unified diff, as `kube::Diff` prints it.
+    /// The unified diff, as `kube::Diff` prints it; on a cluster, each
+    /// drifted object's diff is preceded by a `# drifted:` line per field
+    /// another manager changed.
     pub text: String,
+    /// The objects other managers drifted (a cluster target only), each
+    /// with the fields a re-apply would take back and who changed them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<ObjectDrift>,
+}
+
+/// One object other managers drifted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ObjectDrift {
+    /// The object, as `Kind namespace/name (apiVersion)`.
+    pub object: String,
+    /// Each drifted field, who changed it, how and when.
+    pub fields: Vec<crate::model::DriftedField>,
 }
 
 /// A chart's diff from a target's live (dry-run) comparison.
@@ -33,7 +49,14 @@ pub(crate) fn chart_diff_of(chart: String, live: &[LiveDiff]) -> ChartDiff {
     let count = |change: LiveChange| live.iter().filter(|d| d.change == change).count();
     let text = live
         .iter()
-        .map(|d| format!("--- {}\n{}", d.object, d.text))
+        .map(|d| {
+            let drift: String = d
+                .drift
+                .iter()
+                .map(|field| format!("# drifted: {field}\n"))
+                .collect();
+            format!("--- {}\n{drift}{}", d.object, d.text)
+        })
         .collect();
     ChartDiff {
         chart,
@@ -41,6 +64,14 @@ pub(crate) fn chart_diff_of(chart: String, live: &[LiveDiff]) -> ChartDiff {
         changed: count(LiveChange::Update),
         removed: count(LiveChange::Prune),
         text,
+        drift: live
+            .iter()
+            .filter(|d| !d.drift.is_empty())
+            .map(|d| ObjectDrift {
+                object: d.object.to_string(),
+                fields: d.drift.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -84,9 +115,13 @@ pub fn diff(
         } else {
             Vec::new()
         };
+        let options = kube::ApplyOptions {
+            fields: field_policy(&version.metadata, false, &desired, chart.namespace.as_str()),
+            ..kube::ApplyOptions::default()
+        };
         if let Some(live_diffs) = job
             .target()
-            .diff_live(&release, &desired)
+            .diff_live(&release, &desired, &options)
             .map_err(kube_err)?
         {
             let mut chart_diff = chart_diff_of(name, &live_diffs);
@@ -101,6 +136,7 @@ pub fn diff(
             changed: diff.changed.len(),
             removed: diff.removed.len(),
             text: job.redact(&diff.to_string()),
+            drift: Vec::new(),
         });
     }
     for old in replacing.into_iter() {
@@ -122,6 +158,7 @@ pub fn diff(
                 changed: diff.changed.len(),
                 removed: diff.removed.len(),
                 text: job.redact(&diff.to_string()),
+                drift: Vec::new(),
             });
         }
     }

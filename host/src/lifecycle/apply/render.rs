@@ -75,6 +75,12 @@ pub(crate) fn render_all(
                 })?;
             let revision = next_revision(job, &release, &live)?;
             let planned = plan_chart(job, prepared, chart, !live.is_empty(), revision)?;
+            let fields = field_policy(
+                &version.metadata,
+                prepared.request.flags.force_conflicts,
+                &planned.desired,
+                chart.namespace.as_str(),
+            );
             for warning in planned.warnings {
                 job.warn(warning);
             }
@@ -93,6 +99,7 @@ pub(crate) fn render_all(
                     recreate: prepared.request.flags.recreate.clone(),
                     take_over: take_over.clone(),
                     revision: Some(revision),
+                    fields,
                     ..ApplyOptions::default()
                 },
             });
@@ -109,6 +116,26 @@ pub(crate) fn render_all(
         });
     }
     Ok(groups)
+}
+
+/// The field policy a chart's objects are applied with: the app's
+/// `conflicts` (taken back for this operation with `force`) and `ignore`
+/// rules, and the rules the chart's own autoscalers imply.
+pub(crate) fn field_policy(
+    metadata: &bundle::Metadata,
+    force: bool,
+    desired: &[Resource],
+    namespace: &str,
+) -> crate::model::FieldPolicy {
+    let mut policy = metadata.field_policy();
+    if force {
+        policy.conflicts = crate::model::Conflicts::Force;
+    }
+    policy.ignore.extend(crate::model::autoscaled(
+        desired.iter().map(Resource::object),
+        namespace,
+    ));
+    policy
 }
 
 /// Reads what planning a chart needs (its files, its layers, the
