@@ -230,3 +230,138 @@ fn an_autoscaler_and_ignored_fields_are_never_fought() {
     d.ok(&["app", "remove", app]);
     cp.delete_namespace(app);
 }
+
+/// Waits until `app show` has the `drifted` condition satisfying
+/// `check`, at most 30 s; how long it took.
+fn drifted_within(
+    d: &crate::daemon::Daemon,
+    app: &str,
+    check: impl Fn(&serde_json::Value) -> bool,
+) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    loop {
+        let shown = d.show(app);
+        if check(&shown["drifted"]) {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no drift seen in 30 s: {shown}\n{}",
+            d.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn names(drifted: &serde_json::Value, manager: &str) -> bool {
+    drifted["message"]
+        .as_str()
+        .is_some_and(|m| m.contains(&format!("changed by \"{manager}\"")))
+}
+
+/// The daemon's watches see a hand edit within seconds, without `app
+/// diff`: the `drifted` condition in `app show` names the object, field
+/// and manager; a `Drifted` Event lands on the chart's release; a deleted
+/// object is drift too; an apply clears it; and after a daemon restart
+/// the release is watched again. One watch per kind and namespace.
+#[test]
+fn the_watches_see_an_edit_within_seconds_and_across_a_restart() {
+    let Some(cp) = control_plane() else { return };
+    let app = "cp-drift-watch";
+    let mut d = shop(&cp, app, |_| {});
+    d.ok(&["app", "apply", app]);
+    assert!(d.show(app).get("drifted").is_none());
+    cp.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "shop-config",
+        "-n",
+        app,
+        "--type=merge",
+        "-p",
+        r#"{"data":{"currency":"XXX"}}"#,
+    ]);
+    let took = drifted_within(&d, app, |c| names(c, "kubectl-patch"));
+    eprintln!("drift seen {} ms after the edit", took.as_millis());
+    let shown = d.show(app);
+    let objects = shown["drifted"]["objects"].to_string();
+    assert!(
+        objects.contains("ConfigMap") && objects.contains(".data.currency"),
+        "{objects}"
+    );
+    cp.eventually(
+        "a Drifted Event",
+        std::time::Duration::from_secs(10),
+        || {
+            cp.kubectl_ok(&[
+                "get",
+                "events",
+                "-n",
+                app,
+                "--field-selector",
+                "reason=Drifted",
+            ])
+            .contains("Drifted")
+        },
+    );
+    cp.kubectl_ok(&["delete", "service", "api", "-n", app]);
+    drifted_within(&d, app, |c| {
+        c["objects"]
+            .as_array()
+            .is_some_and(|o| o.iter().any(|o| o["deleted"] == true))
+    });
+    d.ok(&["app", "apply", app]);
+    drifted_within(&d, app, serde_json::Value::is_null);
+
+    d.kill();
+    d.spawn(&[]);
+    // Give the new daemon a moment to follow what it finds applied.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    cp.kubectl_ok(&["scale", "deployment", "web", "-n", app, "--replicas", "1"]);
+    drifted_within(&d, app, |c| names(c, "kubectl"));
+    d.ok(&["app", "remove", app]);
+    cp.delete_namespace(app);
+}
+
+/// `drift: correct`: a hand edit is taken back on its own, as an apply
+/// in the history noted as a drift correction.
+#[test]
+fn drift_correct_takes_an_edit_back_on_its_own() {
+    let Some(cp) = control_plane() else { return };
+    let app = "cp-drift-correct";
+    let d = shop(&cp, app, |dir| {
+        append_metadata(dir, "drift: correct\ndrift_correction_interval: 1s\n");
+    });
+    d.ok(&["app", "apply", app]);
+    let original = cp
+        .object("configmap", Some(app), "shop-config")
+        .expect("cm")["data"]["currency"]
+        .clone();
+    cp.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "shop-config",
+        "-n",
+        app,
+        "--type=merge",
+        "-p",
+        r#"{"data":{"currency":"XXX"}}"#,
+    ]);
+    cp.eventually(
+        "the edit taken back",
+        std::time::Duration::from_secs(60),
+        || {
+            cp.object("configmap", Some(app), "shop-config")
+                .is_some_and(|c| c["data"]["currency"] == original)
+        },
+    );
+    let history = d.ok(&["app", "history", app, "-o", "json"]);
+    assert!(history.contains("drift correction: ConfigMap"), "{history}");
+    cp.eventually(
+        "the app applied again",
+        std::time::Duration::from_secs(60),
+        || d.show(app)["state"] == "applied" && d.show(app).get("drifted").is_none(),
+    );
+    d.ok(&["app", "remove", app]);
+    cp.delete_namespace(app);
+}

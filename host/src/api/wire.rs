@@ -16,10 +16,11 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 pub use crate::lifecycle::{
-    ChartDiff, ChartOverrides, ChartProgress, ChartState, FactsView, LayerValues, ObjectDrift,
-    OperationCharts, OverrideSet, OverrideSummary, PlatformEventOutcome, PlatformEventRequest,
-    VolumeRequest, VolumeView,
+    ChartDiff, ChartOverrides, ChartProgress, ChartState, FactsView, LayerValues, OperationCharts,
+    OverrideSet, OverrideSummary, PlatformEventOutcome, PlatformEventRequest, VolumeRequest,
+    VolumeView,
 };
+pub use crate::model::{DriftedField, ObjectDrift};
 pub use crate::store::{AppRecord, DecisionRecord, HistoryEntry, OperationId, VolumeRecord};
 
 /// The content type a bundle is sent with (`POST /v1/apps`, `POST /v1/updates`).
@@ -295,7 +296,7 @@ pub struct Started {
 
 /// `GET /v1/apps/{app}`: the app and everything `app show` prints about
 /// it, as the lifecycle builds it.
-pub use crate::lifecycle::{AppDetails, ChartSummary, VersionSummary};
+pub use crate::lifecycle::{AppDetails, ChartSummary, Drifted, VersionSummary};
 
 /// `DELETE /v1/apps/{app}/overrides/{chart}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

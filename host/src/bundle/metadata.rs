@@ -10,8 +10,8 @@ use super::Error;
 use super::manifest::Manifest;
 use super::paths::check_path;
 use crate::model::{
-    AppName, ChartName, ComponentSpec, Conflicts, FieldPolicy, Hook, IgnoreRule, MAX_IGNORE_RULES,
-    Namespace, ReleaseName, TriggerSpec,
+    AppName, ChartName, ComponentSpec, Conflicts, DriftMode, FieldPolicy, Hook, IgnoreRule,
+    MAX_IGNORE_RULES, Namespace, ReleaseName, TriggerSpec,
 };
 
 /// An app's metadata, as read from `capstan.yaml`. Only [`Metadata::parse`]
@@ -83,6 +83,29 @@ pub struct Metadata {
     /// alone without a rule ([`crate::model::autoscaled`]).
     #[serde(default)]
     pub ignore: Vec<IgnoreRule>,
+    /// What the daemon does when the app's objects drift: `off`,
+    /// `detect` (the default: the `drifted` condition, an Event, a
+    /// metric) or `correct` (then apply again, rate-limited).
+    #[serde(default)]
+    pub drift: DriftMode,
+    /// The least time between two drift corrections of the app
+    /// (`drift_correction_interval: 5m`); 1 minute when left out.
+    #[serde(default, deserialize_with = "deserialize_correction")]
+    pub drift_correction_interval: Option<std::time::Duration>,
+}
+
+/// The least time between two drift corrections of one app unless its
+/// `capstan.yaml` says otherwise.
+pub const DEFAULT_DRIFT_CORRECTION_INTERVAL: std::time::Duration =
+    std::time::Duration::from_secs(60);
+
+fn deserialize_correction<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_duration("drift_correction_interval", &text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 /// The least time between two automatic re-applies of one app unless its
@@ -426,7 +449,14 @@ impl Metadata {
         FieldPolicy {
             conflicts: self.conflicts,
             ignore: self.ignore.clone(),
+            drift: self.drift,
         }
+    }
+
+    /// The least time between two drift corrections of the app.
+    pub fn drift_correction_interval(&self) -> std::time::Duration {
+        self.drift_correction_interval
+            .unwrap_or(DEFAULT_DRIFT_CORRECTION_INTERVAL)
     }
 
     /// The least time between two automatic re-applies of the app.
@@ -865,6 +895,19 @@ components:
         let metadata = Metadata::parse(&with).unwrap();
         let policy = metadata.field_policy();
         assert_eq!(policy.conflicts, Conflicts::Fail);
+        assert_eq!(policy.drift, DriftMode::Detect);
+        assert_eq!(
+            metadata.drift_correction_interval(),
+            DEFAULT_DRIFT_CORRECTION_INTERVAL
+        );
+        let correct = format!("{HELLO}drift: correct\ndrift_correction_interval: 5m\n");
+        let metadata = Metadata::parse(&correct).unwrap();
+        assert_eq!(metadata.field_policy().drift, DriftMode::Correct);
+        assert_eq!(
+            metadata.drift_correction_interval(),
+            std::time::Duration::from_secs(300)
+        );
+        assert!(Metadata::parse(&format!("{HELLO}drift: sometimes\n")).is_err());
         assert_eq!(
             policy.ignored("Deployment", Some("hello"), "web-1").len(),
             1

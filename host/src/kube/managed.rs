@@ -10,9 +10,20 @@
 //! ([`drifted`]). Every string taken from the server is bounded before it
 //! is kept.
 
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 
 use crate::model::{DriftedField, Pointer};
+
+/// The fields one manager holds, each as its `FieldsV1` keys from the
+/// root (`["f:spec", "f:replicas"]`): what the drift watcher remembers
+/// of capstan's apply and compares each later version of the object
+/// with ([`lost_fields`]).
+pub type FieldSet = BTreeSet<Vec<String>>;
+
+/// The most fields a [`FieldSet`] keeps (a 1,000-key ConfigMap fits).
+pub const MAX_SET: usize = 4096;
 
 /// The most drifted fields kept for one object.
 pub const MAX_DRIFTED_FIELDS: usize = 64;
@@ -277,6 +288,146 @@ pub fn drifted(
     drifted
 }
 
+/// The fields `manager` holds in `object` by `Apply` on the object
+/// itself (not a subresource), at most [`MAX_SET`].
+pub fn applied_set(object: &Value, manager: &str) -> FieldSet {
+    let mut set = FieldSet::new();
+    for entry in entries(object)
+        .into_iter()
+        .filter(|e| e.manager == manager && e.operation == "Apply" && e.subresource.is_empty())
+    {
+        let mut path = Vec::new();
+        leaves(entry.fields, &mut path, &mut set);
+    }
+    set
+}
+
+fn leaves(node: &Value, path: &mut Vec<String>, set: &mut FieldSet) {
+    if set.len() >= MAX_SET || path.len() > 64 {
+        return;
+    }
+    let children: Vec<(&String, &Value)> = node
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| key.as_str() != ".")
+        .collect();
+    if children.is_empty() {
+        if !path.is_empty() {
+            set.insert(path.clone());
+        }
+        return;
+    }
+    for (key, child) in children {
+        path.push(key.clone());
+        leaves(child, path, set);
+        path.pop();
+    }
+}
+
+/// Whether the `FieldsV1` set `fields` holds the field at the key path
+/// `keys` (or a field above it whole).
+fn holds_keys(fields: &Value, keys: &[String]) -> bool {
+    let mut node = fields;
+    for (depth, key) in keys.iter().enumerate() {
+        let Some(map) = node.as_object() else {
+            return false;
+        };
+        if depth > 0 && map.is_empty() {
+            return true;
+        }
+        match map.get(key) {
+            Some(child) => node = child,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// A key path as kubectl prints the field: `f:spec` → `.spec`,
+/// `k:{"name":"web"}` → `[name="web"]`, `v:"x"` → `[="x"]`, `i:0` → `[0]`.
+pub fn display_keys(keys: &[String]) -> String {
+    let mut text = String::new();
+    for key in keys {
+        if let Some(name) = key.strip_prefix("f:") {
+            text.push('.');
+            text.push_str(name);
+        } else if let Some(json) = key.strip_prefix("k:") {
+            let fields: Vec<String> = match serde_json::from_str::<Value>(json) {
+                Ok(Value::Object(map)) => map.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                _ => vec![json.to_string()],
+            };
+            text.push_str(&format!("[{}]", fields.join(",")));
+        } else if let Some(value) = key.strip_prefix("v:") {
+            text.push_str(&format!("[={value}]"));
+        } else if let Some(index) = key.strip_prefix("i:") {
+            text.push_str(&format!("[{index}]"));
+        } else {
+            text.push_str(&format!("[{key}]"));
+        }
+    }
+    bounded(&text, MAX_FIELD)
+}
+
+/// Whether the field `shown` (as [`display_keys`] prints it) lies at or
+/// under `pointer` (through map keys: a pointer through a list index
+/// names no printed field).
+fn under(shown: &str, pointer: &Pointer) -> bool {
+    let prefix: String = pointer.segments().iter().map(|s| format!(".{s}")).collect();
+    shown
+        .strip_prefix(&prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+}
+
+/// The fields of `baseline` (what `manager` held after its apply) that it
+/// no longer holds in `object`, outside the `ignored` pointers: each
+/// with the manager now holding it, or as removed when none does. At
+/// most [`MAX_DRIFTED_FIELDS`].
+pub fn lost_fields(
+    baseline: &FieldSet,
+    object: &Value,
+    manager: &str,
+    ignored: &[Pointer],
+) -> Vec<DriftedField> {
+    let now = applied_set(object, manager);
+    let all = entries(object);
+    let mut drifted = Vec::new();
+    for keys in baseline.difference(&now) {
+        let field = display_keys(keys);
+        if ignored.iter().any(|p| under(&field, p)) {
+            continue;
+        }
+        let holders: Vec<&Entry<'_>> = all
+            .iter()
+            .filter(|e| e.manager != manager && holds_keys(e.fields, keys))
+            .collect();
+        if holders.is_empty() {
+            drifted.push(DriftedField {
+                field: field.clone(),
+                manager: String::new(),
+                operation: "Removed".into(),
+                subresource: None,
+                time: None,
+            });
+        }
+        for entry in holders {
+            drifted.push(DriftedField {
+                field: field.clone(),
+                manager: bounded(entry.manager, MAX_NAME),
+                operation: bounded(entry.operation, MAX_NAME),
+                subresource: (!entry.subresource.is_empty())
+                    .then(|| bounded(entry.subresource, MAX_NAME)),
+                time: (!entry.time.is_empty()).then(|| bounded(entry.time, MAX_NAME)),
+            });
+        }
+        if drifted.len() >= MAX_DRIFTED_FIELDS {
+            drifted.truncate(MAX_DRIFTED_FIELDS);
+            break;
+        }
+    }
+    drifted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,6 +523,54 @@ mod tests {
         let mut chart = bare.clone();
         chart["spec"]["selector"]["matchLabels"]["tier"] = json!("front");
         assert!(drifted(&live, &bare, &chart, "capstan").is_empty());
+    }
+
+    #[test]
+    fn fields_capstan_lost_since_its_apply_are_drift() {
+        let applied = json!({"metadata": {"managedFields": [
+            {"manager": "capstan", "operation": "Apply", "fieldsV1": {
+                "f:data": {"f:currency": {}, "f:locale": {}},
+                "f:metadata": {"f:labels": {"f:app": {}}},
+                "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"web\"}": {".": {}, "f:image": {}}}}}}}}]}});
+        let baseline = applied_set(&applied, "capstan");
+        assert_eq!(baseline.len(), 5, "{baseline:?}");
+        assert!(lost_fields(&baseline, &applied, "capstan", &[]).is_empty());
+        // kubectl patch took a key; kubectl scale took replicas; someone
+        // removed the label.
+        let edited = json!({"metadata": {"managedFields": [
+            {"manager": "capstan", "operation": "Apply", "fieldsV1": {
+                "f:data": {"f:locale": {}},
+                "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"web\"}": {".": {}, "f:image": {}}}}}}}},
+            {"manager": "kubectl-patch", "operation": "Update", "time": "2026-12-07T10:00:00Z",
+             "fieldsV1": {"f:data": {"f:currency": {}}}},
+            {"manager": "kubectl", "operation": "Update", "subresource": "scale",
+             "fieldsV1": {"f:spec": {"f:replicas": {}}}}]}});
+        let lost = lost_fields(&baseline, &edited, "capstan", &[]);
+        let shown: Vec<String> = lost.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                ".data.currency changed by \"kubectl-patch\" (Update at 2026-12-07T10:00:00Z)",
+                ".metadata.labels.app removed (no manager holds it now)",
+                ".spec.replicas changed by \"kubectl\" (Update through scale)",
+            ]
+        );
+        let replicas = Pointer::parse("/spec/replicas").unwrap();
+        let labels = Pointer::parse("/metadata/labels").unwrap();
+        assert_eq!(
+            lost_fields(&baseline, &edited, "capstan", &[replicas, labels]).len(),
+            1
+        );
+        assert_eq!(
+            display_keys(&[
+                "f:spec".into(),
+                "k:{\"name\":\"web\"}".into(),
+                "f:image".into()
+            ]),
+            ".spec[name=\"web\"].image"
+        );
     }
 
     #[test]

@@ -62,6 +62,11 @@ pub struct Applied {
     pub pruned: Vec<ObjectRef>,
     /// How many applied objects were unchanged from the last apply.
     pub unchanged: usize,
+    /// The fields capstan holds on each applied object after the apply,
+    /// from the server's answer (a cluster target only): the baseline
+    /// the drift watcher compares later versions with
+    /// ([`super::ClusterView::follow`]).
+    pub held: Vec<(ObjectRef, super::managed::FieldSet)>,
 }
 
 /// Where releases are applied: a cluster, or a directory standing in for

@@ -1,7 +1,8 @@
 //! The read-only view of a cluster ([`ClusterView`]): live objects, the
 //! kinds served and their scopes, collection versions and waiting for a
-//! change. It is what facts, a connected render's `lookup` and `.Capabilities`,
-//! plugin actions' reads and (later) drift detection read, apart from the
+//! change, and the drift of applied releases' objects as the watches see
+//! it. It is what facts, a connected render's `lookup` and `.Capabilities`,
+//! plugin actions' reads and drift detection read, apart from the
 //! release writes of [`super::ApplyTarget`].
 //!
 //! Why apart: a read belongs to no release, so it needs none of the
@@ -83,5 +84,52 @@ pub trait ClusterView: Send + Sync {
     fn wait_for_change(&self, from: &[WatchFrom], timeout: Duration) -> Result<WatchEnd, Error> {
         let _ = (from, timeout);
         Ok(WatchEnd::Unsupported)
+    }
+
+    /// Whether this target watches for drift ([`ClusterView::follow`]);
+    /// `false`, the default, for a target that cannot watch, so the
+    /// daemon runs no drift loop for it.
+    fn watches_drift(&self) -> bool {
+        false
+    }
+
+    /// Follows `release`'s live objects for drift (its inventory as the
+    /// target holds it): `held` is the fields capstan held on each after
+    /// the apply ([`super::Applied::held`]; an object left out is read
+    /// once), `policy` the fields given away. Replaces what was followed
+    /// of the release. Does nothing, the default, on a target that
+    /// cannot watch.
+    ///
+    /// # Errors
+    /// When the release's record cannot be read.
+    fn follow(
+        &self,
+        release: &super::Release,
+        held: &[(crate::model::ObjectRef, super::managed::FieldSet)],
+        policy: &crate::model::FieldPolicy,
+    ) -> Result<(), Error> {
+        let _ = (release, held, policy);
+        Ok(())
+    }
+
+    /// Stops following `release` (removed). The default does nothing.
+    fn unfollow(&self, release: &super::Release) {
+        let _ = release;
+    }
+
+    /// The drift the watches saw on `release`'s objects since capstan
+    /// applied them; `None`, the default, for a target that cannot
+    /// watch.
+    fn drift(&self, release: &super::Release) -> Option<Vec<crate::model::ObjectDrift>> {
+        let _ = release;
+        None
+    }
+
+    /// Waits, at most `timeout`, until some followed object's drift
+    /// changed since generation `seen`; the generation now. The default
+    /// sleeps for `timeout` and answers `seen`.
+    fn wait_drift(&self, seen: u64, timeout: Duration) -> u64 {
+        std::thread::sleep(timeout);
+        seen
     }
 }

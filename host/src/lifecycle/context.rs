@@ -81,6 +81,8 @@ pub(crate) struct Work {
     pub charts: super::progress::ChartBoard,
     /// The bound on operations running at once, across apps.
     pub slots: super::slots::Slots,
+    /// What the drift watch last saw of each app ([`super::drift`]).
+    pub drift: Mutex<BTreeMap<String, super::drift::AppDrift>>,
 }
 
 /// Cluster mode: the election this daemon takes part in and where

@@ -52,6 +52,9 @@ struct Counters {
     plugin_calls: BTreeMap<String, Histogram>,
     plugin_faults: BTreeMap<String, u64>,
     reapply_needed: u64,
+    drifted_objects: BTreeMap<String, u64>,
+    drift_detected: u64,
+    drift_corrections: u64,
 }
 
 /// The daemon's metrics; cheap to update from any thread.
@@ -128,6 +131,27 @@ impl Metrics {
     /// Counts one app that re-evaluation marked `reapply-needed`.
     pub fn reapply_needed(&self) {
         self.lock().reapply_needed += 1;
+    }
+
+    /// Sets how many of `app`'s objects have drifted now (0 removes it).
+    pub fn drifted(&self, app: &str, objects: usize) {
+        let mut c = self.lock();
+        if objects == 0 {
+            c.drifted_objects.remove(app);
+        } else {
+            c.drifted_objects
+                .insert(app.to_string(), u64::try_from(objects).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Counts one app found drifted (it was not a moment before).
+    pub fn drift_detected(&self) {
+        self.lock().drift_detected += 1;
+    }
+
+    /// Counts one drift correction started.
+    pub fn drift_corrected(&self) {
+        self.lock().drift_corrections += 1;
     }
 
     /// The metrics in the Prometheus text exposition format.
@@ -210,6 +234,27 @@ impl Metrics {
         );
         out.push_str("# TYPE capstan_reapply_needed_total counter\n");
         let _ = writeln!(out, "capstan_reapply_needed_total {}", c.reapply_needed);
+        out.push_str(
+            "# HELP capstan_app_drifted_objects Objects of an applied app that another manager changed or deleted, as the drift watch sees them now.\n",
+        );
+        out.push_str("# TYPE capstan_app_drifted_objects gauge\n");
+        for (app, n) in &c.drifted_objects {
+            let _ = writeln!(out, "capstan_app_drifted_objects{{app=\"{app}\"}} {n}");
+        }
+        out.push_str(
+            "# HELP capstan_drift_detected_total Times an applied app was found drifted.\n",
+        );
+        out.push_str("# TYPE capstan_drift_detected_total counter\n");
+        let _ = writeln!(out, "capstan_drift_detected_total {}", c.drift_detected);
+        out.push_str(
+            "# HELP capstan_drift_corrections_total Re-applies the daemon started to correct drift (drift: correct).\n",
+        );
+        out.push_str("# TYPE capstan_drift_corrections_total counter\n");
+        let _ = writeln!(
+            out,
+            "capstan_drift_corrections_total {}",
+            c.drift_corrections
+        );
         out
     }
 

@@ -46,6 +46,7 @@ mod bundle_home;
 mod checkpoint;
 mod cluster_facts;
 mod context;
+mod drift;
 mod engine;
 mod error;
 mod facts;
@@ -72,12 +73,12 @@ mod volumes;
 
 pub use actions::{MAX_PATCHED_OVERRIDES_BYTES, merge_patch};
 pub use admit::validate_plugin;
-pub use apply::{ChartDiff, ObjectDrift};
+pub use apply::ChartDiff;
 pub use bundle_home::{BundleHome, RegistryHome};
 pub use checkpoint::{Checkpoints, DELAY_ENV, PAUSE_ENV};
 pub use cluster_facts::{ClusterFacts, ClusterFactsOptions, Overlay, POLL_INTERVAL};
 pub use engine::{
-    AppDetails, ChartSummary, DEFAULT_KEEP_VERSIONS, Lifecycle, Options, VersionSummary,
+    AppDetails, ChartSummary, DEFAULT_KEEP_VERSIONS, Drifted, Lifecycle, Options, VersionSummary,
 };
 pub use error::{Error, ErrorClass};
 pub use facts::default_facts;

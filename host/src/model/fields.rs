@@ -37,6 +37,33 @@ impl fmt::Display for Conflicts {
     }
 }
 
+/// What the daemon does when an applied app's objects drift (another
+/// manager changed a field capstan set, or deleted an object).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DriftMode {
+    /// Nothing: no watch, no condition.
+    Off,
+    /// Watch and report: the app's `drifted` condition, an Event, a
+    /// metric. The default.
+    #[default]
+    Detect,
+    /// Report, then apply the app again (which writes only the objects
+    /// that differ), at most once per `drift_correction_interval`, each
+    /// correction in the history.
+    Correct,
+}
+
+impl fmt::Display for DriftMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Off => "off",
+            Self::Detect => "detect",
+            Self::Correct => "correct",
+        })
+    }
+}
+
 /// The most ignore rules an app may declare.
 pub const MAX_IGNORE_RULES: usize = 64;
 /// The most JSON pointers one rule may name.
@@ -149,6 +176,9 @@ pub struct FieldPolicy {
     pub conflicts: Conflicts,
     /// Fields left out of what is applied and compared.
     pub ignore: Vec<IgnoreRule>,
+    /// What the daemon does when the app's objects drift.
+    #[serde(default)]
+    pub drift: DriftMode,
 }
 
 impl FieldPolicy {
@@ -380,6 +410,9 @@ pub struct DriftedField {
 
 impl fmt::Display for DriftedField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.manager.is_empty() {
+            return write!(f, "{} removed (no manager holds it now)", self.field);
+        }
         write!(
             f,
             "{} changed by {:?} ({}",
@@ -392,6 +425,28 @@ impl fmt::Display for DriftedField {
             write!(f, " at {time}")?;
         }
         f.write_str(")")
+    }
+}
+
+/// One object other managers drifted from what capstan applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ObjectDrift {
+    /// The object, as `Kind namespace/name (apiVersion)`.
+    pub object: String,
+    /// Whether it was deleted (then `fields` is empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+    /// Each drifted field, who changed it, how and when.
+    pub fields: Vec<DriftedField>,
+}
+
+impl fmt::Display for ObjectDrift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.deleted {
+            return write!(f, "{} deleted", self.object);
+        }
+        let fields: Vec<String> = self.fields.iter().map(ToString::to_string).collect();
+        write!(f, "{}: {}", self.object, fields.join("; "))
     }
 }
 

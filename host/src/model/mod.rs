@@ -46,8 +46,8 @@ pub use facts::{
     VolumeRequest,
 };
 pub use fields::{
-    Conflicts, DriftedField, FieldPolicy, IgnoreRule, MAX_IGNORE_RULES, Pointer, autoscaled,
-    pattern_matches,
+    Conflicts, DriftMode, DriftedField, FieldPolicy, IgnoreRule, MAX_IGNORE_RULES, ObjectDrift,
+    Pointer, autoscaled, pattern_matches,
 };
 pub use hook::{Hook, HookOutcome, UnknownHook};
 pub use layer::Layer;

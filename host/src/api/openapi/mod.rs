@@ -151,7 +151,8 @@ fn schemas(components: ComponentsBuilder) -> ComponentsBuilder {
         .schema_from::<crate::store::Outcome>()
         .schema_from::<crate::model::ObjectRef>()
         .schema_from::<wire::ObjectDrift>()
-        .schema_from::<crate::model::DriftedField>()
+        .schema_from::<wire::DriftedField>()
+        .schema_from::<wire::Drifted>()
         .schema_from::<crate::model::WorkloadKind>()
 }
 

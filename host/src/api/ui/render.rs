@@ -358,6 +358,34 @@ pub fn render_app(data: &AppPage) -> String {
         "<h2>Last message</h2><pre id=\"message\" data-app=\"{name}\" data-field=\"message-full\">{}</pre>",
         escape(app.message.as_deref().unwrap_or(""))
     );
+    if let Some(drifted) = &data.details.drifted {
+        body.push_str("<h2>Drifted</h2><table id=\"drift\"><thead><tr><th>Object</th><th>Field</th><th>Changed by</th><th>How</th><th>When</th></tr></thead><tbody>");
+        for object in &drifted.objects {
+            if object.deleted {
+                let _ = write!(
+                    body,
+                    "<tr><td>{}</td><td colspan=\"4\">deleted</td></tr>",
+                    escape(&object.object)
+                );
+            }
+            for field in &object.fields {
+                let how = match &field.subresource {
+                    Some(sub) => format!("{} through {sub}", field.operation),
+                    None => field.operation.clone(),
+                };
+                let _ = write!(
+                    body,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    escape(&object.object),
+                    escape(&field.field),
+                    escape(&field.manager),
+                    escape(&how),
+                    escape(field.time.as_deref().unwrap_or(""))
+                );
+            }
+        }
+        body.push_str("</tbody></table>");
+    }
     if let Some(error) = last_error(&data.history) {
         let _ = write!(
             body,

@@ -218,6 +218,21 @@ fn page_data() -> AppPage {
             }],
             releases: Vec::new(),
             chart_progress: None,
+            drifted: Some(crate::lifecycle::Drifted {
+                since: 86_400_000,
+                message: HOSTILE.into(),
+                objects: vec![crate::model::ObjectDrift {
+                    object: format!("ConfigMap shop/{HOSTILE}"),
+                    deleted: false,
+                    fields: vec![crate::model::DriftedField {
+                        field: ".data.currency".into(),
+                        manager: HOSTILE.into(),
+                        operation: "Update".into(),
+                        subresource: Some("scale".into()),
+                        time: Some("2026-12-07T10:00:00Z".into()),
+                    }],
+                }],
+            }),
         },
         overrides: vec![ChartOverrides {
             app: "shop".into(),
@@ -274,6 +289,10 @@ fn the_app_page_shows_every_part_escaped() {
     assert!(html.contains("<td>ha-replicas</td>"));
     assert!(html.contains("1970-01-02 00:00:00 UTC"));
     assert!(html.contains("/srv/&lt;data&gt;"));
+    // Drift: each field with who changed it, how and when.
+    assert!(html.contains("<h2>Drifted</h2>"));
+    assert!(html.contains("<td>.data.currency</td><td>&lt;script&gt;"));
+    assert!(html.contains("<td>Update through scale</td><td>2026-12-07T10:00:00Z</td>"));
     // The last error in full, the timeline newest first.
     assert!(html.contains("id=\"last-error\">#2 apply: &lt;script&gt;"));
     let newest = html.find("<b>#2 apply</b>").unwrap();

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::client::Cluster;
+use super::client::{Cluster, FIELD_MANAGER};
 use super::delete::delete_until_gone;
 use super::discovery::Kind;
 use super::error::Error;
@@ -48,6 +48,7 @@ use super::readiness::Rules;
 use super::recreate;
 use super::stages::{Stage, stages};
 use super::wait::{self, Awaited};
+use crate::kube::managed::{FieldSet, applied_set};
 use crate::kube::target::{ApplyEvent, ApplyOptions, Change, ProgressSink};
 use crate::kube::{Applied, ApplyPlan, ObjectKey, ObjectRef, Release, Resource};
 
@@ -280,8 +281,13 @@ pub async fn apply_release(
             let mut failure = None;
             for ((p, _), outcome) in chunk.iter().zip(outcomes) {
                 match outcome {
-                    Ok((change, uid)) => {
+                    Ok((change, uid, held)) => {
                         uids.insert(p.id.key(), uid);
+                        // A recreated object's answer is not at hand:
+                        // the drift watcher reads it itself.
+                        if !held.is_empty() {
+                            result.held.push((p.id.clone(), held));
+                        }
                         record.inventory.mark_applied(&p.id);
                         match change {
                             Change::Unchanged => result.unchanged += 1,
@@ -591,15 +597,16 @@ async fn apply_one(
     p: &Prepared,
     live: Option<&Value>,
     how: &How,
-) -> Result<(Change, String), Error> {
+) -> Result<(Change, String, FieldSet), Error> {
     let force = how.force;
     let namespace = p.id.namespace.as_deref();
     let uid = |object: &Value| wait::uid_of(object).to_string();
+    let held = |object: &Value| applied_set(object, FIELD_MANAGER);
     let Some(live) = live else {
         let created = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, false, force)
             .await?;
-        return Ok((Change::Created, uid(&created)));
+        return Ok((Change::Created, uid(&created), held(&created)));
     };
     let written = async {
         let dry = cluster
@@ -608,17 +615,17 @@ async fn apply_one(
         if fields::comparable_without(&dry, &how.ignored)
             == fields::comparable_without(live, &how.ignored)
         {
-            return Ok((Change::Unchanged, uid(live)));
+            return Ok((Change::Unchanged, uid(live), held(live)));
         }
         let applied = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, false, force)
             .await?;
-        Ok((Change::Configured, uid(&applied)))
+        Ok((Change::Configured, uid(&applied), held(&applied)))
     };
     match (written.await, how.recreate) {
         (Err(Error::Immutable { .. }), Some(times)) => {
             recreate::recreate(cluster, p, force, times).await?;
-            Ok((Change::Configured, String::new()))
+            Ok((Change::Configured, String::new(), FieldSet::new()))
         }
         (result, _) => result,
     }

@@ -95,6 +95,7 @@ mod tests {
                 namespace: None,
                 paths: vec![Pointer::parse("/spec/replicas").unwrap()],
             }],
+            ..FieldPolicy::default()
         }
     }
 

@@ -47,6 +47,7 @@ pub mod client;
 pub mod delete;
 pub mod diff;
 pub mod discovery;
+pub mod drift;
 pub mod error;
 pub mod events;
 mod fields;
@@ -124,6 +125,7 @@ pub struct ClusterTarget {
     runtime: Arc<Runtime>,
     cluster: Cluster,
     settings: Settings,
+    drift: drift::Hub,
 }
 
 /// A target's one-worker runtime, shared by its clones.
@@ -184,8 +186,10 @@ impl ClusterTarget {
             cluster.probe().await?;
             Ok::<_, Error>(cluster)
         })?;
+        let drift = drift::Hub::new(cluster.clone(), runtime.handle().clone());
         Ok(ClusterTarget {
             runtime: Arc::new(Runtime(Some(runtime))),
+            drift,
             cluster,
             settings: Settings {
                 timeout: options.timeout,
@@ -492,6 +496,58 @@ impl ClusterView for ClusterTarget {
             let kind = self.resolve(&query.api_version, &query.kind).await?;
             watch::collection_version(&self.cluster, &kind, &query.namespace).await
         })
+    }
+
+    /// Reads the release's inventory and resolves each object's kind,
+    /// then hands them to the drift watcher ([`drift::Hub::follow`]).
+    fn follow(
+        &self,
+        release: &Release,
+        held: &[(ObjectRef, crate::kube::managed::FieldSet)],
+        policy: &crate::model::FieldPolicy,
+    ) -> Result<(), crate::kube::Error> {
+        let objects = self.block_on(release, async {
+            let record = apply::Record::load(&self.cluster, release).await?;
+            let mut objects = Vec::new();
+            for entry in &record.inventory.objects {
+                let id = entry.id();
+                let Some(kind) = prune::resolve_recorded(&self.cluster, &id).await? else {
+                    continue;
+                };
+                let id = ObjectRef {
+                    namespace: kind.namespaced.then(|| {
+                        id.namespace
+                            .clone()
+                            .unwrap_or_else(|| release.namespace.clone())
+                    }),
+                    ..id
+                };
+                let baseline = held
+                    .iter()
+                    .find(|(h, _)| h.key() == id.key())
+                    .map(|(_, set)| set.clone());
+                objects.push(drift::FollowedObject { id, kind, baseline });
+            }
+            Ok(objects)
+        })?;
+        self.drift.follow(release, objects, policy);
+        Ok(())
+    }
+
+    fn unfollow(&self, release: &Release) {
+        self.drift.unfollow(release);
+    }
+
+    fn watches_drift(&self) -> bool {
+        true
+    }
+
+    fn drift(&self, release: &Release) -> Option<Vec<crate::model::ObjectDrift>> {
+        Some(self.drift.drift(release))
+    }
+
+    fn wait_drift(&self, seen: u64, timeout: Duration) -> u64 {
+        self.drift.wait(seen, timeout)
     }
 
     /// One watch per entry, all at once ([`watch::first_change`]).

@@ -671,7 +671,7 @@ fn a_field_another_manager_owns_fails_under_conflicts_fail_and_is_taken_back_by_
     let fail = ApplyOptions {
         fields: crate::model::FieldPolicy {
             conflicts: crate::model::Conflicts::Fail,
-            ignore: Vec::new(),
+            ..crate::model::FieldPolicy::default()
         },
         ..ApplyOptions::default()
     };

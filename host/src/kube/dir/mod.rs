@@ -215,6 +215,7 @@ impl ApplyTarget for DirTarget {
             applied: plan.to_apply().iter().map(|r| r.id().clone()).collect(),
             pruned: plan.to_prune().to_vec(),
             unchanged: plan.unchanged(),
+            held: Vec::new(),
         })
     }
 

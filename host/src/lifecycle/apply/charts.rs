@@ -116,6 +116,7 @@ pub(crate) fn apply_chart(
         Ok(applied) => {
             let changed = applied.applied.len() > applied.unchanged || !applied.pruned.is_empty();
             record_release(job, &chart.release, changed.then_some(chart.revision))?;
+            crate::lifecycle::drift::follow(job, &chart.release, &applied.held, &options.fields);
         }
         Err(source) => {
             record_release_after_failure(job, &chart.release, Some(chart.revision));

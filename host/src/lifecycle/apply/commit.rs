@@ -107,6 +107,7 @@ pub(crate) fn release_removed(
     succeeded: bool,
 ) -> Result<(), Error> {
     if succeeded {
+        job.view().unfollow(release);
         job.store().delete_release(&job.app, &release.chart)?;
     } else {
         record_release_after_failure(job, release, None);

@@ -12,6 +12,7 @@ use crate::lifecycle::job::Job;
 use crate::lifecycle::job::UserLayer;
 use crate::lifecycle::job::{Apply, NO_FLAGS};
 use crate::lifecycle::stored::StoredVersion;
+use crate::model::ObjectDrift;
 use serde::{Deserialize, Serialize};
 
 /// What an apply would change in one chart.
@@ -33,15 +34,6 @@ pub struct ChartDiff {
     /// with the fields a re-apply would take back and who changed them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<ObjectDrift>,
-}
-
-/// One object other managers drifted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct ObjectDrift {
-    /// The object, as `Kind namespace/name (apiVersion)`.
-    pub object: String,
-    /// Each drifted field, who changed it, how and when.
-    pub fields: Vec<crate::model::DriftedField>,
 }
 
 /// A chart's diff from a target's live (dry-run) comparison.
@@ -69,6 +61,7 @@ pub(crate) fn chart_diff_of(chart: String, live: &[LiveDiff]) -> ChartDiff {
             .filter(|d| !d.drift.is_empty())
             .map(|d| ObjectDrift {
                 object: d.object.to_string(),
+                deleted: false,
                 fields: d.drift.clone(),
             })
             .collect(),

@@ -139,6 +139,22 @@ pub struct AppDetails {
     /// none for it since it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_progress: Option<super::progress::OperationCharts>,
+    /// The app's `drifted` condition: set while another manager holds a
+    /// field capstan applied, or an object it applied is gone, as the
+    /// daemon's watches see it (a cluster target, `drift` not `off`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drifted: Option<Drifted>,
+}
+
+/// The `drifted` condition of an app.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Drifted {
+    /// Since when (unix millis).
+    pub since: i64,
+    /// One line naming the objects and fields (at most 1,024 bytes).
+    pub message: String,
+    /// Each drifted object, with who changed which field, how and when.
+    pub objects: Vec<crate::model::ObjectDrift>,
 }
 
 /// One stored version.
@@ -411,6 +427,7 @@ impl Lifecycle {
                 running: Mutex::new(HashMap::new()),
                 charts: Default::default(),
                 slots: super::slots::Slots::new(options.max_operations),
+                drift: Mutex::new(BTreeMap::new()),
             },
             cluster: ClusterMode {
                 leadership: options.leading.map(|election| Leadership {
@@ -434,6 +451,7 @@ impl Lifecycle {
         }
         super::leading::spawn(&lifecycle);
         super::reevaluate::spawn(&lifecycle);
+        super::drift::spawn(&lifecycle);
         Ok(lifecycle)
     }
 
@@ -568,7 +586,21 @@ impl Lifecycle {
         };
         let decisions = self.store().list_decisions(app)?;
         let releases = self.store().list_releases(app)?;
+        let drifted = self
+            .inner
+            .work
+            .drift
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(app.as_str())
+            .filter(|d| !d.objects.is_empty())
+            .map(|d| Drifted {
+                since: d.since,
+                message: super::drift::summary(&d.objects),
+                objects: d.objects.clone(),
+            });
         Ok(AppDetails {
+            drifted,
             chart_progress: self.inner.work.charts.get(app.as_str()),
             app: record,
             versions,

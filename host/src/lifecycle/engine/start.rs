@@ -214,10 +214,10 @@ impl Lifecycle {
         };
         Ok(self.spawn(app, op, Operation::Apply, move |job| {
             // A note says why no person asked for it: its hooks are told
-            // the apply is automatic.
-            if let Some(note) = note {
+            // the apply is automatic, and the history keeps it at the end.
+            if let Some(note) = &note {
                 job.automatic.store(true, Ordering::SeqCst);
-                job.note(note);
+                job.note(note.clone());
             }
             let request = Apply {
                 version: &version,
@@ -227,10 +227,11 @@ impl Lifecycle {
                 around: None,
                 phase: "apply",
             };
-            Ending::new(match apply_version(job, &request) {
+            let finish = match apply_version(job, &request) {
                 Ok(()) => with_note(Finish::succeeded(AppState::Applied), job.warnings_note()),
                 Err(e) => failed(AppState::ApplyFailed, &e),
-            })
+            };
+            Ending::new(with_note(finish, note))
         }))
     }
 
