@@ -101,7 +101,14 @@ impl Connection {
             }
             address => address,
         };
-        let client = Client::new(address.clone(), self.token.clone())?;
+        // A busy daemon (429, or 503 with Retry-After) is waited out,
+        // saying so on stderr; module api::retry bounds the waits.
+        let client = Client::new(address.clone(), self.token.clone())?.with_retries(
+            api::retry::Retries::default(),
+            |wait| {
+                eprintln!("{}", waiting_line(wait));
+            },
+        );
         Ok(match address {
             Address::Https(_) => {
                 let what = if identity.is_some() {
@@ -115,6 +122,15 @@ impl Connection {
             _ => client,
         })
     }
+}
+
+/// The stderr line before a wait for a busy daemon.
+fn waiting_line(wait: &api::retry::Wait) -> String {
+    let secs = wait.wait.as_secs_f64();
+    format!(
+        "waiting {secs:.1}s: the daemon answered {} ({}); then attempt {}",
+        wait.status, wait.reason, wait.attempt
+    )
 }
 
 /// `capstan app`.
