@@ -34,6 +34,7 @@
 //! (contract 0.2 hook actions under the operator's policy, the owned
 //! release, the `status` loop), `secret_values` (values by reference and
 //! generated secrets at render),
+//! `bundleless` (a forced remove of an app whose bundle cannot be read),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
@@ -43,6 +44,7 @@ mod actions;
 mod admit;
 mod apply;
 mod bundle_home;
+mod bundleless;
 mod checkpoint;
 mod cluster_facts;
 mod context;
