@@ -1310,6 +1310,13 @@ fn show_table(details: &AppDetails) -> String {
         ("progress", or_dash(&app.progress)),
         ("message", or_dash(&app.message)),
         ("reapply_needed", or_dash(&app.reapply_needed)),
+        (
+            "automatic",
+            details
+                .automatic_paused
+                .as_ref()
+                .map_or_else(|| "on".to_owned(), |why| format!("paused: {why}")),
+        ),
     ] {
         out.push_str(&format!("{:<16}{value}\n", format!("{key}:")));
     }

@@ -35,6 +35,7 @@
 //! release, the `status` loop), `secret_values` (values by reference and
 //! generated secrets at render),
 //! `bundleless` (a forced remove of an app whose bundle cannot be read),
+//! `pause` (whether the daemon starts anything on its own),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
@@ -59,6 +60,7 @@ mod metrics;
 mod operations;
 mod overrides;
 mod owned;
+mod pause;
 mod plan;
 mod progress;
 mod reevaluate;

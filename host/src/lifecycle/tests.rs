@@ -849,3 +849,55 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Issue 45: with automatic operations paused (`serve
+/// --pause-automatic`), an operation a leader left running is not
+/// resumed (nothing is added to the history) and `app show` says so; an
+/// apply the operator asks for runs as always.
+#[test]
+fn paused_automatic_operations_resume_nothing_and_an_operator_still_applies() {
+    let f = Fixture::new();
+    {
+        let lc = f.open().unwrap();
+        lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+        let op = lc
+            .inner
+            .services
+            .store
+            .begin_operation(
+                &name("demo"),
+                Operation::Apply,
+                rules::APPLY_FROM,
+                AppState::Applying,
+            )
+            .unwrap();
+        lc.inner.services.store.set_request(op, "{}").unwrap();
+    }
+    let mut trust = TrustStore::empty();
+    trust
+        .add_openssh(&f.key.public_key_line().unwrap(), Path::new("test.pub"))
+        .unwrap();
+    let target = Arc::new(DirTarget::new(f.path("applied")));
+    let mut options = Options::new(f.path("state"), trust, target);
+    options.pause_automatic = true;
+    let lc = Lifecycle::open(options).unwrap();
+    let moved = vec![crate::store::Reconciled {
+        app: name("demo"),
+        from: AppState::Applying,
+        to: AppState::ApplyFailed,
+    }];
+    let before = lc.history(&name("demo")).unwrap().len();
+    lc.resume(&moved);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(settled(&lc, "demo"), AppState::ApplyFailed);
+    assert_eq!(lc.history(&name("demo")).unwrap().len(), before);
+    let shown = lc.show(&name("demo")).unwrap().automatic_paused;
+    assert!(
+        shown
+            .as_deref()
+            .is_some_and(|s| s.contains("--pause-automatic")),
+        "{shown:?}"
+    );
+    lc.apply(&name("demo"), vec![]).unwrap().wait();
+    assert_eq!(settled(&lc, "demo"), AppState::Applied);
+}

@@ -218,6 +218,7 @@ fn page_data() -> AppPage {
             }],
             releases: Vec::new(),
             chart_progress: None,
+            automatic_paused: None,
         },
         overrides: vec![ChartOverrides {
             app: "shop".into(),
