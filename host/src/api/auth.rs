@@ -148,19 +148,32 @@ pub(super) fn describe(peer: Option<&Peer>) -> String {
 }
 
 /// The answer of a follower to a change: `503 not-leader`, naming the
-/// leader when one is known.
+/// leader when one is known. When none is known yet (an election is under
+/// way) it carries `Retry-After` ([`NO_LEADER_RETRY_AFTER`]): asking again
+/// here may succeed, and nothing was done (the CLI waits it out, module
+/// `retry`). With a leader known, asking here again would not help.
 pub(super) fn not_leader(leader: Option<&str>) -> ApiError {
-    ApiError::new(
-        ErrorCode::NotLeader,
-        match leader {
-            Some(leader) => format!(
+    match leader {
+        Some(leader) => ApiError::new(
+            ErrorCode::NotLeader,
+            format!(
                 "this daemon does not lead; {leader} does: send changes to it (its GET /readyz \
                  answers 200)"
             ),
-            None => "this daemon does not lead, and no leader is known yet; retry shortly".into(),
+        ),
+        None => ApiError {
+            retry_after: Some(NO_LEADER_RETRY_AFTER),
+            ..ApiError::new(
+                ErrorCode::NotLeader,
+                "this daemon does not lead, and no leader is known yet; retry shortly",
+            )
         },
-    )
+    }
 }
+
+/// The `Retry-After` of a follower's `503` while no leader is known: about
+/// one Lease retry period.
+pub(super) const NO_LEADER_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Refuses a change (any method but GET and HEAD, the status page's login
 /// aside) on a follower, naming the leader.

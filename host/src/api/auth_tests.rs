@@ -181,3 +181,20 @@ fn token_comparison_is_exact() {
     assert!(!constant_time_eq(b"", b"a"));
     assert!(constant_time_eq(b"", b""));
 }
+
+/// Issue 45: a follower that knows no leader asks the client to come back
+/// (nothing was done, the CLI waits it out); one that names a leader does
+/// not, as asking it again would not help.
+#[test]
+fn a_follower_without_a_leader_answers_retry_after_and_one_with_a_leader_does_not() {
+    use axum::response::IntoResponse as _;
+    let header = |leader: Option<&str>| {
+        super::auth::not_leader(leader)
+            .into_response()
+            .headers()
+            .get(axum::http::header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap_or_default().to_owned())
+    };
+    assert_eq!(header(None).as_deref(), Some("2"));
+    assert_eq!(header(Some("capstan-0")), None);
+}

@@ -2,7 +2,10 @@
 //! which builds the request (path segments percent-encoded), sends it on
 //! one HTTP/1.1 connection over the unix socket or TCP (with the bearer
 //! token when one is given) and decodes the answer into the [`wire`]
-//! types. It does not retry and adds no timeout beyond the connect timeout.
+//! types. It adds no timeout beyond the connect timeout; it waits out a
+//! busy daemon (`429`, or `503` with `Retry-After`) only when asked to
+//! with [`Client::with_retries`] (module `retry` says when and why that is
+//! safe), as the CLI does.
 
 use std::time::Duration;
 
@@ -13,6 +16,7 @@ use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
 
 use super::address::Address;
+use super::retry::{self, Retries, Wait};
 use super::wire::{self, ErrorBody, ErrorCode};
 
 /// How long to wait for the daemon to accept a connection.
@@ -134,7 +138,12 @@ pub struct Response {
     pub status: StatusCode,
     /// The body.
     pub body: Bytes,
+    /// The `Retry-After` of the answer, in whole seconds.
+    pub retry_after: Option<Duration>,
 }
+
+/// What a waiting client tells its user.
+type Notice = std::sync::Arc<dyn Fn(&Wait) + Send + Sync>;
 
 /// A client for one daemon.
 pub struct Client {
@@ -143,6 +152,8 @@ pub struct Client {
     runtime: tokio::runtime::Runtime,
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     certificate: Option<std::sync::Arc<super::tls::ClientCertificate>>,
+    retries: Retries,
+    notice: Option<Notice>,
 }
 
 impl Client {
@@ -162,7 +173,23 @@ impl Client {
             runtime,
             tls: None,
             certificate: None,
+            retries: Retries::none(),
+            notice: None,
         })
+    }
+
+    /// Waits out a busy daemon (`429`, or `503` with `Retry-After`) within
+    /// `retries`, calling `notice` before each wait; without this a client
+    /// answers such a status at once.
+    #[must_use]
+    pub fn with_retries(
+        mut self,
+        retries: Retries,
+        notice: impl Fn(&Wait) + Send + Sync + 'static,
+    ) -> Client {
+        self.retries = retries;
+        self.notice = Some(std::sync::Arc::new(notice));
+        self
     }
 
     /// Speaks TLS to an `https://` address, trusting `config`'s roots
@@ -602,12 +629,54 @@ impl Client {
         self.exchange_with(method, path, body, None).await
     }
 
-    /// [`Client::exchange`] with a bundle's [`wire::SOURCE_HEADER`].
+    /// [`Client::exchange`] with a bundle's [`wire::SOURCE_HEADER`], sent
+    /// again while the daemon is busy and [`Client::with_retries`] allows
+    /// (module `retry`). Each attempt is a new request with the whole
+    /// body, from this call's copy.
     async fn exchange_with(
         &self,
         method: Method,
         path: &str,
         body: Option<(&str, Vec<u8>)>,
+        source: Option<&str>,
+    ) -> Result<Response, ClientError> {
+        let body = body.map(|(content_type, bytes)| (content_type, Bytes::from(bytes)));
+        let mut waited = Duration::ZERO;
+        let mut done = 0u32;
+        loop {
+            let response = self
+                .exchange_once(method.clone(), path, body.clone(), source)
+                .await?;
+            done = done.saturating_add(1);
+            let Some(wait) = retry::next_wait(
+                &self.retries,
+                response.status,
+                response.retry_after,
+                done - 1,
+                waited,
+                retry::jitter(),
+            ) else {
+                return Ok(response);
+            };
+            if let Some(notice) = &self.notice {
+                notice(&Wait {
+                    status: response.status.as_u16(),
+                    reason: retry::reason(response.status, &response.body),
+                    wait,
+                    attempt: done + 1,
+                });
+            }
+            tokio::time::sleep(wait).await;
+            waited += wait;
+        }
+    }
+
+    /// One request, one answer.
+    async fn exchange_once(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, Bytes)>,
         source: Option<&str>,
     ) -> Result<Response, ClientError> {
         let shown = self.address.to_string();
@@ -630,10 +699,10 @@ impl Client {
                 builder = builder.header(header::CONTENT_TYPE, content_type);
                 bytes
             }
-            None => Vec::new(),
+            None => Bytes::new(),
         };
         let request = builder
-            .body(Full::new(Bytes::from(bytes)))
+            .body(Full::new(bytes))
             .map_err(|e| http(Box::new(e)))?;
         let response = match &self.address {
             Address::Unix(path) => {
@@ -773,7 +842,12 @@ where
     });
     let response = sender.send_request(request).await?;
     let status = response.status();
+    let retry_after = retry::retry_after(response.headers().get(header::RETRY_AFTER));
     let body = response.into_body().collect().await?.to_bytes();
     driver.abort();
-    Ok(Response { status, body })
+    Ok(Response {
+        status,
+        body,
+        retry_after,
+    })
 }

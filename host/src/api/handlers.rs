@@ -96,6 +96,10 @@ pub(super) async fn streamed_bundle<T: Send + 'static>(
             limit = api.limits.max_uploads,
             "bundle upload refused: the upload slots are taken"
         );
+        // Read a little of the body before answering (bounded, see
+        // `drain`), so the client reads the 429 rather than a reset and
+        // can send the bundle again (module `retry`).
+        super::body::drain(body).await;
         return Err(ApiError::too_many(
             format!(
                 "{} bundle uploads are already streaming, this daemon's limit; retry later",

@@ -59,6 +59,7 @@ mod handlers;
 pub mod limits;
 pub mod openapi;
 mod peer;
+pub mod retry;
 mod server;
 mod session;
 mod state;

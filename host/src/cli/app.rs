@@ -101,7 +101,14 @@ impl Connection {
             }
             address => address,
         };
-        let client = Client::new(address.clone(), self.token.clone())?;
+        // A busy daemon (429, or 503 with Retry-After) is waited out,
+        // saying so on stderr; module api::retry bounds the waits.
+        let client = Client::new(address.clone(), self.token.clone())?.with_retries(
+            api::retry::Retries::default(),
+            |wait| {
+                eprintln!("{}", waiting_line(wait));
+            },
+        );
         Ok(match address {
             Address::Https(_) => {
                 let what = if identity.is_some() {
@@ -115,6 +122,15 @@ impl Connection {
             _ => client,
         })
     }
+}
+
+/// The stderr line before a wait for a busy daemon.
+fn waiting_line(wait: &api::retry::Wait) -> String {
+    let secs = wait.wait.as_secs_f64();
+    format!(
+        "waiting {secs:.1}s: the daemon answered {} ({}); then attempt {}",
+        wait.status, wait.reason, wait.attempt
+    )
 }
 
 /// `capstan app`.
@@ -1301,6 +1317,13 @@ fn show_table(details: &AppDetails) -> String {
         ("progress", or_dash(&app.progress)),
         ("message", or_dash(&app.message)),
         ("reapply_needed", or_dash(&app.reapply_needed)),
+        (
+            "automatic",
+            details
+                .automatic_paused
+                .as_ref()
+                .map_or_else(|| "on".to_owned(), |why| format!("paused: {why}")),
+        ),
     ] {
         out.push_str(&format!("{:<16}{value}\n", format!("{key}:")));
     }

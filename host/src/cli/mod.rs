@@ -231,10 +231,17 @@ fn error_line(error: &anyhow::Error) -> String {
     line
 }
 
+/// Whether `error` is stdout's broken pipe (the reader went away: exit 0
+/// as ripgrep does). A broken pipe to the daemon is not: issue 45 found
+/// uploads refused mid-body exiting 0 with nothing printed.
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    let to_daemon = error
+        .chain()
+        .any(|cause| cause.downcast_ref::<crate::api::ClientError>().is_some());
+    !to_daemon
+        && error.chain().any(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        })
 }

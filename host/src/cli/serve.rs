@@ -126,6 +126,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = crate::lifecycle::DEFAULT_MAX_OPERATIONS as u64,
           value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub max_operations: u64,
+    /// Start no operation on its own, for any app: no automatic re-apply
+    /// when the facts change, no resumption of what a leader left
+    /// running. What an operator asks for runs as always; `app show`
+    /// says `automatic: paused`.
+    #[arg(long)]
+    pub pause_automatic: bool,
     /// Connections the listener holds open at once; past it, new ones are
     /// closed and a warning is logged.
     #[arg(long, value_name = "N", default_value_t = api::limits::DEFAULT_MAX_CONNECTIONS as u64,
@@ -298,6 +304,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     options.keep_versions = args.keep_versions;
     options.max_operations = usize::try_from(args.max_operations).unwrap_or(usize::MAX);
+    options.pause_automatic = args.pause_automatic;
+    if args.pause_automatic {
+        tracing::warn!(target: "capstan::audit", "automatic operations are paused (--pause-automatic): no automatic re-apply, no resumption; operators' requests run as always");
+    }
     options.policy = options
         .policy
         .pool_size(usize::try_from(args.plugin_pool_size).unwrap_or(crate::sandbox::MAX_POOL_SIZE));

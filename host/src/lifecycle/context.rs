@@ -63,6 +63,8 @@ pub(crate) struct Policies {
     pub trust: TrustStore,
     /// How many versions of an app are kept (the active one included).
     pub keep_versions: usize,
+    /// Start nothing on its own ([`super::pause`]).
+    pub pause_automatic: bool,
 }
 
 /// The work in flight: running operations and their slots, where each

@@ -217,6 +217,15 @@ pub enum Error {
     /// resume.
     #[error("stopped at a checkpoint to hand over to the next leader")]
     HandedOver,
+    /// The daemon may not start an operation on its own for the app
+    /// (module `pause`); an operator's request is never refused so.
+    #[error("not started for app {app}: {reason}")]
+    AutomaticPaused {
+        /// The app.
+        app: String,
+        /// Why.
+        reason: String,
+    },
     /// Abort was asked for an app with no abortable operation running.
     #[error("app {app} has no operation running that can be aborted")]
     NothingToAbort {
@@ -373,6 +382,7 @@ impl Error {
             Error::Upgrade { .. }
             | Error::Rollback { .. }
             | Error::NothingToAbort { .. }
+            | Error::AutomaticPaused { .. }
             | Error::Busy { .. } => ErrorClass::Conflict,
             Error::Vetoed { .. }
             | Error::ActionDenied { .. }

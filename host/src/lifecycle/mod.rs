@@ -34,6 +34,8 @@
 //! (contract 0.2 hook actions under the operator's policy, the owned
 //! release, the `status` loop), `secret_values` (values by reference and
 //! generated secrets at render),
+//! `bundleless` (a forced remove of an app whose bundle cannot be read),
+//! `pause` (whether the daemon starts anything on its own),
 //! `overrides`, `volumes`, `facts`, `checkpoint`, `metrics`.
 //!
 //! Must not touch: HTTP (that is `api`), bundle bytes before they are
@@ -43,6 +45,7 @@ mod actions;
 mod admit;
 mod apply;
 mod bundle_home;
+mod bundleless;
 mod checkpoint;
 mod cluster_facts;
 mod context;
@@ -58,6 +61,7 @@ mod metrics;
 mod operations;
 mod overrides;
 mod owned;
+mod pause;
 mod plan;
 mod progress;
 mod reevaluate;

@@ -265,6 +265,11 @@ pub(super) fn auto_reapply(
     if !version.metadata.auto_reapply {
         return;
     }
+    // Paused: not even the semantic check runs; the mark stays.
+    if super::pause::automatic_paused(ops.shared(), app).is_some() {
+        tracing::debug!(target: "capstan::audit", app = %app, "automatic re-apply paused");
+        return;
+    }
     let known = ops
         .shared()
         .work

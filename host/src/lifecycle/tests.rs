@@ -489,6 +489,20 @@ fn a_damaged_stored_template_fails_each_operation_naming_the_file_and_leaves_the
         std::fs::read(f.path("applied/demo/a.yaml")).unwrap(),
         applied
     );
+
+    // Issue 45: the way out is a forced remove (from the inventories,
+    // without the damaged bundle), then delete.
+    lc.remove(&app.name, true).unwrap().wait();
+    assert_eq!(settled(&lc, "demo"), AppState::Uploaded);
+    let message = lc.history(&app.name).unwrap().pop().unwrap().message;
+    assert!(
+        message
+            .as_deref()
+            .is_some_and(|m| m.contains("removed without the bundle (stored bundle of demo")),
+        "{message:?}"
+    );
+    assert!(!f.path("applied/demo/a.yaml").exists());
+    lc.delete(&app.name).unwrap();
 }
 
 #[test]
@@ -735,4 +749,155 @@ fn a_new_leader_resumes_a_remove_as_a_remove_and_an_update_as_a_recover() {
         message.contains("resumed update") && message.contains("recovered: version 1.0.0"),
         "{message}"
     );
+}
+
+/// An election this daemon always wins.
+struct AlwaysLeads;
+
+impl Leading for AlwaysLeads {
+    fn leads(&self) -> bool {
+        true
+    }
+
+    fn leader(&self) -> Option<String> {
+        Some("this-one".into())
+    }
+}
+
+/// Issue 45, no app without a way out: in cluster mode without a bundle
+/// registry, an app whose bundle this replica does not hold can be
+/// neither removed nor recovered; `remove --force` removes it from the
+/// inventories, skipping what needs the bundle and saying so, and it can
+/// then be deleted.
+#[test]
+fn a_forced_remove_of_an_app_whose_bundle_no_replica_holds_empties_the_target_and_allows_delete() {
+    let f = Fixture::new();
+    let mut trust = TrustStore::empty();
+    trust
+        .add_openssh(&f.key.public_key_line().unwrap(), Path::new("test.pub"))
+        .unwrap();
+    let target = Arc::new(DirTarget::new(f.path("applied")));
+    let mut options = Options::new(f.path("state"), trust, target);
+    options.leading = Some(Arc::new(AlwaysLeads));
+    let lc = Lifecycle::open(options).unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while lc.role() != Role::Leader {
+        assert!(std::time::Instant::now() < until, "never led");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let app = name("lost");
+    lc.upload(f.bundle("lost", "1.0.0", &["a", "b"])).unwrap();
+    lc.apply(&app, vec![]).unwrap().wait();
+    assert_eq!(settled(&lc, "lost"), AppState::Applied);
+    let applied = f.path("applied");
+    let files = |dir: &Path| {
+        walk(dir)
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("lost"))
+            .count()
+    };
+    assert!(files(&applied) > 0, "nothing applied");
+    // Another replica uploaded it: this one has no folder for it.
+    let record = lc.store().version(&app, "1.0.0").unwrap();
+    std::fs::remove_dir_all(&record.bundle_dir).unwrap();
+
+    // Without --force: refused for want of the bundle, as before.
+    let plain = lc.remove(&app, false);
+    assert!(plain.is_err());
+    assert_eq!(settled(&lc, "lost"), AppState::RemoveFailed);
+    assert!(lc.recover(&app).is_err());
+    assert_eq!(settled(&lc, "lost"), AppState::RemoveFailed);
+    assert!(lc.delete(&app).is_err(), "deleted while on the target");
+
+    // With --force: removed from the inventories, the history says how.
+    lc.remove(&app, true).unwrap().wait();
+    assert_eq!(settled(&lc, "lost"), AppState::Uploaded);
+    let last = lc.history(&app).unwrap().pop().unwrap();
+    assert_eq!(last.outcome, crate::store::Outcome::Succeeded);
+    let message = last.message.unwrap_or_default();
+    assert!(
+        message.contains("removed without the bundle")
+            && message.contains("does not hold the bundle")
+            && message.contains("2 release(s) [a, b]")
+            && message.contains("skipped: plugin hooks"),
+        "{message}"
+    );
+    assert_eq!(
+        files(&applied),
+        0,
+        "left on the target: {:?}",
+        walk(&applied)
+    );
+    assert!(lc.store().list_releases(&app).unwrap().is_empty());
+    lc.delete(&app).unwrap();
+    assert!(lc.store().app(&app).is_err());
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Issue 45: with automatic operations paused (`serve
+/// --pause-automatic`), an operation a leader left running is not
+/// resumed (nothing is added to the history) and `app show` says so; an
+/// apply the operator asks for runs as always.
+#[test]
+fn paused_automatic_operations_resume_nothing_and_an_operator_still_applies() {
+    let f = Fixture::new();
+    {
+        let lc = f.open().unwrap();
+        lc.upload(f.bundle("demo", "1.0.0", &["a"])).unwrap();
+        let op = lc
+            .inner
+            .services
+            .store
+            .begin_operation(
+                &name("demo"),
+                Operation::Apply,
+                rules::APPLY_FROM,
+                AppState::Applying,
+            )
+            .unwrap();
+        lc.inner.services.store.set_request(op, "{}").unwrap();
+    }
+    let mut trust = TrustStore::empty();
+    trust
+        .add_openssh(&f.key.public_key_line().unwrap(), Path::new("test.pub"))
+        .unwrap();
+    let target = Arc::new(DirTarget::new(f.path("applied")));
+    let mut options = Options::new(f.path("state"), trust, target);
+    options.pause_automatic = true;
+    let lc = Lifecycle::open(options).unwrap();
+    let moved = vec![crate::store::Reconciled {
+        app: name("demo"),
+        from: AppState::Applying,
+        to: AppState::ApplyFailed,
+    }];
+    let before = lc.history(&name("demo")).unwrap().len();
+    lc.resume(&moved);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(settled(&lc, "demo"), AppState::ApplyFailed);
+    assert_eq!(lc.history(&name("demo")).unwrap().len(), before);
+    let shown = lc.show(&name("demo")).unwrap().automatic_paused;
+    assert!(
+        shown
+            .as_deref()
+            .is_some_and(|s| s.contains("--pause-automatic")),
+        "{shown:?}"
+    );
+    lc.apply(&name("demo"), vec![]).unwrap().wait();
+    assert_eq!(settled(&lc, "demo"), AppState::Applied);
 }

@@ -308,14 +308,22 @@ fn operation(route: &Route) -> utoipa::openapi::path::Operation {
                     .schema(Some(schema_ref("ErrorBody")))
                     .build(),
             );
-        if status == 429 {
+        let retry_after = match status {
+            429 => Some("Seconds to wait before trying again"),
+            503 => Some(
+                "Seconds to wait before trying again; only while no leader is known \
+                 (nothing was done, the same request may be sent again)",
+            ),
+            _ => None,
+        };
+        if let Some(description) = retry_after {
             response = response.header(
                 "Retry-After",
                 HeaderBuilder::new()
                     .schema(Some(
                         ObjectBuilder::new().schema_type(SchemaType::Type(Type::Integer)),
                     ))
-                    .description(Some("Seconds to wait before trying again"))
+                    .description(Some(description))
                     .build(),
             );
         }

@@ -233,6 +233,7 @@ fn page_data() -> AppPage {
                     }],
                 }],
             }),
+            automatic_paused: None,
         },
         overrides: vec![ChartOverrides {
             app: "shop".into(),

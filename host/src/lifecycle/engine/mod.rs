@@ -74,6 +74,10 @@ pub struct Options {
     /// ([`super::DEFAULT_MAX_OPERATIONS`]; at least 1); the others wait
     /// their turn, queued in the order they were started.
     pub max_operations: usize,
+    /// Start no operation on its own (`serve --pause-automatic`): no
+    /// automatic re-apply, no resumption of what a leader left running;
+    /// what an operator asks for runs as always.
+    pub pause_automatic: bool,
     /// The store, in place of SQLite in the state folder (cluster mode:
     /// [`crate::store::cluster::ClusterStore`]).
     pub store: Option<Arc<dyn Store>>,
@@ -105,6 +109,7 @@ impl Options {
             checkpoints_from_env: false,
             keep_versions: DEFAULT_KEEP_VERSIONS,
             max_operations: super::DEFAULT_MAX_OPERATIONS,
+            pause_automatic: false,
             store: None,
             leading: None,
             bundle_home: None,
@@ -144,6 +149,10 @@ pub struct AppDetails {
     /// daemon's watches see it (a cluster target, `drift` not `off`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drifted: Option<Drifted>,
+    /// Why the daemon starts no operation on its own for the app
+    /// (`serve --pause-automatic`); absent when it may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_paused: Option<String>,
 }
 
 /// The `drifted` condition of an app.
@@ -294,6 +303,13 @@ impl Operations for Lifecycle {
     }
 
     fn start(&self, app: &AppName, start: Start) -> Result<Started, Error> {
+        // Every start of the loops is automatic (module `pause`).
+        if let Some(reason) = super::pause::automatic_paused(&self.inner, app) {
+            return Err(Error::AutomaticPaused {
+                app: app.to_string(),
+                reason,
+            });
+        }
         match start {
             Start::Apply {
                 flags,
@@ -418,6 +434,7 @@ impl Lifecycle {
                 limits: options.limits,
                 trust: options.trust,
                 keep_versions: options.keep_versions.max(1),
+                pause_automatic: options.pause_automatic,
             },
             work: Work {
                 reapply: Mutex::new(BTreeMap::new()),
@@ -601,6 +618,7 @@ impl Lifecycle {
             });
         Ok(AppDetails {
             drifted,
+            automatic_paused: super::pause::automatic_paused(&self.inner, app),
             chart_progress: self.inner.work.charts.get(app.as_str()),
             app: record,
             versions,

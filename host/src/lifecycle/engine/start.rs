@@ -8,7 +8,7 @@ use crate::lifecycle::job::{Apply, Job, NO_FLAGS, UserLayer};
 use crate::lifecycle::operations::{Request, Started};
 use crate::lifecycle::owned::{owned_error, owned_release_of};
 use crate::lifecycle::state_dir::remove_dir;
-use crate::lifecycle::{Error, rules};
+use crate::lifecycle::{Error, bundleless, rules};
 use crate::model::ApplyRequest;
 use crate::model::{AppName, Hook};
 use crate::store::{AppRecord, AppState, Finish, Operation, OperationId, Outcome, TargetChange};
@@ -289,6 +289,27 @@ impl Lifecycle {
             .and_then(|()| self.versions_checked(app));
         let (version, target) = match checked {
             Ok(versions) => versions,
+            // No app without a way out: a bundle that cannot be read
+            // (module `bundleless`) is removed from the inventories alone.
+            Err(e) if force && bundleless::unreadable(&e) => {
+                let why = e.one_line();
+                return Ok(self.spawn(app, op, Operation::Remove, move |job| {
+                    if let Some(note) = note {
+                        job.note(note);
+                    }
+                    Ending::new(
+                        match bundleless::remove_without_bundle(job, &why, keep_secrets) {
+                            Ok(done) => with_note(
+                                Finish::succeeded(AppState::Uploaded)
+                                    .with_target(TargetChange::Discard)
+                                    .with_message(done),
+                                job.warnings_note(),
+                            ),
+                            Err(e) => failed(AppState::RemoveFailed, &e),
+                        },
+                    )
+                }));
+            }
             Err(e) => {
                 let finish = failed(AppState::RemoveFailed, &e);
                 return Err(self.end_early(app, op, Operation::Remove, finish, e));
