@@ -355,8 +355,15 @@ fn drift_correct_takes_an_edit_back_on_its_own() {
                 .is_some_and(|c| c["data"]["currency"] == original)
         },
     );
-    let history = d.ok(&["app", "history", app, "-o", "json"]);
-    assert!(history.contains("drift correction: ConfigMap"), "{history}");
+    // The correction's note is written when it finishes.
+    cp.eventually(
+        "the correction in the history",
+        std::time::Duration::from_secs(60),
+        || {
+            d.ok(&["app", "history", app, "-o", "json"])
+                .contains("drift correction: ConfigMap")
+        },
+    );
     cp.eventually(
         "the app applied again",
         std::time::Duration::from_secs(60),
