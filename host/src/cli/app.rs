@@ -1327,6 +1327,39 @@ fn show_table(details: &AppDetails) -> String {
     ] {
         out.push_str(&format!("{:<16}{value}\n", format!("{key}:")));
     }
+    if let Some(drifted) = &details.drifted {
+        out.push_str("\ndrifted (app diff shows what a re-apply would do):\n");
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for object in &drifted.objects {
+            if object.deleted {
+                rows.push(vec![
+                    object.object.clone(),
+                    "(deleted)".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]);
+            }
+            for field in &object.fields {
+                let manager = match (&field.manager, &field.subresource) {
+                    (m, _) if m.is_empty() => "(none: removed)".to_owned(),
+                    (m, Some(sub)) => format!("{m} ({sub})"),
+                    (m, None) => m.clone(),
+                };
+                rows.push(vec![
+                    object.object.clone(),
+                    field.field.clone(),
+                    manager,
+                    field.operation.clone(),
+                    field.time.clone().unwrap_or_else(|| "-".into()),
+                ]);
+            }
+        }
+        out.push_str(&table(
+            &["OBJECT", "FIELD", "MANAGER", "OPERATION", "TIME"],
+            &rows,
+        ));
+    }
     if !details.versions.is_empty() {
         out.push_str("\nversions:\n");
         let rows: Vec<Vec<String>> = details

@@ -33,22 +33,25 @@
 //! gave up).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::cache::LiveCache;
 use super::client::{Cluster, FIELD_MANAGER};
 use super::delete::delete_until_gone;
 use super::discovery::Kind;
 use super::error::Error;
 use super::fields;
 use super::inventory::{Inventory, Owner, owner, secret_name, with_ownership};
+use super::present::{Inputs, Known, get_all, get_unknown, inputs, known};
 use super::prune;
-use super::readiness::Rules;
+use super::readiness::{Rules, State as ReadyState, readiness_with};
 use super::recreate;
 use super::stages::{Stage, stages};
 use super::wait::{self, Awaited};
-use crate::kube::managed::{FieldSet, applied_set};
+use crate::kube::managed::applied_set;
 use crate::kube::target::{ApplyEvent, ApplyOptions, Change, ProgressSink};
 use crate::kube::{Applied, ApplyPlan, ObjectKey, ObjectRef, Release, Resource};
 
@@ -75,6 +78,8 @@ pub struct Record {
     /// The revision a touch records ([`ApplyOptions::revision`]); one up
     /// from the Secret's when `None`.
     next_revision: Option<u64>,
+    /// The apply cache told of each read and write ([`LiveCache::record`]).
+    cache: Option<Arc<LiveCache>>,
 }
 
 fn secrets() -> Kind {
@@ -98,17 +103,41 @@ impl Record {
     /// A request's error, or [`Error::Inventory`] for a Secret that is
     /// not a readable inventory.
     pub async fn load(cluster: &Cluster, release: &Release) -> Result<Record, Error> {
+        Record::load_with(cluster, release, None).await
+    }
+
+    /// [`Record::load`], from the apply cache when it holds the Secret as
+    /// this process last read or wrote it ([`LiveCache::record`]).
+    ///
+    /// # Errors
+    /// As [`Record::load`].
+    pub async fn load_with(
+        cluster: &Cluster,
+        release: &Release,
+        cache: Option<&Arc<LiveCache>>,
+    ) -> Result<Record, Error> {
         let id = secret_ref(release);
-        match cluster
-            .get(&secrets(), id.namespace.as_deref(), &id)
-            .await?
-        {
+        let cached = cache.and_then(|c| c.record(&release.namespace, &id.key()));
+        let found = match cached {
+            Some(secret) => Some(secret),
+            None => {
+                let read = cluster
+                    .get(&secrets(), id.namespace.as_deref(), &id)
+                    .await?;
+                if let (Some(cache), Some(secret)) = (cache, &read) {
+                    cache.record_seen(id.key(), secret);
+                }
+                read
+            }
+        };
+        match found {
             None => Ok(Record {
                 inventory: Inventory::new(release),
                 exists: false,
                 saved: None,
                 touched: false,
                 next_revision: None,
+                cache: cache.cloned(),
             }),
             Some(secret) => {
                 let inventory =
@@ -124,6 +153,7 @@ impl Record {
                     saved,
                     touched: false,
                     next_revision: None,
+                    cache: cache.cloned(),
                 })
             }
         }
@@ -157,9 +187,12 @@ impl Record {
             return Ok(());
         }
         let id = secret_ref(release);
-        cluster
+        let written = cluster
             .apply(&secrets(), id.namespace.as_deref(), &id, &body, false, true)
             .await?;
+        if let Some(cache) = &self.cache {
+            cache.record_seen(id.key(), &written);
+        }
         self.exists = true;
         self.saved = Some(body);
         Ok(())
@@ -203,10 +236,12 @@ pub async fn apply_release(
     plan: &ApplyPlan,
     options: &ApplyOptions,
     progress: &dyn ProgressSink,
+    shared_cache: Option<&Arc<LiveCache>>,
 ) -> Result<Applied, Error> {
+    let cache = shared_cache.map(Arc::as_ref);
     let timeout = options.timeout.unwrap_or(settings.timeout);
     let deadline = Instant::now() + timeout;
-    let mut record = Record::load(cluster, release).await?;
+    let mut record = Record::load_with(cluster, release, shared_cache).await?;
     record.next_revision = options.revision;
     let owned_before: HashSet<ObjectKey> = record
         .inventory
@@ -215,7 +250,9 @@ pub async fn apply_release(
         .map(|e| e.id().key())
         .collect();
     let mut namespaces = Namespaces::default();
-    namespaces.ensure(cluster, &release.namespace).await?;
+    namespaces
+        .ensure_cached(cluster, &release.namespace, cache)
+        .await?;
     let times = (deadline, timeout, settings.poll);
     rekind(cluster, release, plan, &mut record, times, progress).await?;
 
@@ -231,9 +268,22 @@ pub async fn apply_release(
             prepared.push(prepare(cluster, settings, release, plan, resource, deadline).await?);
         }
         for namespace in prepared.iter().filter_map(|p| p.id.namespace.as_deref()) {
-            namespaces.ensure(cluster, namespace).await?;
+            namespaces.ensure_cached(cluster, namespace, cache).await?;
         }
-        let fetched = get_all(cluster, &prepared).await;
+        let inputs: Vec<Inputs> = prepared
+            .iter()
+            .map(|p| inputs(p, &owned_before, options))
+            .collect();
+        let known = known(
+            cluster,
+            &prepared,
+            &inputs,
+            &owned_before,
+            &namespaces,
+            cache,
+        )
+        .await?;
+        let fetched = get_unknown(cluster, &prepared, &known).await;
         let mut lives = Vec::with_capacity(prepared.len());
         for (p, live) in prepared.iter().zip(fetched) {
             let mut live = live?;
@@ -254,7 +304,20 @@ pub async fn apply_release(
         record.save(cluster, release).await?;
         let mut uids: std::collections::HashMap<ObjectKey, String> =
             std::collections::HashMap::new();
+        let mut observed: std::collections::HashMap<ObjectKey, Value> =
+            std::collections::HashMap::new();
         let pairs: Vec<(&Prepared, &Option<Value>)> = prepared.iter().zip(&lives).collect();
+        let unchanged: HashSet<ObjectKey> = prepared
+            .iter()
+            .zip(&known)
+            .filter(|(_, k)| matches!(k, Known::Unchanged(_)))
+            .map(|(p, _)| p.id.key())
+            .collect();
+        let digests: std::collections::HashMap<ObjectKey, u64> = prepared
+            .iter()
+            .zip(&inputs)
+            .map(|(p, i)| (p.id.key(), i.digest))
+            .collect();
         let mut written = 0;
         for chunk in
             pairs.chunk_by(|(a, _), (b, _)| a.id.kind == b.id.kind && a.id.group() == b.id.group())
@@ -270,6 +333,7 @@ pub async fn apply_release(
                         force,
                         recreate: again,
                         ignored,
+                        unchanged: unchanged.contains(&p.id.key()),
                     };
                     (cluster.clone(), sent, (*live).clone(), how)
                 })
@@ -281,7 +345,21 @@ pub async fn apply_release(
             let mut failure = None;
             for ((p, _), outcome) in chunk.iter().zip(outcomes) {
                 match outcome {
-                    Ok((change, uid, held)) => {
+                    Ok((change, object)) => {
+                        let uid = object
+                            .as_ref()
+                            .map(|o| wait::uid_of(o).to_string())
+                            .unwrap_or_default();
+                        let held = object
+                            .as_ref()
+                            .map(|o| applied_set(o, FIELD_MANAGER))
+                            .unwrap_or_default();
+                        if let Some(object) = object {
+                            if let (Some(cache), Some(digest)) = (cache, digests.get(&p.id.key())) {
+                                cache.mark(p.id.key(), *digest, &object);
+                            }
+                            observed.insert(p.id.key(), object);
+                        }
                         uids.insert(p.id.key(), uid);
                         // A recreated object's answer is not at hand:
                         // the drift watcher reads it itself.
@@ -324,8 +402,14 @@ pub async fn apply_release(
         }
         record.save(cluster, release).await?;
         if stage == Stage::Definitions || !options.no_wait {
+            let rules = Rules {
+                load_balancer_address: options.wait_for_load_balancer,
+            };
             let awaited: Vec<Awaited> = prepared
                 .into_iter()
+                // What the write's answer (or the live object found as
+                // desired) already shows Current needs no wait.
+                .filter(|p| !already_current(observed.get(&p.id.key()), rules))
                 .map(|p| Awaited {
                     uid: uids.remove(&p.id.key()).unwrap_or_default(),
                     id: p.id,
@@ -338,9 +422,7 @@ pub async fn apply_release(
                 deadline,
                 timeout,
                 settings.poll,
-                Rules {
-                    load_balancer_address: options.wait_for_load_balancer,
-                },
+                rules,
                 progress,
             )
             .await?;
@@ -356,7 +438,18 @@ pub async fn apply_release(
         progress,
     )
     .await?;
+    if let Some(cache) = cache {
+        cache.keep_inventory(release.to_string(), record.inventory.clone());
+    }
     Ok(result)
+}
+
+/// Whether `object`, as an apply's answer or the live object found as
+/// desired shows it, is Current already.
+fn already_current(object: Option<&Value>, rules: Rules) -> bool {
+    object.is_some_and(|o| {
+        readiness_with(o, std::time::SystemTime::now(), rules).state == ReadyState::Current
+    })
 }
 
 /// The most requests one stage has in flight at once.
@@ -365,7 +458,7 @@ pub const MAX_IN_FLIGHT: usize = 16;
 /// Runs `work` on every item, at most [`MAX_IN_FLIGHT`] at once, each as
 /// a task on the target's runtime; the results come back in the items'
 /// order. Every item runs, whatever the others' outcomes.
-async fn in_flight<T, R, F, Fut>(items: Vec<T>, work: F) -> Vec<Result<R, Error>>
+pub(super) async fn in_flight<T, R, F, Fut>(items: Vec<T>, work: F) -> Vec<Result<R, Error>>
 where
     F: Fn(T) -> Fut,
     Fut: Future<Output = Result<R, Error>> + Send + 'static,
@@ -416,19 +509,6 @@ async fn prepare(
 ) -> Result<Prepared, Error> {
     let kind = resolve(cluster, settings, plan.to_apply(), resource.id(), deadline).await?;
     Ok(place(release, resource, kind))
-}
-
-/// Each object's live state (`None` when absent), the GETs together
-/// ([`in_flight`]), in `objects`' order.
-async fn get_all(cluster: &Cluster, objects: &[Prepared]) -> Vec<Result<Option<Value>, Error>> {
-    let gets: Vec<_> = objects
-        .iter()
-        .map(|p| (cluster.clone(), p.kind.clone(), p.id.clone()))
-        .collect();
-    in_flight(gets, |(cluster, kind, id)| async move {
-        cluster.get(&kind, id.namespace.as_deref(), &id).await
-    })
-    .await
 }
 
 /// `resource` as it is sent for `release`: in the namespace it really
@@ -517,11 +597,12 @@ pub async fn admit(
     release: &Release,
     objects: &[Resource],
     options: &ApplyOptions,
+    cache: Option<&Arc<LiveCache>>,
 ) -> Result<(), Error> {
     if options.adopt || objects.is_empty() {
         return Ok(());
     }
-    let record = Record::load(cluster, release).await?;
+    let record = Record::load_with(cluster, release, cache).await?;
     let owned_before: HashSet<ObjectKey> = record
         .inventory
         .objects
@@ -585,29 +666,36 @@ struct How {
     recreate: Option<recreate::Times>,
     /// Fields the comparison skips ([`fields::with_policy`]).
     ignored: Vec<crate::model::Pointer>,
+    /// The cache showed it as capstan's last apply from the same inputs
+    /// left it ([`Known::Unchanged`]): nothing is sent.
+    unchanged: bool,
 }
 
 /// Applies one object given its live state: created when absent,
 /// written when the dry run differs (outside the ignored fields), else
-/// left alone. With `recreate` (the operator opted in for this object),
-/// an immutable-field refusal deletes and creates the object instead
+/// left alone; nothing is sent for an object the cache showed unchanged.
+/// With `recreate` (the operator opted in for this object), an
+/// immutable-field refusal deletes and creates the object instead
 /// ([`recreate::recreate`]); a recreate counts as [`Change::Configured`].
+/// The object as the answer (or the live object found as desired) shows
+/// it; `None` after a recreate.
 async fn apply_one(
     cluster: &Cluster,
     p: &Prepared,
     live: Option<&Value>,
     how: &How,
-) -> Result<(Change, String, FieldSet), Error> {
+) -> Result<(Change, Option<Value>), Error> {
     let force = how.force;
     let namespace = p.id.namespace.as_deref();
-    let uid = |object: &Value| wait::uid_of(object).to_string();
-    let held = |object: &Value| applied_set(object, FIELD_MANAGER);
     let Some(live) = live else {
         let created = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, false, force)
             .await?;
-        return Ok((Change::Created, uid(&created), held(&created)));
+        return Ok((Change::Created, Some(created)));
     };
+    if how.unchanged {
+        return Ok((Change::Unchanged, Some(live.clone())));
+    }
     let written = async {
         let dry = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, true, force)
@@ -615,17 +703,17 @@ async fn apply_one(
         if fields::comparable_without(&dry, &how.ignored)
             == fields::comparable_without(live, &how.ignored)
         {
-            return Ok((Change::Unchanged, uid(live), held(live)));
+            return Ok((Change::Unchanged, Some(live.clone())));
         }
         let applied = cluster
             .apply(&p.kind, namespace, &p.id, &p.body, false, force)
             .await?;
-        Ok((Change::Configured, uid(&applied), held(&applied)))
+        Ok((Change::Configured, Some(applied)))
     };
     match (written.await, how.recreate) {
         (Err(Error::Immutable { .. }), Some(times)) => {
             recreate::recreate(cluster, p, force, times).await?;
-            Ok((Change::Configured, String::new(), FieldSet::new()))
+            Ok((Change::Configured, None))
         }
         (result, _) => result,
     }
@@ -731,8 +819,22 @@ impl Namespaces {
         Ok(())
     }
 
-    fn created(&self, name: &str) -> bool {
+    pub(super) fn created(&self, name: &str) -> bool {
         self.created.contains(name)
+    }
+
+    /// [`Namespaces::ensure`], taking as existing a namespace in which
+    /// the apply cache shows a live object ([`LiveCache::holds_namespace`]).
+    async fn ensure_cached(
+        &mut self,
+        cluster: &Cluster,
+        name: &str,
+        cache: Option<&LiveCache>,
+    ) -> Result<(), Error> {
+        if cache.is_some_and(|c| c.holds_namespace(name)) {
+            self.known.insert(name.to_string());
+        }
+        self.ensure(cluster, name).await
     }
 }
 

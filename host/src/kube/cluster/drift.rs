@@ -29,6 +29,7 @@ use kube::api::WatchParams;
 use kube::core::WatchEvent;
 use serde_json::Value;
 
+use super::cache::{LiveCache, WatchKey};
 use super::client::{Cluster, FIELD_MANAGER};
 use super::discovery::Kind;
 use super::error::Verb;
@@ -41,14 +42,6 @@ use crate::model::{FieldPolicy, IgnoreRule, ObjectDrift, Pointer, resource_versi
 const WATCH_SECONDS: u32 = 290;
 /// The pause before listing again after a failed list or watch.
 const BACKOFF: Duration = Duration::from_secs(2);
-
-/// One watch: a kind in a namespace (none for a cluster-scoped kind).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct WatchKey {
-    api_version: String,
-    kind: String,
-    namespace: Option<String>,
-}
 
 /// One followed object.
 struct Tracked {
@@ -64,6 +57,9 @@ struct Tracked {
 struct Followed {
     ignore: Vec<IgnoreRule>,
     objects: HashMap<ObjectKey, Tracked>,
+    /// The namespace of the release's inventory Secret, watched for the
+    /// apply cache ([`LiveCache::record`]), not for drift.
+    namespace: String,
 }
 
 #[derive(Default)]
@@ -78,6 +74,8 @@ struct Shared {
     changed: Condvar,
     cluster: Cluster,
     handle: tokio::runtime::Handle,
+    /// What the watches see, for the apply ([`super::cache`]).
+    cache: Arc<LiveCache>,
 }
 
 /// The drift watcher of one cluster connection (see the module doc).
@@ -117,6 +115,7 @@ impl Hub {
                 changed: Condvar::new(),
                 cluster,
                 handle,
+                cache: Arc::default(),
             }),
         }
     }
@@ -151,6 +150,7 @@ impl Hub {
                 Followed {
                     ignore: policy.ignore.clone(),
                     objects: tracked,
+                    namespace: release.namespace.clone(),
                 },
             );
             if before.is_some_and(|b| b.objects.values().any(|t| t.drift.is_some())) {
@@ -212,6 +212,11 @@ impl Hub {
         }
     }
 
+    /// The apply cache the watches fill.
+    pub fn cache(&self) -> Arc<LiveCache> {
+        self.shared.cache.clone()
+    }
+
     /// How many watches are open (one per kind and namespace followed).
     pub fn watches(&self) -> usize {
         lock(&self.shared).watches.len()
@@ -220,6 +225,7 @@ impl Hub {
     /// Starts a watch for each kind and namespace a followed object is
     /// in, and stops those no followed object needs.
     fn reconcile_watches(&self, state: &mut State) {
+        let secrets = Kind::core("Secret", "secrets");
         let needed: HashMap<WatchKey, Kind> = state
             .releases
             .values()
@@ -230,11 +236,19 @@ impl Hub {
                     t.kind.clone(),
                 )
             })
+            .chain(
+                state
+                    .releases
+                    .values()
+                    .map(|f| (watch_key(&secrets, Some(&f.namespace)), secrets.clone())),
+            )
             .collect();
+        let cache = &self.shared.cache;
         state.watches.retain(|key, handle| {
             let keep = needed.contains_key(key);
             if !keep {
                 handle.abort();
+                cache.dropped(key);
             }
             keep
         });
@@ -267,11 +281,7 @@ fn bump(shared: &Shared, state: &mut State) {
 }
 
 fn watch_key(kind: &Kind, namespace: Option<&str>) -> WatchKey {
-    WatchKey {
-        api_version: kind.api_version.clone(),
-        kind: kind.kind.clone(),
-        namespace: namespace.map(str::to_string),
-    }
+    WatchKey::new(kind, namespace)
 }
 
 /// The key of `object` of `kind` (list items carry no kind).
@@ -297,6 +307,7 @@ fn feed(weak: &Weak<Shared>, kind: &Kind, object: &Value) {
     let Some(key) = key_of(kind, object) else {
         return;
     };
+    shared.cache.observe(key.clone(), &kind.api_version, object);
     let mut state = lock(&shared);
     let mut changed = false;
     for followed in state.releases.values_mut() {
@@ -375,6 +386,7 @@ fn gone(weak: &Weak<Shared>, key: &ObjectKey) {
     let Some(shared) = weak.upgrade() else {
         return;
     };
+    shared.cache.gone(key);
     let mut state = lock(&shared);
     let mut changed = false;
     for followed in state.releases.values_mut() {
@@ -454,7 +466,10 @@ async fn watch(weak: Weak<Shared>, cluster: Cluster, kind: Kind, namespace: Opti
             tokio::time::sleep(BACKOFF).await;
             continue;
         };
+        let key = WatchKey::new(&kind, namespace.as_deref());
+        in_step(&weak, &key, true);
         watch_from(&weak, &cluster, &kind, &collection, from).await;
+        in_step(&weak, &key, false);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -522,6 +537,13 @@ async fn watch_from(
                 }
             }
         }
+    }
+}
+
+/// Tells the apply cache whether the watch `key` is in step.
+fn in_step(weak: &Weak<Shared>, key: &WatchKey, synced: bool) {
+    if let Some(shared) = weak.upgrade() {
+        shared.cache.set_synced(key, synced);
     }
 }
 

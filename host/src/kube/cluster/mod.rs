@@ -43,6 +43,7 @@
 //! rendered objects and release names and returns what it did.
 
 pub mod apply;
+pub mod cache;
 pub mod client;
 pub mod delete;
 pub mod diff;
@@ -55,6 +56,7 @@ pub mod hooks;
 pub mod inventory;
 pub mod lease;
 pub mod live;
+pub mod present;
 pub mod prune;
 pub mod readiness;
 pub mod recreate;
@@ -63,6 +65,8 @@ pub mod stages;
 pub mod tenancy;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cache;
 #[cfg(test)]
 mod tests_more;
 #[cfg(test)]
@@ -296,7 +300,13 @@ impl ApplyTarget for ClusterTarget {
     ) -> Result<(), crate::kube::Error> {
         self.block_on(
             release,
-            apply::admit(&self.cluster, release, objects, options),
+            apply::admit(
+                &self.cluster,
+                release,
+                objects,
+                options,
+                Some(&self.drift.cache()),
+            ),
         )
     }
 
@@ -351,7 +361,8 @@ impl ApplyTarget for ClusterTarget {
     /// included, so [`crate::kube::plan_apply`] prunes what may exist.
     fn applied(&self, release: &Release) -> Result<Vec<Resource>, crate::kube::Error> {
         self.block_on(release, async {
-            let record = Record::load(&self.cluster, release).await?;
+            let record =
+                Record::load_with(&self.cluster, release, Some(&self.drift.cache())).await?;
             Ok(record.inventory.resources())
         })
     }
@@ -370,7 +381,8 @@ impl ApplyTarget for ClusterTarget {
     /// The release Secret's revision; `None` when there is no Secret.
     fn revision(&self, release: &Release) -> Result<Option<u64>, crate::kube::Error> {
         self.block_on(release, async {
-            let record = Record::load(&self.cluster, release).await?;
+            let record =
+                Record::load_with(&self.cluster, release, Some(&self.drift.cache())).await?;
             Ok(record.exists().then_some(record.inventory.revision))
         })
     }
@@ -391,6 +403,7 @@ impl ApplyTarget for ClusterTarget {
                 plan,
                 options,
                 progress,
+                Some(&self.drift.cache()),
             ),
         )
     }
@@ -507,9 +520,13 @@ impl ClusterView for ClusterTarget {
         policy: &crate::model::FieldPolicy,
     ) -> Result<(), crate::kube::Error> {
         let objects = self.block_on(release, async {
-            let record = apply::Record::load(&self.cluster, release).await?;
+            // The inventory the apply just left, else the Secret's.
+            let inventory = match self.drift.cache().take_inventory(&release.to_string()) {
+                Some(inventory) => inventory,
+                None => apply::Record::load(&self.cluster, release).await?.inventory,
+            };
             let mut objects = Vec::new();
-            for entry in &record.inventory.objects {
+            for entry in &inventory.objects {
                 let id = entry.id();
                 let Some(kind) = prune::resolve_recorded(&self.cluster, &id).await? else {
                     continue;

@@ -474,6 +474,11 @@ fn claims_survive_a_remove_unless_purged() {
 #[test]
 fn transient_failures_are_retried_then_succeed() {
     let f = fixture();
+    // The namespace exists, so each object is read first.
+    f.double.put_object(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}),
+        "kubectl",
+    );
     f.double.inject_fault(Fault {
         method: Some("PATCH".into()),
         path_contains: "/configmaps/settings".into(),
@@ -611,6 +616,10 @@ fn validation_errors_fail_at_once_and_leave_no_record() {
 #[test]
 fn a_foreign_object_is_a_conflict_unless_adopted() {
     let f = fixture();
+    f.double.put_object(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}),
+        "kubectl",
+    );
     f.double.put_object(
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": "shared", "namespace": "shop"}, "data": {"k": "theirs"}}),
