@@ -273,6 +273,7 @@ fn every_endpoint_round_trips_through_the_wire_types() {
     let query = wire::UpdateQuery {
         reuse_user_overrides: Some(false),
         force: false,
+        on_failure: None,
     };
     let started: wire::Started = d.raw(
         Method::POST,
@@ -390,6 +391,7 @@ fn the_typed_client_drives_the_real_server() {
     let keep = wire::UpdateQuery {
         reuse_user_overrides: Some(true),
         force: false,
+        on_failure: None,
     };
     let started = c.update(d.bundle("demo", "1.1.0", &["a"]), &keep).unwrap();
     assert_eq!(d.wait("demo", &started).outcome, Outcome::Succeeded);

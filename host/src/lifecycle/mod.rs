@@ -66,6 +66,7 @@ mod plan;
 mod progress;
 mod reevaluate;
 mod resume;
+mod retry;
 pub mod rules;
 mod slots;
 mod state_dir;

@@ -28,6 +28,7 @@ fn record(name: &str, message: Option<&str>) -> AppRecord {
         created_at: 0,
         updated_at: 0,
         reapply_needed: None,
+        automatic_pause: None,
     }
 }
 
@@ -234,6 +235,7 @@ fn page_data() -> AppPage {
                 }],
             }),
             automatic_paused: None,
+            automatic_retry: None,
         },
         overrides: vec![ChartOverrides {
             app: "shop".into(),
