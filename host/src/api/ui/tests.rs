@@ -283,6 +283,28 @@ fn page_data() -> AppPage {
 }
 
 #[test]
+fn the_app_page_says_who_paused_automatic_operations() {
+    let mut data = page_data();
+    assert!(render_app(&data).contains("id=\"automatic\">on</dd>"));
+    data.details.automatic_paused = Some(format!(
+        "paused by uid=0 at 2026-12-08T00:00:00Z: {HOSTILE}"
+    ));
+    data.details.automatic_retry = Some("retry 2 due in 40s after boom".into());
+    let html = render_app(&data);
+    assert_inert(&html);
+    assert!(
+        html.contains(
+            "id=\"automatic\">paused: paused by uid=0 at 2026-12-08T00:00:00Z: &lt;script&gt;"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("; retry 2 due in 40s after boom</dd>"),
+        "{html}"
+    );
+}
+
+#[test]
 fn the_app_page_shows_every_part_escaped() {
     let html = render_app(&page_data());
     assert_inert(&html);
