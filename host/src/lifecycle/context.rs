@@ -86,8 +86,8 @@ pub(crate) struct Work {
     /// What the drift watch last saw of each app ([`super::drift`]).
     pub drift: Mutex<BTreeMap<String, super::drift::AppDrift>>,
     /// Failed automatic operations waiting for their retry
-    /// ([`super::retry`]).
-    pub retries: super::retry::Retries,
+    /// (module `retry`).
+    pub retries: super::retries::Retries,
 }
 
 /// Cluster mode: the election this daemon takes part in and where

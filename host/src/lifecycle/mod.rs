@@ -66,6 +66,7 @@ mod plan;
 mod progress;
 mod reevaluate;
 mod resume;
+mod retries;
 mod retry;
 pub mod rules;
 mod slots;

@@ -14,89 +14,33 @@
 //! pending retry). A paused app ([`super::pause`]) keeps its pending retry
 //! but it is not started until the app is resumed.
 //!
-//! Kept in memory only: a daemon restart (or a new leader) forgets pending
-//! retries and counts, so it never retries more than `retries` times after
-//! one failure, and never retries forever across restarts; an app left
-//! failed by a restart stays so until the next automatic trigger (which
-//! starts a fresh count) or an operator.
+//! Kept in memory only: a daemon restart, or a new leader, forgets
+//! pending retries and counts (a daemon that stops leading forgets its
+//! own), so it never retries more than `retries` times after one failure
+//! and never retries forever across restarts; an app left failed by a
+//! restart stays so until the next automatic trigger (which starts a
+//! fresh count) or an operator. A first attempt that fails before its
+//! work starts (its bundle unreadable, the app busy) is not retried: only
+//! an apply that ran and failed is; a retry that cannot start is tried
+//! again after the next delay, within the same count.
 //!
 //! Must not start anything an operator asked for, and never bypasses the
 //! pause: every retry goes through [`Operations::start`].
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use super::context::Inner;
 use super::operations::{Operations, Start};
+use super::retries::{Automatic, Pending, bounded, humanize};
 use crate::model::{AppName, ApplyRequest, RetryPolicy};
 use crate::store::{Finish, Outcome};
 
 /// How often the thread looks for a retry that is due.
 const CHECK: Duration = Duration::from_millis(250);
 
-/// The most bytes of an error a retry's note repeats.
-const MAX_ERROR_IN_NOTE: usize = 300;
-
 /// How a retry's note begins.
 pub(crate) const RETRY_NOTE: &str = "retry ";
-
-/// The automatic applies running and the retries waiting, per app.
-#[derive(Debug, Default)]
-pub(crate) struct Retries {
-    /// Automatic applies the loops started, by app, until they end.
-    running: Mutex<BTreeMap<String, Automatic>>,
-    /// Apps whose automatic apply failed and that have a retry left or
-    /// one running.
-    pending: Mutex<BTreeMap<String, Pending>>,
-    /// Whether the thread that starts due retries runs: started at the
-    /// first retry scheduled, so a daemon that never retries has none.
-    thread: std::sync::atomic::AtomicBool,
-}
-
-/// An automatic apply as it was started, so it can be started again.
-#[derive(Debug, Clone)]
-struct Automatic {
-    flags: ApplyRequest,
-    /// Why the first attempt was made (its note).
-    origin: String,
-}
-
-/// One app's retries after a failed automatic apply.
-#[derive(Debug, Clone)]
-struct Pending {
-    what: Automatic,
-    /// Retries started so far.
-    started: u32,
-    /// When the next one is due; `None` while one runs.
-    due: Option<Instant>,
-    /// The last failure, bounded.
-    error: String,
-}
-
-impl Retries {
-    fn running(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Automatic>> {
-        self.running.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Pending>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// `app`'s retry, for `app show`: `retry 2 due in 40s after
-    /// <error>`, `retry 2 running`; `None` without one.
-    pub(crate) fn describe(&self, app: &str) -> Option<String> {
-        self.pending().get(app).map(|p| match p.due {
-            Some(due) => format!(
-                "retry {} due in {} after {}",
-                p.started + 1,
-                humanize(due.saturating_duration_since(Instant::now())),
-                p.error
-            ),
-            None => format!("retry {} running", p.started),
-        })
-    }
-}
 
 /// Before an automatic apply of `app` starts (`flags`, `note`): remember
 /// it, so that its end decides on a retry. Only the first registration of
@@ -222,6 +166,11 @@ fn run<O: Operations>(weak: Weak<Inner>) {
         let ops = O::of(inner);
         if ops.may_work() {
             start_due(&ops);
+        } else {
+            // A follower starts nothing, and forgets what it would have:
+            // the leader decides (module doc: kept in memory only).
+            ops.shared().work.retries.pending().clear();
+            ops.shared().work.retries.running().clear();
         }
     }
 }
@@ -315,31 +264,9 @@ pub(super) fn start_due(ops: &impl Operations) {
     }
 }
 
-/// `text` cut to [`MAX_ERROR_IN_NOTE`] bytes at a character boundary.
-fn bounded(text: &str) -> String {
-    if text.len() <= MAX_ERROR_IN_NOTE {
-        return text.to_owned();
-    }
-    let mut cut = MAX_ERROR_IN_NOTE;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &text[..cut])
-}
-
 /// A number from 0.0 to 1.0, at random.
 fn jitter() -> f64 {
     f64::from(rand_core::RngCore::next_u32(&mut rand_core::OsRng)) / f64::from(u32::MAX)
-}
-
-/// `90s`, `2m`, `2m30s`.
-fn humanize(delay: Duration) -> String {
-    let secs = delay.as_secs().max(1);
-    match (secs / 60, secs % 60) {
-        (0, s) => format!("{s}s"),
-        (m, 0) => format!("{m}m"),
-        (m, s) => format!("{m}m{s}s"),
-    }
 }
 
 #[cfg(test)]
@@ -347,16 +274,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn notes_are_bounded_and_delays_read_as_people_write_them() {
-        let long = "é".repeat(400);
-        let cut = bounded(&long);
-        assert!(cut.len() <= MAX_ERROR_IN_NOTE + '…'.len_utf8());
-        assert!(cut.ends_with('…'));
-        assert_eq!(bounded("short"), "short");
-        assert_eq!(humanize(Duration::from_millis(10)), "1s");
-        assert_eq!(humanize(Duration::from_secs(33)), "33s");
-        assert_eq!(humanize(Duration::from_secs(120)), "2m");
-        assert_eq!(humanize(Duration::from_secs(150)), "2m30s");
+    fn jitter_is_between_zero_and_one() {
         for _ in 0..100 {
             let j = jitter();
             assert!((0.0..=1.0).contains(&j), "{j}");
