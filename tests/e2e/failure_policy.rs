@@ -1,12 +1,49 @@
-//! Issue 45's failure policy on the real control plane: an app's own
-//! pause (`app pause`) holds the daemon's drift correction of a hand edit
-//! while it lasts, `app resume` lets it run, and both are in the history
-//! with who asked and why.
+//! Issue 45's failure policy through the real binary: `app pause` and
+//! `app resume` as an operator types them (what `app show` and `app
+//! history` say, a refused reason), and on the real control plane an
+//! app's pause holding the daemon's drift correction of a hand edit while
+//! it lasts.
 
 use std::time::Duration;
 
 use crate::control_plane::control_plane;
+use crate::daemon::{Daemon, text};
 use crate::real_cluster::shop;
+
+/// `app pause --reason`, `app show`, `app history`, `app resume`; a
+/// reason past its bound exits 1 with one line and changes nothing.
+#[test]
+fn pause_and_resume_from_the_cli_are_shown_and_kept_in_the_history() {
+    let d = Daemon::start("failure_policy_cli");
+    let v1 = d.shop_bundle("1.0.0", |_| {});
+    d.ok(&["app", "upload", v1.to_str().unwrap_or_default()]);
+    d.ok(&["app", "pause", "shop", "--reason", "storage work"]);
+    let shown = d.ok(&["app", "show", "shop"]);
+    let automatic = shown
+        .lines()
+        .find(|l| l.starts_with("automatic:"))
+        .unwrap_or_default();
+    assert!(
+        automatic.contains("paused: paused by uid=") && automatic.contains(": storage work"),
+        "{shown}"
+    );
+    let long = "x".repeat(300);
+    let out = d.cli(&["app", "pause", "shop", "--reason", &long]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("pause reason refused: longer than 256 characters"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    d.ok(&["app", "resume", "shop"]);
+    let shown = d.ok(&["app", "show", "shop"]);
+    assert!(shown.contains("automatic:      on"), "{shown}");
+    let history = d.ok(&["app", "history", "shop", "-o", "json"]);
+    for expected in ["\"pause\"", "storage work", "\"resume\"", "resumed by uid="] {
+        assert!(history.contains(expected), "{expected} missing: {history}");
+    }
+}
 
 /// `drift: correct` with the app paused: a `kubectl patch` is shown as
 /// drift but not taken back; an operator's own apply still runs; after

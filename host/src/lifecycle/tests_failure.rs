@@ -345,3 +345,53 @@ fn an_update_with_on_failure_keep_is_not_rolled_back() {
     );
     assert_eq!(shown.app.active_version, "1.0.0");
 }
+
+/// An app's own pause also holds the resumption of an operation a leader
+/// left running (as `serve --pause-automatic` does for every app), and
+/// survives the daemon's restart; another app is resumed as always.
+#[test]
+fn an_apps_pause_holds_the_resumption_of_its_interrupted_operation() {
+    let f = Fixture::new();
+    let moved: Vec<crate::store::Reconciled> = {
+        let lc = f.open().unwrap();
+        for app in ["held", "free"] {
+            lc.upload(f.bundle(app, "1.0.0", &["a"])).unwrap();
+        }
+        lc.pause_automatic(&name("held"), "uid=0", Some("hands off"))
+            .unwrap();
+        ["held", "free"]
+            .iter()
+            .map(|app| {
+                let op = lc
+                    .inner
+                    .services
+                    .store
+                    .begin_operation(
+                        &name(app),
+                        Operation::Apply,
+                        rules::APPLY_FROM,
+                        AppState::Applying,
+                    )
+                    .unwrap();
+                lc.inner.services.store.set_request(op, "{}").unwrap();
+                crate::store::Reconciled {
+                    app: name(app),
+                    from: AppState::Applying,
+                    to: AppState::ApplyFailed,
+                }
+            })
+            .collect()
+    };
+    let lc = f.open().unwrap();
+    let before = lc.history(&name("held")).unwrap().len();
+    lc.resume(&moved);
+    assert_eq!(settled(&lc, "free"), AppState::Applied);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(settled(&lc, "held"), AppState::ApplyFailed);
+    assert_eq!(lc.history(&name("held")).unwrap().len(), before);
+    let shown = lc.show(&name("held")).unwrap().automatic_paused;
+    assert!(
+        shown.as_deref().is_some_and(|s| s.contains("hands off")),
+        "{shown:?}"
+    );
+}
