@@ -99,6 +99,10 @@ mod real_cluster;
 // autoscalers; what `app diff` shows and what an apply takes back.
 mod drift;
 
+// Issue 45's failure policy on the real control plane: an app's pause
+// holds its drift correction until resumed.
+mod failure_policy;
+
 /// Helm 4 as a differential oracle for install, upgrade and uninstall on
 /// the real control plane: the same charts through `helm` and capstan,
 /// what each step leaves compared (issue 42).

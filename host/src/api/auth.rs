@@ -126,7 +126,7 @@ fn bearer_credentials(value: &str) -> Option<&str> {
 /// word for the peer), `bearer-token from ADDR` or `session from ADDR`
 /// over TCP; without connection info (a router driven in tests),
 /// `socket-owner`, `bearer-token` or `session`.
-fn who(by_session: bool, has_token: bool, peer: Option<&Peer>) -> String {
+pub(super) fn who(by_session: bool, has_token: bool, peer: Option<&Peer>) -> String {
     let holder = if by_session {
         "session"
     } else if has_token {

@@ -388,6 +388,30 @@ impl Client {
         self.call(Method::POST, &app_path(app, &["abort"]), None)
     }
 
+    /// `POST /v1/apps/{app}/pause`: the app as paused.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn pause(
+        &self,
+        app: &str,
+        request: &wire::PauseRequest,
+    ) -> Result<wire::AppRecord, ClientError> {
+        self.call_json(Method::POST, &app_path(app, &["pause"]), request)
+    }
+
+    /// `POST /v1/apps/{app}/resume`: the app as resumed.
+    ///
+    /// # Errors
+    /// As [`Client::call`].
+    pub fn resume(
+        &self,
+        app: &str,
+        request: &wire::PauseRequest,
+    ) -> Result<wire::AppRecord, ClientError> {
+        self.call_json(Method::POST, &app_path(app, &["resume"]), request)
+    }
+
     /// `POST /v1/apps/{app}/recover`.
     ///
     /// # Errors

@@ -290,7 +290,13 @@ pub(super) async fn update(
     let lc = api.lifecycle.clone();
     started(
         streamed_bundle(&api, &headers, body, move |bundle| {
-            lc.update_with(bundle, query.reuse_user_overrides, query.force, source)
+            lc.update_with(
+                bundle,
+                query.reuse_user_overrides,
+                query.force,
+                source,
+                query.on_failure,
+            )
         })
         .await?,
     )
@@ -357,6 +363,47 @@ pub(super) async fn rollback(
     let request: wire::RollbackRequest = parse_json(&body)?;
     let lc = api.lifecycle.clone();
     started(blocking(move || lc.rollback(&app, request.version.as_deref())).await?)
+}
+
+/// Who is asking, as the audit line names them (the unix peer's uid, or
+/// a token holder and its address).
+fn caller(api: &Api, extensions: &axum::http::Extensions) -> String {
+    let peer = extensions
+        .get::<axum::extract::ConnectInfo<super::peer::Peer>>()
+        .map(|info| info.0);
+    super::auth::who(false, api.token.is_some(), peer.as_ref())
+}
+
+pub(super) async fn pause(
+    State(api): State<Api>,
+    extensions: axum::http::Extensions,
+    app: AppPath,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
+    let app = app_name(&path_of(app)?)?;
+    let request: wire::PauseRequest = parse_json(&body)?;
+    let by = caller(&api, &extensions);
+    let lc = api.lifecycle.clone();
+    let record: wire::AppRecord =
+        blocking(move || lc.pause_automatic(&app, &by, request.reason.as_deref())).await?;
+    json(StatusCode::OK, &record)
+}
+
+pub(super) async fn resume(
+    State(api): State<Api>,
+    extensions: axum::http::Extensions,
+    app: AppPath,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body_of(body)?;
+    let app = app_name(&path_of(app)?)?;
+    let request: wire::PauseRequest = parse_json(&body)?;
+    let by = caller(&api, &extensions);
+    let lc = api.lifecycle.clone();
+    let record: wire::AppRecord =
+        blocking(move || lc.resume_automatic(&app, &by, request.reason.as_deref())).await?;
+    json(StatusCode::OK, &record)
 }
 
 pub(super) async fn history(State(api): State<Api>, app: AppPath) -> ApiResult {

@@ -27,6 +27,8 @@
 //! POST   /v1/updates?UpdateQuery    bundle    Started (202)
 //! POST   /v1/apps/{app}/abort                 AppRecord (202)
 //! POST   /v1/apps/{app}/recover               Started (202)
+//! POST   /v1/apps/{app}/pause       PauseRequest   AppRecord (automatic operations stop)
+//! POST   /v1/apps/{app}/resume      PauseRequest   AppRecord (automatic operations run again)
 //! GET    /v1/apps/{app}/history               [HistoryEntry]
 //! GET    /v1/apps/{app}/operations/{id}       HistoryEntry
 //! GET    /v1/apps/{app}/diff                  [ChartDiff]

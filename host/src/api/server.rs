@@ -118,6 +118,8 @@ pub fn router_limited(
         .route("/v1/apps/{app}/abort", post(h::abort))
         .route("/v1/apps/{app}/recover", post(h::recover))
         .route("/v1/apps/{app}/rollback", post(h::rollback))
+        .route("/v1/apps/{app}/pause", post(h::pause))
+        .route("/v1/apps/{app}/resume", post(h::resume))
         .route("/v1/apps/{app}/history", get(h::history))
         .route("/v1/apps/{app}/operations/{id}", get(h::operation))
         .route("/v1/volumes", get(h::volume_list).post(h::volume_create))

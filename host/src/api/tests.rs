@@ -273,6 +273,7 @@ fn every_endpoint_round_trips_through_the_wire_types() {
     let query = wire::UpdateQuery {
         reuse_user_overrides: Some(false),
         force: false,
+        on_failure: None,
     };
     let started: wire::Started = d.raw(
         Method::POST,
@@ -390,6 +391,7 @@ fn the_typed_client_drives_the_real_server() {
     let keep = wire::UpdateQuery {
         reuse_user_overrides: Some(true),
         force: false,
+        on_failure: None,
     };
     let started = c.update(d.bundle("demo", "1.1.0", &["a"]), &keep).unwrap();
     assert_eq!(d.wait("demo", &started).outcome, Outcome::Succeeded);
@@ -434,6 +436,49 @@ fn the_typed_client_drives_the_real_server() {
 
     let metrics = c.metrics().unwrap();
     assert!(metrics.contains("capstan_operations_total"), "{metrics}");
+}
+
+/// Issue 45: `app pause` and `app resume` through the API: the record says
+/// who paused and why, `app show` says so, the history keeps both, and a
+/// reason past its bound or an unknown app is refused.
+#[test]
+fn pause_and_resume_are_kept_with_who_and_why() {
+    let d = Daemon::start();
+    let c = &d.client;
+    c.upload(d.bundle("demo", "1.0.0", &["a"])).unwrap();
+    let request = wire::PauseRequest {
+        reason: Some("maintenance window".into()),
+    };
+    let paused = c.pause("demo", &request).unwrap();
+    let pause = paused.automatic_pause.clone().unwrap();
+    assert_eq!(pause.reason.as_deref(), Some("maintenance window"));
+    assert!(!pause.by.is_empty() && pause.by != "unknown", "{pause:?}");
+    let shown = c
+        .show_app("demo")
+        .unwrap()
+        .automatic_paused
+        .unwrap_or_default();
+    assert!(shown.contains("maintenance window"), "{shown}");
+    let long = wire::PauseRequest {
+        reason: Some("x".repeat(300)),
+    };
+    let (status, code, message) = refused(c.pause("demo", &long));
+    assert_eq!((status, code), (400, ErrorCode::Invalid), "{message}");
+    let (status, code, _) = refused(c.pause("ghost", &request));
+    assert_eq!((status, code), (404, ErrorCode::NotFound));
+    let resumed = c.resume("demo", &wire::PauseRequest::default()).unwrap();
+    assert_eq!(resumed.automatic_pause, None);
+    assert_eq!(c.show_app("demo").unwrap().automatic_paused, None);
+    let operations: Vec<Operation> = c
+        .history("demo")
+        .unwrap()
+        .iter()
+        .map(|h| h.operation)
+        .collect();
+    assert_eq!(
+        operations,
+        [Operation::Upload, Operation::Pause, Operation::Resume]
+    );
 }
 
 /// A name with characters that mean something in a URL reaches the daemon

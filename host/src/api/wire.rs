@@ -217,6 +217,17 @@ pub struct RemoveRequest {
     pub keep_secrets: bool,
 }
 
+/// `POST /v1/apps/{app}/pause` and `/resume`; an empty body gives no
+/// reason.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PauseRequest {
+    /// Why, kept in the app's record and history: at most 256
+    /// characters, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// The query of `POST /v1/updates`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -229,6 +240,10 @@ pub struct UpdateQuery {
     /// not list the active one (`app update --force`).
     #[serde(default)]
     pub force: bool,
+    /// What a failed update leaves, over the new bundle's `on_failure`
+    /// (`app update --on-failure keep|rollback`); absent: the bundle's.
+    #[serde(default)]
+    pub on_failure: Option<crate::model::OnFailure>,
 }
 
 impl UpdateQuery {
@@ -240,6 +255,9 @@ impl UpdateQuery {
         }
         if self.force {
             parts.push("force=true".to_owned());
+        }
+        if let Some(on_failure) = self.on_failure {
+            parts.push(format!("on_failure={on_failure}"));
         }
         if parts.is_empty() {
             String::new()
@@ -346,13 +364,20 @@ mod tests {
         let keep = UpdateQuery {
             reuse_user_overrides: Some(true),
             force: false,
+            on_failure: None,
         };
         assert_eq!(keep.to_query(), "?reuse_user_overrides=true");
         let forced = UpdateQuery {
             reuse_user_overrides: Some(false),
             force: true,
+            on_failure: None,
         };
         assert_eq!(forced.to_query(), "?reuse_user_overrides=false&force=true");
+        let kept = UpdateQuery {
+            on_failure: Some(crate::model::OnFailure::Keep),
+            ..UpdateQuery::default()
+        };
+        assert_eq!(kept.to_query(), "?on_failure=keep");
         assert_eq!(VolumeRemoveQuery { force: true }.to_query(), "?force=true");
         assert_eq!(VolumeRemoveQuery::default().to_query(), "");
     }

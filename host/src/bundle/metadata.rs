@@ -92,6 +92,35 @@ pub struct Metadata {
     /// (`drift_correction_interval: 5m`); 1 minute when left out.
     #[serde(default, deserialize_with = "deserialize_correction")]
     pub drift_correction_interval: Option<std::time::Duration>,
+    /// How many times a failed automatic operation (an automatic
+    /// re-apply, a drift correction) is tried again before the daemon
+    /// leaves the app failed (`retries: 5`); 3 when left out, at most
+    /// [`crate::model::MAX_RETRIES`], 0 for none.
+    #[serde(default)]
+    pub retries: Option<u32>,
+    /// The delay before the first retry (`retry_interval: 1m`), doubled
+    /// for each later one up to 10 minutes; 30 seconds when left out, at
+    /// most an hour.
+    #[serde(default, deserialize_with = "deserialize_retry_interval")]
+    pub retry_interval: Option<std::time::Duration>,
+    /// What a failed update to this version leaves: `rollback` (the
+    /// default: the version it left is applied again) or `keep` (this
+    /// version stays applied as far as it got, `apply-failed`).
+    #[serde(default)]
+    pub on_failure: crate::model::OnFailure,
+}
+
+fn deserialize_retry_interval<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    let interval = parse_duration("retry_interval", &text).map_err(serde::de::Error::custom)?;
+    if interval > crate::model::MAX_RETRY_INTERVAL {
+        return Err(serde::de::Error::custom(format!(
+            "retry_interval {text:?} must be at most 1h"
+        )));
+    }
+    Ok(Some(interval))
 }
 
 /// The least time between two drift corrections of one app unless its
@@ -465,6 +494,16 @@ impl Metadata {
             .unwrap_or(DEFAULT_AUTO_REAPPLY_INTERVAL)
     }
 
+    /// How the app's failed automatic operations are tried again
+    /// (`retries`, `retry_interval`).
+    pub fn retry_policy(&self) -> crate::model::RetryPolicy {
+        let default = crate::model::RetryPolicy::default();
+        crate::model::RetryPolicy {
+            retries: self.retries.unwrap_or(default.retries),
+            interval: self.retry_interval.unwrap_or(default.interval),
+        }
+    }
+
     /// Parses `capstan.yaml` and checks it:
     /// - every field is known and typed (names are DNS-1123 labels, versions semver);
     /// - chart and component names are unique;
@@ -533,7 +572,21 @@ impl Metadata {
         self.check_plugins(&chart_names)?;
         self.check_components(&chart_names)?;
         self.check_triggers()?;
-        self.check_ignore()
+        self.check_ignore()?;
+        self.check_retries()
+    }
+
+    fn check_retries(&self) -> Result<(), Error> {
+        match self.retries {
+            Some(retries) if retries > crate::model::MAX_RETRIES => Err(invalid(
+                "retries".to_string(),
+                format!(
+                    "{retries}; at most {} allowed (0 turns retries off)",
+                    crate::model::MAX_RETRIES
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn check_ignore(&self) -> Result<(), Error> {
@@ -882,6 +935,43 @@ components:
             error.contains("auto_reapply_interval \"soon\" is not a number of s, m or h"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn the_failure_policy_has_defaults_and_bounds() {
+        use crate::model::{DEFAULT_RETRIES, DEFAULT_RETRY_INTERVAL, OnFailure};
+        let metadata = Metadata::parse(HELLO).unwrap();
+        assert_eq!(metadata.retry_policy().retries, DEFAULT_RETRIES);
+        assert_eq!(metadata.retry_policy().interval, DEFAULT_RETRY_INTERVAL);
+        assert_eq!(metadata.on_failure, OnFailure::Rollback);
+        let set = format!("{HELLO}retries: 5\nretry_interval: 2m\non_failure: keep\n");
+        let metadata = Metadata::parse(&set).unwrap();
+        assert_eq!(metadata.retry_policy().retries, 5);
+        assert_eq!(
+            metadata.retry_policy().interval,
+            std::time::Duration::from_secs(120)
+        );
+        assert_eq!(metadata.on_failure, OnFailure::Keep);
+        let none = format!("{HELLO}retries: 0\n");
+        assert_eq!(Metadata::parse(&none).unwrap().retry_policy().retries, 0);
+        let many = format!("{HELLO}retries: 21\n");
+        let error = Metadata::parse(&many).unwrap_err().to_string();
+        assert!(error.contains("at most 20"), "{error}");
+        for bad in [
+            "retries: -1\n",
+            "retries: lots\n",
+            "on_failure: uninstall\n",
+        ] {
+            assert!(Metadata::parse(&format!("{HELLO}{bad}")).is_err(), "{bad}");
+        }
+        let long = format!("{HELLO}retry_interval: 2h\n");
+        let error = Metadata::parse(&long).unwrap_err().to_string();
+        assert!(
+            error.contains("retry_interval \"2h\" must be at most 1h"),
+            "{error}"
+        );
+        let zero = format!("{HELLO}retry_interval: 0s\n");
+        assert!(Metadata::parse(&zero).is_err());
     }
 
     #[test]

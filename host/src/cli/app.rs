@@ -210,7 +210,8 @@ enum AppCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Move an applied app to a newer bundle version (rolls back on failure).
+    /// Move an applied app to a newer bundle version (rolls back on failure,
+    /// unless on_failure says keep).
     #[command(after_help = "Example: capstan app update shop-1.1.0.tgz --reuse-user-overrides")]
     Update {
         /// The new bundle: a .tgz file or an `oci://` reference, as for upload.
@@ -228,6 +229,11 @@ enum AppCommand {
         /// Drop user overrides.
         #[arg(long)]
         drop_user_overrides: bool,
+        /// What a failure leaves: `rollback` applies the version left
+        /// again, `keep` leaves the new version applied as far as it got
+        /// (default: the new bundle's on_failure, else rollback).
+        #[arg(long, value_name = "keep|rollback")]
+        on_failure: Option<crate::model::OnFailure>,
         /// Return once started.
         #[arg(long)]
         no_wait: bool,
@@ -259,6 +265,26 @@ enum AppCommand {
         /// Follow the running operation until it ends.
         #[arg(short = 'w', long)]
         watch: bool,
+    },
+    /// Stop the daemon's automatic operations for an app (automatic
+    /// re-apply, drift correction, retries, resuming a leader's
+    /// operation) until `app resume`; what you ask for still runs.
+    #[command(after_help = "Example: capstan app pause shop --reason \"disk replacement\"")]
+    Pause {
+        /// The app.
+        name: String,
+        /// Why, kept in the app's history (at most 256 characters).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Let the daemon start automatic operations for an app again.
+    #[command(after_help = "Example: capstan app resume shop")]
+    Resume {
+        /// The app.
+        name: String,
+        /// Why, kept in the app's history (at most 256 characters).
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Stop a running apply, update, remove or recover at its next step.
     #[command(after_help = "Example: capstan app abort shop")]
@@ -793,6 +819,7 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             force,
             reuse_user_overrides,
             drop_user_overrides,
+            on_failure,
             no_wait,
         } => {
             let (bytes, source) = fetch_bundle(&bundle, &registry)?;
@@ -803,6 +830,7 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                     _ => None,
                 },
                 force,
+                on_failure,
             };
             let started = match source {
                 Some(source) => client.update_from(bytes, &query, &source)?,
@@ -825,6 +853,20 @@ pub fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                 return wait(&client, format, &name);
             }
             let app = client.show_app(&name)?.app;
+            print_app(format, &app)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Pause { name, reason } => {
+            let app = client.pause(&name, &crate::api::wire::PauseRequest { reason })?;
+            status(&format!(
+                "automatic operations of {name} paused; `capstan app resume {name}` lifts it"
+            ));
+            print_app(format, &app)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AppCommand::Resume { name, reason } => {
+            let app = client.resume(&name, &crate::api::wire::PauseRequest { reason })?;
+            status(&format!("automatic operations of {name} resumed"));
             print_app(format, &app)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -1324,6 +1366,7 @@ fn show_table(details: &AppDetails) -> String {
                 .as_ref()
                 .map_or_else(|| "on".to_owned(), |why| format!("paused: {why}")),
         ),
+        ("retry", or_dash(&details.automatic_retry)),
     ] {
         out.push_str(&format!("{:<16}{value}\n", format!("{key}:")));
     }

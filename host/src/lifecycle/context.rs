@@ -85,6 +85,9 @@ pub(crate) struct Work {
     pub slots: super::slots::Slots,
     /// What the drift watch last saw of each app ([`super::drift`]).
     pub drift: Mutex<BTreeMap<String, super::drift::AppDrift>>,
+    /// Failed automatic operations waiting for their retry
+    /// (module `retry`).
+    pub retries: super::retries::Retries,
 }
 
 /// Cluster mode: the election this daemon takes part in and where

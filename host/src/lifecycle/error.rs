@@ -226,6 +226,13 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The reason given to `app pause` or `app resume` is too long or
+    /// holds control characters.
+    #[error("pause reason refused: {problem}")]
+    BadPauseReason {
+        /// What is wrong with it.
+        problem: String,
+    },
     /// Abort was asked for an app with no abortable operation running.
     #[error("app {app} has no operation running that can be aborted")]
     NothingToAbort {
@@ -376,6 +383,7 @@ impl Error {
             | Error::InvalidOverrides { .. }
             | Error::UnknownComponent { .. }
             | Error::BadPlatformEvent { .. }
+            | Error::BadPauseReason { .. }
             | Error::Volume { .. } => ErrorClass::BadRequest,
             Error::UnknownChart { .. } | Error::UnknownVolume { .. } => ErrorClass::NotFound,
             Error::VolumeInUse { .. } => ErrorClass::Conflict,

@@ -55,6 +55,8 @@ struct Counters {
     drifted_objects: BTreeMap<String, u64>,
     drift_detected: u64,
     drift_corrections: u64,
+    automatic_retries: u64,
+    automatic_retries_exhausted: u64,
 }
 
 /// The daemon's metrics; cheap to update from any thread.
@@ -152,6 +154,18 @@ impl Metrics {
     /// Counts one drift correction started.
     pub fn drift_corrected(&self) {
         self.lock().drift_corrections += 1;
+    }
+
+    /// Counts one retry of a failed automatic operation started
+    /// (module `lifecycle::retry`).
+    pub fn automatic_retry(&self) {
+        self.lock().automatic_retries += 1;
+    }
+
+    /// Counts one app whose automatic operation failed with no retry
+    /// left.
+    pub fn automatic_retries_exhausted(&self) {
+        self.lock().automatic_retries_exhausted += 1;
     }
 
     /// The metrics in the Prometheus text exposition format.
@@ -254,6 +268,24 @@ impl Metrics {
             out,
             "capstan_drift_corrections_total {}",
             c.drift_corrections
+        );
+        out.push_str(
+            "# HELP capstan_automatic_retries_total Retries the daemon started of failed automatic operations (retries, retry_interval).\n",
+        );
+        out.push_str("# TYPE capstan_automatic_retries_total counter\n");
+        let _ = writeln!(
+            out,
+            "capstan_automatic_retries_total {}",
+            c.automatic_retries
+        );
+        out.push_str(
+            "# HELP capstan_automatic_retries_exhausted_total Failed automatic operations left failed with no retry left.\n",
+        );
+        out.push_str("# TYPE capstan_automatic_retries_exhausted_total counter\n");
+        let _ = writeln!(
+            out,
+            "capstan_automatic_retries_exhausted_total {}",
+            c.automatic_retries_exhausted
         );
         out
     }

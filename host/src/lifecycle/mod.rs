@@ -66,6 +66,8 @@ mod plan;
 mod progress;
 mod reevaluate;
 mod resume;
+mod retries;
+mod retry;
 pub mod rules;
 mod slots;
 mod state_dir;

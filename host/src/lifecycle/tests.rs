@@ -901,3 +901,8 @@ fn paused_automatic_operations_resume_nothing_and_an_operator_still_applies() {
     lc.apply(&name("demo"), vec![]).unwrap().wait();
     assert_eq!(settled(&lc, "demo"), AppState::Applied);
 }
+
+/// The failure policy of issue 45 (retries, pause, `on_failure`), with
+/// this module's fixture.
+#[path = "tests_failure.rs"]
+mod failure;

@@ -26,6 +26,7 @@
 
 mod contract;
 mod facts;
+mod failure;
 mod fields;
 mod hook;
 mod layer;
@@ -44,6 +45,10 @@ pub use facts::{
     Network, NetworkInterface, Node, NodeRole, OperationalState, PciDevice, ServiceParameter,
     StorageBackend, StorageClass, StorageHealth, StorageKind, StorageTier, SystemInfo, SystemMode,
     VolumeRequest,
+};
+pub use failure::{
+    DEFAULT_RETRIES, DEFAULT_RETRY_INTERVAL, MAX_RETRIES, MAX_RETRY_DELAY, MAX_RETRY_INTERVAL,
+    OnFailure, RetryPolicy,
 };
 pub use fields::{
     Conflicts, DriftMode, DriftedField, FieldPolicy, IgnoreRule, MAX_IGNORE_RULES, ObjectDrift,

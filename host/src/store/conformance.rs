@@ -325,6 +325,27 @@ pub fn script(store: &dyn Store, prefix: &str) -> Vec<String> {
     run.step("forget db", store.delete_release(&a, "db"));
     run.step("forget db again", store.delete_release(&a, "db"));
 
+    // an operator's pause of automatic operations (issue 45)
+    let pause = super::AutomaticPause {
+        by: "uid=0".into(),
+        at: 5,
+        reason: Some("maintenance".into()),
+    };
+    run.step(
+        "pause a",
+        store.set_automatic_pause(&a, Some(&pause), "paused by uid=0"),
+    );
+    run.step("a paused", store.app(&a).map(|r| r.automatic_pause));
+    run.step(
+        "resume a",
+        store.set_automatic_pause(&a, None, "resumed by uid=0"),
+    );
+    run.step("a resumed", store.app(&a).map(|r| r.automatic_pause));
+    run.step(
+        "pause ghost",
+        store.set_automatic_pause(&ghost, Some(&pause), "paused"),
+    );
+
     // history, and reconciliation of an interrupted app
     run.step("history", store.history(&a));
     run.step("nothing running", store.running_operation(&a));

@@ -35,8 +35,9 @@ use crate::model::AppName;
 pub use document::{AppDoc, AppSpec, AppStatus};
 pub use error::Error;
 pub use records::{
-    AppRecord, DaemonKey, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord,
-    Reconciled, ReleaseRecord, TargetChange, UnixMillis, UserSnapshot, VersionRecord, VolumeRecord,
+    AppRecord, AutomaticPause, DaemonKey, DecisionRecord, Finish, HistoryEntry, OperationId,
+    OverrideRecord, Reconciled, ReleaseRecord, TargetChange, UnixMillis, UserSnapshot,
+    VersionRecord, VolumeRecord,
 };
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, known_version as schema_version};
 pub use sqlite::{DATABASE_FILE, SqliteStore};
@@ -155,6 +156,21 @@ pub trait Store: Send + Sync {
         app: &AppName,
         allowed_from: &[AppState],
     ) -> Result<Vec<VersionRecord>, Error>;
+
+    /// Pauses (`Some`) or resumes (`None`) the daemon's automatic
+    /// operations for `app` (`app pause`, `app resume`) and records it in
+    /// the history as a finished `pause` or `resume` entry whose message
+    /// is `message`; the app's state and message are untouched (a running
+    /// operation goes on). Returns the app as written.
+    ///
+    /// # Errors
+    /// [`Error::UnknownApp`].
+    fn set_automatic_pause(
+        &self,
+        app: &AppName,
+        pause: Option<&AutomaticPause>,
+        message: &str,
+    ) -> Result<AppRecord, Error>;
 
     // ---- versions ----
 

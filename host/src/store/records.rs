@@ -56,6 +56,58 @@ pub struct AppRecord {
     /// its next operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reapply_needed: Option<String>,
+    /// Set by `app pause`: the daemon starts no operation on its own for
+    /// the app (automatic re-apply, drift correction, retries, resuming
+    /// a leader's operation) until `app resume`. Absent when not paused
+    /// (and in records written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_pause: Option<AutomaticPause>,
+}
+
+/// An operator's pause of one app's automatic operations (`app pause`),
+/// as StarlingX's audit of an app can be skipped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AutomaticPause {
+    /// Who paused it (as the API's audit line names the caller).
+    pub by: String,
+    /// When.
+    #[schema(value_type = i64)]
+    pub at: UnixMillis,
+    /// Why, as the operator gave it (bounded by the API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl std::fmt::Display for AutomaticPause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "paused by {} at {}", self.by, rfc3339(self.at))?;
+        if let Some(reason) = &self.reason {
+            write!(f, ": {reason}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `at` as an RFC 3339 UTC time, to the second.
+fn rfc3339(at: UnixMillis) -> String {
+    let secs = at.div_euclid(1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 /// One stored version of an app.
@@ -338,5 +390,25 @@ impl DaemonKey {
 impl std::fmt::Debug for DaemonKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("DaemonKey(..)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_reads_with_who_when_and_why() {
+        let pause = AutomaticPause {
+            by: "uid=0".into(),
+            at: 1_796_688_000_000,
+            reason: Some("maintenance".into()),
+        };
+        assert_eq!(
+            pause.to_string(),
+            "paused by uid=0 at 2026-12-08T00:00:00Z: maintenance"
+        );
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_825_600_000), "2000-02-29T12:00:00Z");
     }
 }

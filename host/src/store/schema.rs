@@ -144,6 +144,11 @@ pub const MIGRATIONS: &[&str] = &[
         key             BLOB NOT NULL
     ) STRICT;
     "#,
+    // 8: an operator's pause of the app's automatic operations (`app
+    // pause`: JSON {by, at, reason?}); NULL when not paused.
+    r#"
+    ALTER TABLE apps ADD COLUMN automatic_pause TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -162,11 +162,16 @@ pub enum Operation {
     Abort,
     /// Go back to a kept earlier version with the user overrides it had.
     Rollback,
+    /// Stop the daemon's automatic operations for the app (`app pause`;
+    /// a history entry only, the state is unchanged).
+    Pause,
+    /// Let them run again (`app resume`).
+    Resume,
 }
 
 impl Operation {
     /// Every operation, in declaration order.
-    pub const ALL: [Operation; 9] = [
+    pub const ALL: [Operation; 11] = [
         Operation::Upload,
         Operation::Apply,
         Operation::Remove,
@@ -176,6 +181,8 @@ impl Operation {
         Operation::Delete,
         Operation::Abort,
         Operation::Rollback,
+        Operation::Pause,
+        Operation::Resume,
     ];
 
     /// The stable spelling.
@@ -190,6 +197,8 @@ impl Operation {
             Operation::Delete => "delete",
             Operation::Abort => "abort",
             Operation::Rollback => "rollback",
+            Operation::Pause => "pause",
+            Operation::Resume => "resume",
         }
     }
 }

@@ -1397,3 +1397,76 @@ fn a_user_snapshot_keeps_the_user_layer_of_its_moment_and_goes_with_its_version(
         .collect();
     assert_eq!(left, ["1.0"], "a deleted version's snapshot goes with it");
 }
+
+// ---- the pause of automatic operations (issue 45) ----
+
+#[test]
+fn a_pause_survives_reopening_and_is_in_the_history() {
+    let (dir, store) = new_store();
+    let app = uploaded(&store, "shop");
+    let pause = AutomaticPause {
+        by: "uid=1000".into(),
+        at: 42,
+        reason: Some("disk swap".into()),
+    };
+    let record = store
+        .set_automatic_pause(&app, Some(&pause), "automatic operations paused")
+        .unwrap();
+    assert_eq!(record.automatic_pause.as_ref(), Some(&pause));
+    assert_eq!(record.state, AppState::Uploaded, "the state is untouched");
+    drop(store);
+    let store = reopen(&dir);
+    assert_eq!(store.app(&app).unwrap().automatic_pause, Some(pause));
+    store
+        .set_automatic_pause(&app, None, "automatic operations resumed by uid=0")
+        .unwrap();
+    drop(store);
+    let store = reopen(&dir);
+    assert_eq!(store.app(&app).unwrap().automatic_pause, None);
+    let history = store.history(&app).unwrap();
+    let kinds: Vec<_> = history.iter().map(|h| (h.operation, h.outcome)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (Operation::Upload, Outcome::Succeeded),
+            (Operation::Pause, Outcome::Succeeded),
+            (Operation::Resume, Outcome::Succeeded),
+        ]
+    );
+    assert_eq!(
+        history[2].message.as_deref(),
+        Some("automatic operations resumed by uid=0")
+    );
+    assert_eq!(history[1].to_state, Some(AppState::Uploaded));
+    assert!(matches!(
+        store.set_automatic_pause(&name("ghost"), None, "x"),
+        Err(Error::UnknownApp { .. })
+    ));
+}
+
+#[test]
+fn a_version_7_store_gains_the_pause_column_and_reads_its_apps_unpaused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state");
+    std::fs::create_dir_all(&path).unwrap();
+    let db = path.join(DATABASE_FILE);
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        for step in &schema::MIGRATIONS[..7] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 7).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.execute(
+            "INSERT INTO apps VALUES ('shop', 'applied', '1.0.0', NULL, NULL, NULL, 1, 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(pragma(&db, "user_version"), schema_version());
+    let app = store.app(&name("shop")).unwrap();
+    assert_eq!(app.state, AppState::Applied);
+    assert_eq!(app.automatic_pause, None);
+}

@@ -56,6 +56,7 @@ pub fn export(store: &dyn Store) -> Result<Dump, Error> {
                 updated_at: record.updated_at,
                 history: store.history(name)?,
                 releases: store.list_releases(name)?,
+                automatic_pause: record.automatic_pause.clone(),
             },
         });
     }

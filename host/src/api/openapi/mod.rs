@@ -124,6 +124,8 @@ fn schemas(components: ComponentsBuilder) -> ComponentsBuilder {
         .schema_from::<wire::ApplyRequest>()
         .schema_from::<wire::RemoveRequest>()
         .schema_from::<wire::RollbackRequest>()
+        .schema_from::<wire::PauseRequest>()
+        .schema_from::<crate::store::AutomaticPause>()
         .schema_from::<wire::HistoryEntry>()
         .schema_from::<wire::ChartDiff>()
         .schema_from::<wire::OverrideSummary>()

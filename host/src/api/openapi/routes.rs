@@ -75,8 +75,11 @@ pub(super) const OPERATION: &[ErrorCode] = &[
     E::Vetoed,
     E::Failed,
 ];
-pub(super) const UPDATE_QUERY: &[(&str, &str)] =
-    &[("reuse_user_overrides", "boolean"), ("force", "boolean")];
+pub(super) const UPDATE_QUERY: &[(&str, &str)] = &[
+    ("reuse_user_overrides", "boolean"),
+    ("force", "boolean"),
+    ("on_failure", "string"),
+];
 pub(super) const VOLUME_REMOVE_QUERY: &[(&str, &str)] = &[("force", "boolean")];
 
 /// Every route of the API.
@@ -275,6 +278,26 @@ pub(super) const ROUTES: &[Route] = &[
         input: Input::Json("RollbackRequest", false),
         output: Output::Json(202, "Started"),
         errors: OPERATION,
+    },
+    Route {
+        method: HttpMethod::Post,
+        path: "/v1/apps/{app}/pause",
+        id: "pauseApp",
+        summary: "Stop the daemon's automatic operations for the app (an operator's still run)",
+        query: None,
+        input: Input::Json("PauseRequest", false),
+        output: Output::Json(200, "AppRecord"),
+        errors: &[E::BadRequest, E::NotFound, E::Invalid, E::PayloadTooLarge],
+    },
+    Route {
+        method: HttpMethod::Post,
+        path: "/v1/apps/{app}/resume",
+        id: "resumeApp",
+        summary: "Let the daemon start automatic operations for the app again",
+        query: None,
+        input: Input::Json("PauseRequest", false),
+        output: Output::Json(200, "AppRecord"),
+        errors: &[E::BadRequest, E::NotFound, E::Invalid, E::PayloadTooLarge],
     },
     Route {
         method: HttpMethod::Get,

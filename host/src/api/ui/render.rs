@@ -139,6 +139,19 @@ fn reapply_text(app: &AppRecord) -> String {
     }
 }
 
+/// What the app page says of the daemon's automatic operations for the
+/// app: `on`, `paused by … at …: reason`, and a pending retry.
+fn automatic_text(details: &AppDetails) -> String {
+    let mut text = match &details.automatic_paused {
+        Some(why) => format!("paused: {why}"),
+        None => "on".to_owned(),
+    };
+    if let Some(retry) = &details.automatic_retry {
+        text.push_str(&format!("; {retry}"));
+    }
+    text
+}
+
 /// The facts plugins are handed, as `capstan facts show` prints them:
 /// each field with where it came from, the last change and error, then
 /// the nodes.
@@ -347,8 +360,10 @@ pub fn render_app(data: &AppPage) -> String {
          <dt>State</dt><dd><span class=\"state {state}\" data-field=\"state\">{state}</span></dd>\
          <dt>Version</dt><dd data-field=\"version\">{version}</dd>\
          <dt>Progress</dt><dd data-field=\"progress\" id=\"progress\">{progress}</dd>\
-         <dt>Re-apply</dt><dd data-field=\"reapply-full\" id=\"reapply\">{reapply}</dd></dl>",
+         <dt>Re-apply</dt><dd data-field=\"reapply-full\" id=\"reapply\">{reapply}</dd>\
+         <dt>Automatic</dt><dd data-field=\"automatic\" id=\"automatic\">{automatic}</dd></dl>",
         reapply = escape(app.reapply_needed.as_deref().unwrap_or("")),
+        automatic = escape(&automatic_text(&data.details)),
         state = escape(app.state.as_str()),
         version = escape(&version_of(app)),
         progress = escape(app.progress.as_deref().unwrap_or("")),

@@ -28,6 +28,7 @@ fn record(name: &str, message: Option<&str>) -> AppRecord {
         created_at: 0,
         updated_at: 0,
         reapply_needed: None,
+        automatic_pause: None,
     }
 }
 
@@ -234,6 +235,7 @@ fn page_data() -> AppPage {
                 }],
             }),
             automatic_paused: None,
+            automatic_retry: None,
         },
         overrides: vec![ChartOverrides {
             app: "shop".into(),
@@ -278,6 +280,28 @@ fn page_data() -> AppPage {
             used_by: vec!["shop/web".into()],
         }],
     }
+}
+
+#[test]
+fn the_app_page_says_who_paused_automatic_operations() {
+    let mut data = page_data();
+    assert!(render_app(&data).contains("id=\"automatic\">on</dd>"));
+    data.details.automatic_paused = Some(format!(
+        "paused by uid=0 at 2026-12-08T00:00:00Z: {HOSTILE}"
+    ));
+    data.details.automatic_retry = Some("retry 2 due in 40s after boom".into());
+    let html = render_app(&data);
+    assert_inert(&html);
+    assert!(
+        html.contains(
+            "id=\"automatic\">paused: paused by uid=0 at 2026-12-08T00:00:00Z: &lt;script&gt;"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("; retry 2 due in 40s after boom</dd>"),
+        "{html}"
+    );
 }
 
 #[test]

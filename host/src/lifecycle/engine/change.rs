@@ -13,7 +13,7 @@ use crate::lifecycle::job::{Apply, Job, NO_FLAGS, UserLayer};
 use crate::lifecycle::operations::Started;
 use crate::lifecycle::stored::StoredVersion;
 use crate::lifecycle::{Error, rules};
-use crate::model::{AppName, Hook};
+use crate::model::{AppName, Hook, OnFailure};
 use crate::store::{
     AppRecord, AppState, Finish, Operation, Outcome, OverrideLayer, TargetChange, UserSnapshot,
     VersionRecord,
@@ -99,7 +99,7 @@ impl Lifecycle {
         archive: impl Read,
         reuse_user_overrides: Option<bool>,
     ) -> Result<Started, Error> {
-        self.update_with(archive, reuse_user_overrides, false, None)
+        self.update_with(archive, reuse_user_overrides, false, None, None)
     }
 
     /// [`Lifecycle::update`]; with `force`, also to an older version (a
@@ -109,6 +109,9 @@ impl Lifecycle {
     /// [`Started::warnings`], logged, and kept in the operation's message.
     /// `source` is where the bundle was fetched from (as
     /// [`Lifecycle::upload_from`]); the finished update's note names it.
+    /// `on_failure` overrides the new bundle's `on_failure` (`app update
+    /// --on-failure`): `keep` leaves a failed update's new version
+    /// applied as far as it got, with no rollback.
     ///
     /// # Errors
     /// As [`Lifecycle::update`].
@@ -118,6 +121,7 @@ impl Lifecycle {
         reuse_user_overrides: Option<bool>,
         force: bool,
         source: Option<String>,
+        on_failure: Option<OnFailure>,
     ) -> Result<Started, Error> {
         let mut capture = Capture::new(archive, self.inner.cluster.bundle_home.is_some());
         let (bundle, digest) = self.verify(&mut capture)?;
@@ -155,6 +159,7 @@ impl Lifecycle {
             Vec::new()
         };
         let keep_user = reuse_user_overrides.unwrap_or(bundle.metadata().maintain_user_overrides);
+        let on_failure = on_failure.unwrap_or(bundle.metadata().on_failure);
         record.source = self.keep_bundle(&record, capture, source)?;
         let op = self.store().begin_operation(
             &app,
@@ -195,7 +200,7 @@ impl Lifecycle {
             if let Ok(mut warnings) = job.warnings.lock() {
                 warnings.extend(notes);
             }
-            update(job, &old, &new, keep_user)
+            update(job, &old, &new, keep_user, on_failure)
         });
         started.warnings = forced;
         Ok(started)
@@ -339,12 +344,14 @@ impl Lifecycle {
     }
 }
 
-/// The work of an update: apply the new version; on failure roll back.
+/// The work of an update: apply the new version; on failure roll back,
+/// or with `on_failure: keep` leave it ([`keep_failed_update`]).
 pub(super) fn update(
     job: &Job<'_>,
     old: &StoredVersion,
     new: &StoredVersion,
     keep_user: bool,
+    on_failure: OnFailure,
 ) -> Ending {
     let request = Apply {
         version: new,
@@ -362,6 +369,11 @@ pub(super) fn update(
         Ok(()) => return promote(job, old, new, keep_user),
         Err(e) => e,
     };
+    // An abort or a hand-over ends as always (`recover` applies the old
+    // version again); `keep` is for a failure.
+    if on_failure == OnFailure::Keep && !matches!(error, Error::Aborted | Error::HandedOver) {
+        return keep_failed_update(job, old, new, keep_user, &error);
+    }
     undo_failed_change(
         job,
         &Undo {
@@ -487,6 +499,43 @@ pub(super) fn undo_failed_change(job: &Job<'_>, undo: &Undo<'_>, error: &Error) 
             ),
         )),
     }
+}
+
+/// A failed update with `on_failure: keep`: the new version becomes the
+/// active one as far as it got, the app `apply-failed`, nothing rolled
+/// back; the old version stays kept for `app rollback`, and the message
+/// (in the history) says so.
+pub(super) fn keep_failed_update(
+    job: &Job<'_>,
+    old: &StoredVersion,
+    new: &StoredVersion,
+    keep_user: bool,
+    error: &Error,
+) -> Ending {
+    if !keep_user
+        && let Err(e) = job
+            .inner
+            .services
+            .store
+            .replace_layer(&job.app, &OverrideLayer::User, &[])
+    {
+        return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+    }
+    let reason = error.one_line();
+    tracing::warn!(error = %reason, "update to {} failed; on_failure: keep, not rolled back", new.version);
+    Ending::new(
+        Finish::failed(
+            AppState::ApplyFailed,
+            format!(
+                "update to {new} failed: {reason}; not rolled back (on_failure: keep): {new} stays \
+                 applied as far as it got; `app apply` tries it again, `app rollback` goes back \
+                 to {old}",
+                new = new.version,
+                old = old.version,
+            ),
+        )
+        .with_target(TargetChange::Promote),
+    )
 }
 
 pub(super) fn promote(

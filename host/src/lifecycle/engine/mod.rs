@@ -153,6 +153,10 @@ pub struct AppDetails {
     /// (`serve --pause-automatic`); absent when it may.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub automatic_paused: Option<String>,
+    /// A failed automatic operation's retry waiting or running (`retry 2
+    /// of 3 due in 40s`); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_retry: Option<String>,
 }
 
 /// The `drifted` condition of an app.
@@ -315,7 +319,22 @@ impl Operations for Lifecycle {
                 flags,
                 note,
                 resumes,
-            } => self.start_apply(app, flags, note, resumes),
+            } => {
+                // A failure of an automatic re-apply or a drift correction
+                // (not of a resumption) is retried (module `retry`).
+                let retried = match (&note, resumes) {
+                    (Some(note), 0) => {
+                        super::retry::starting(&self.inner, app, &flags, note);
+                        true
+                    }
+                    _ => false,
+                };
+                let started = self.start_apply(app, flags, note, resumes);
+                if retried && started.is_err() {
+                    super::retry::not_started(&self.inner, app);
+                }
+                started
+            }
             Start::Remove { request, note } => self.start_remove(app, request, note),
             Start::Recover { request, note } => self.start_recover(app, request, note),
         }
@@ -376,6 +395,7 @@ pub(super) fn placeholder(app: &AppName) -> AppRecord {
         created_at: 0,
         updated_at: 0,
         reapply_needed: None,
+        automatic_pause: None,
     }
 }
 
@@ -445,6 +465,7 @@ impl Lifecycle {
                 charts: Default::default(),
                 slots: super::slots::Slots::new(options.max_operations),
                 drift: Mutex::new(BTreeMap::new()),
+                retries: Default::default(),
             },
             cluster: ClusterMode {
                 leadership: options.leading.map(|election| Leadership {
@@ -619,6 +640,7 @@ impl Lifecycle {
         Ok(AppDetails {
             drifted,
             automatic_paused: super::pause::automatic_paused(&self.inner, app),
+            automatic_retry: self.inner.work.retries.describe(app.as_str()),
             chart_progress: self.inner.work.charts.get(app.as_str()),
             app: record,
             versions,

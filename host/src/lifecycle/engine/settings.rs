@@ -1,5 +1,6 @@
-//! Overrides and local volumes: what an operator sets beside the bundle
-//! (`override set`, `volume create`), checked and stored.
+//! Overrides, local volumes and the pause of an app's automatic
+//! operations: what an operator sets beside the bundle (`override set`,
+//! `volume create`, `app pause`), checked and stored.
 
 use super::*;
 use crate::lifecycle::Error;
@@ -17,6 +18,50 @@ pub(super) fn volume_view(volume: crate::store::VolumeRecord, used_by: Vec<Strin
 }
 
 impl Lifecycle {
+    // ---- pause ----
+
+    /// Stops the daemon's automatic operations for `app` (automatic
+    /// re-apply, drift correction, retries, resuming a leader's
+    /// operation) until [`Lifecycle::resume_automatic`]; what an operator
+    /// asks for still runs, and a running operation goes on. `by` names
+    /// who asked; `reason` is optional and bounded. Kept in the store and
+    /// the app's history.
+    ///
+    /// # Errors
+    /// [`Error::BadPauseReason`]; [`crate::store::Error::UnknownApp`].
+    pub fn pause_automatic(
+        &self,
+        app: &AppName,
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<crate::store::AppRecord, Error> {
+        crate::lifecycle::pause::set(&self.inner, app, true, by, reason)
+    }
+
+    /// Lets the daemon start automatic operations for `app` again: a
+    /// pending retry starts when due, a drift correction at the next
+    /// drift round, and an automatic re-apply the app was marked for
+    /// while paused starts now (within its interval).
+    ///
+    /// # Errors
+    /// As [`Lifecycle::pause_automatic`].
+    pub fn resume_automatic(
+        &self,
+        app: &AppName,
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<crate::store::AppRecord, Error> {
+        let record = crate::lifecycle::pause::set(&self.inner, app, false, by, reason)?;
+        let mark = self.inner.work.reapply_marks().get(app.as_str()).cloned();
+        if let Some(mark) = mark
+            && record.state == crate::store::AppState::Applied
+            && let Ok(version) = self.active_version(app)
+        {
+            crate::lifecycle::reevaluate::auto_reapply(self, app, &version, &mark);
+        }
+        Ok(record)
+    }
+
     // ---- overrides ----
 
     /// Which layers each chart of the active version has.

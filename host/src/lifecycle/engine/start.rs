@@ -507,6 +507,19 @@ impl Lifecycle {
             );
         });
         let mut ending = work(&job);
+        // An automatic apply that failed is retried (module `retry`); an
+        // operator's operation resets the app's retries.
+        crate::lifecycle::retry::ending(
+            self,
+            app,
+            job.automatic.load(Ordering::SeqCst),
+            &mut ending.finish,
+            || {
+                self.active_version(app)
+                    .ok()
+                    .map(|v| v.metadata.retry_policy())
+            },
+        );
         if ending.finish.outcome == Outcome::Interrupted {
             // Stopped at a checkpoint for the next leader: nothing is
             // written, so it finds the operation running, as after a

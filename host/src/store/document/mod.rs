@@ -44,8 +44,9 @@ use serde_json::Value;
 use super::Store;
 use super::error::Error;
 use super::records::{
-    AppRecord, DaemonKey, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord,
-    Reconciled, ReleaseRecord, TargetChange, UnixMillis, UserSnapshot, VersionRecord, VolumeRecord,
+    AppRecord, AutomaticPause, DaemonKey, DecisionRecord, Finish, HistoryEntry, OperationId,
+    OverrideRecord, Reconciled, ReleaseRecord, TargetChange, UnixMillis, UserSnapshot,
+    VersionRecord, VolumeRecord,
 };
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
 use crate::model::AppName;
@@ -111,6 +112,10 @@ pub struct AppStatus {
     /// Release inventories, by chart.
     #[serde(default)]
     pub releases: Vec<ReleaseRecord>,
+    /// An operator's pause of the app's automatic operations; absent
+    /// when not paused (and in documents written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_pause: Option<AutomaticPause>,
 }
 
 fn uploading() -> AppState {
@@ -129,6 +134,7 @@ impl Default for AppStatus {
             updated_at: 0,
             history: Vec::new(),
             releases: Vec::new(),
+            automatic_pause: None,
         }
     }
 }
@@ -159,6 +165,7 @@ impl AppDoc {
             created_at: self.status.created_at,
             updated_at: self.status.updated_at,
             reapply_needed: None,
+            automatic_pause: self.status.automatic_pause.clone(),
         }
     }
 
@@ -826,6 +833,33 @@ impl<B: Backend> Store for DocStore<B> {
             doc.status.active_version = version.to_owned();
             doc.status.updated_at = now();
             Ok(())
+        })
+    }
+
+    fn set_automatic_pause(
+        &self,
+        app: &AppName,
+        pause: Option<&AutomaticPause>,
+        message: &str,
+    ) -> Result<AppRecord, Error> {
+        self.modify(app, |doc| {
+            let at = now();
+            let state = doc.status.state;
+            doc.status.automatic_pause = pause.cloned();
+            doc.status.updated_at = at;
+            let id = self.next_id();
+            let operation = if pause.is_some() {
+                Operation::Pause
+            } else {
+                Operation::Resume
+            };
+            open_history(doc, id, operation, Some(state), state, at);
+            let entry = doc.entry_mut(id)?;
+            entry.to_state = Some(state);
+            entry.outcome = Outcome::Succeeded;
+            entry.message = Some(message.to_owned());
+            entry.finished_at = Some(at);
+            Ok(doc.record())
         })
     }
 

@@ -250,3 +250,45 @@ fn operations_are_found_by_id_from_another_daemons_writes() {
         Err(Error::UnknownOperation { .. })
     ));
 }
+
+#[test]
+fn a_pause_survives_another_daemon_reading_the_document_and_older_ones_read() {
+    let first = store();
+    let app = upload(&first, "shop");
+    let pause = AutomaticPause {
+        by: "bearer-token from 10.0.0.1:5000".into(),
+        at: 7,
+        reason: None,
+    };
+    first
+        .set_automatic_pause(&app, Some(&pause), "automatic operations paused")
+        .unwrap();
+    // As the cluster keeps it: JSON, read back by another replica.
+    let doc = first.backend().get(&app).unwrap().unwrap().doc;
+    let text = serde_json::to_string(&doc).unwrap();
+    assert!(text.contains("automaticPause"), "{text}");
+    let read: AppDoc = serde_json::from_str(&text).unwrap();
+    let second = store();
+    second.backend().overwrite(&read);
+    assert_eq!(second.app(&app).unwrap().automatic_pause, Some(pause));
+    assert_eq!(
+        second.history(&app).unwrap().last().map(|h| h.operation),
+        Some(Operation::Pause)
+    );
+    // A document written before the pause existed reads unpaused, and
+    // an unpaused one is written without the field.
+    let mut older: serde_json::Value = serde_json::from_str(&text).unwrap();
+    older["status"]
+        .as_object_mut()
+        .unwrap()
+        .remove("automaticPause");
+    let older: AppDoc = serde_json::from_value(older).unwrap();
+    assert_eq!(older.record().automatic_pause, None);
+    second.set_automatic_pause(&app, None, "resumed").unwrap();
+    let doc = second.backend().get(&app).unwrap().unwrap().doc;
+    assert!(
+        !serde_json::to_string(&doc)
+            .unwrap()
+            .contains("automaticPause")
+    );
+}

@@ -18,7 +18,7 @@ pub(super) fn app(tx: &Transaction<'_>, doc: &AppDoc) -> Result<(), Error> {
     let status = &doc.status;
     tx.execute(
         "INSERT INTO apps (name, state, active_version, target_version, progress, message, \
-         created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+         created_at, updated_at, automatic_pause) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             app,
             status.state,
@@ -27,7 +27,16 @@ pub(super) fn app(tx: &Transaction<'_>, doc: &AppDoc) -> Result<(), Error> {
             status.progress,
             status.message,
             status.created_at,
-            status.updated_at
+            status.updated_at,
+            status
+                .automatic_pause
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(|e| Error::Database {
+                    context: format!("importing the pause of app \"{app}\": {e}"),
+                    source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+                })?
         ],
     )
     .context(context)?;

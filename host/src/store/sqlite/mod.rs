@@ -31,8 +31,8 @@ use steps::{
 use super::Store;
 use super::error::{Context, Error};
 use super::records::{
-    AppRecord, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord, Reconciled,
-    ReleaseRecord, TargetChange, UserSnapshot, VersionRecord, VolumeRecord,
+    AppRecord, AutomaticPause, DecisionRecord, Finish, HistoryEntry, OperationId, OverrideRecord,
+    Reconciled, ReleaseRecord, TargetChange, UserSnapshot, VersionRecord, VolumeRecord,
 };
 use super::schema;
 use super::state::{AppState, Operation, Outcome, OverrideLayer};
@@ -384,6 +384,50 @@ impl Store for SqliteStore {
                 app_from_row,
                 context,
             )
+        })
+    }
+
+    fn set_automatic_pause(
+        &self,
+        app: &AppName,
+        pause: Option<&AutomaticPause>,
+        message: &str,
+    ) -> Result<AppRecord, Error> {
+        let context = || format!("recording the pause of app \"{app}\"");
+        let json = pause
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| Error::Database {
+                context: context(),
+                source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+            })?;
+        self.write(context, |tx| {
+            let record = load_app(tx, app)?;
+            let at = now();
+            let operation = if pause.is_some() {
+                Operation::Pause
+            } else {
+                Operation::Resume
+            };
+            tx.execute(
+                "UPDATE apps SET automatic_pause = ?2, updated_at = ?3 WHERE name = ?1",
+                params![app, json, at],
+            )
+            .context(context)?;
+            tx.execute(
+                "INSERT INTO history (app, operation, from_state, via_state, to_state, outcome, \
+                 message, started_at, finished_at) VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5, ?6, ?6)",
+                params![
+                    app,
+                    operation,
+                    record.state,
+                    Outcome::Succeeded,
+                    message,
+                    at
+                ],
+            )
+            .context(context)?;
+            load_app(tx, app)
         })
     }
 

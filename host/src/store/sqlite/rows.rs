@@ -54,8 +54,8 @@ impl FromSql for OperationId {
 
 // ---- rows ----
 
-pub(super) const APP_COLUMNS: &str =
-    "name, state, active_version, target_version, progress, message, created_at, updated_at";
+pub(super) const APP_COLUMNS: &str = "name, state, active_version, target_version, progress, message, created_at, updated_at, \
+     automatic_pause";
 
 pub(super) fn app_from_row(row: &Row<'_>) -> rusqlite::Result<AppRecord> {
     Ok(AppRecord {
@@ -68,6 +68,11 @@ pub(super) fn app_from_row(row: &Row<'_>) -> rusqlite::Result<AppRecord> {
         created_at: row.get(6)?,
         updated_at: row.get(7)?,
         reapply_needed: None,
+        automatic_pause: row
+            .get::<_, Option<String>>(8)?
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(8, Type::Text, Box::new(e)))?,
     })
 }
 
