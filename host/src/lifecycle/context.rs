@@ -84,7 +84,7 @@ pub(crate) struct Work {
     /// The bound on operations running at once, across apps.
     pub slots: super::slots::Slots,
     /// What the drift watch last saw of each app ([`super::drift`]).
-    pub drift: Mutex<BTreeMap<String, super::drift::AppDrift>>,
+    pub drift: Mutex<BTreeMap<String, super::drifted::AppDrift>>,
     /// Failed automatic operations waiting for their retry
     /// (module `retry`).
     pub retries: super::retries::Retries,

@@ -7,7 +7,7 @@
 //! in the history as a drift correction.
 //!
 //! Following: each chart apply hands the target the fields capstan holds
-//! afterwards ([`follow`]); a removed release is let go. When this
+//! afterwards ([`super::drifted::follow`]); a removed release is let go. When this
 //! daemon starts leading (or starts, alone), every applied app's
 //! releases are followed from what the cluster holds then, so drift is
 //! watched across a restart and a failover (an edit made while no daemon
@@ -19,11 +19,9 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use super::job::Job;
+use super::drifted::summary;
 use super::operations::{Operations, Start};
-use crate::kube::Release;
-use crate::kube::managed::FieldSet;
-use crate::model::{AppName, ApplyRequest, DriftMode, FieldPolicy, ObjectDrift, ObjectRef};
+use crate::model::{AppName, ApplyRequest, DriftMode, ObjectDrift};
 use crate::store::AppState;
 
 /// How long one wait for a drift change lasts before the loop checks
@@ -32,35 +30,6 @@ const CHECK: Duration = Duration::from_secs(2);
 
 /// How a drift correction's history note begins.
 pub(crate) const CORRECTION_NOTE: &str = "drift correction: ";
-
-/// What the drift watch last saw of one app.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AppDrift {
-    /// The drifted objects, in chart order.
-    pub objects: Vec<ObjectDrift>,
-    /// When it was first seen drifted (unix millis); 0 when not.
-    pub since: i64,
-    /// When a correction was last started.
-    pub corrected: Option<Instant>,
-}
-
-/// After a chart's apply: follows its release with the fields capstan
-/// now holds, or lets it go when the app's policy is `drift: off`. A
-/// failure to follow is logged: the apply itself succeeded.
-pub(crate) fn follow(
-    job: &Job<'_>,
-    release: &Release,
-    held: &[(ObjectRef, FieldSet)],
-    policy: &FieldPolicy,
-) {
-    if policy.drift == DriftMode::Off {
-        job.view().unfollow(release);
-        return;
-    }
-    if let Err(e) = job.view().follow(release, held, policy) {
-        tracing::warn!(app = %job.app, release = %release, error = %e, "could not watch the release for drift");
-    }
-}
 
 /// Starts the drift loop for `ops`' target.
 pub(super) fn spawn<O: Operations>(ops: &O) {
@@ -219,21 +188,6 @@ fn report(
             true,
         );
     }
-}
-
-/// One line naming the drifted objects and fields, at most 1,024 bytes.
-pub(crate) fn summary(objects: &[ObjectDrift]) -> String {
-    let parts: Vec<String> = objects.iter().map(ToString::to_string).collect();
-    let mut text = parts.join("; ");
-    if text.len() > 1024 {
-        let mut cut = 1020;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
 }
 
 /// Starts a correction of each drifted app whose policy says `correct`,

@@ -50,6 +50,7 @@ mod checkpoint;
 mod cluster_facts;
 mod context;
 mod drift;
+mod drifted;
 mod engine;
 mod error;
 mod facts;

@@ -203,7 +203,7 @@ impl FieldPolicy {
 
 /// A JSON pointer (RFC 6901): `/` then segments separated by `/`, with
 /// `~1` for `/` and `~0` for `~` inside a segment. At most
-/// [`MAX_POINTER_LEN`] bytes and [`MAX_POINTER_DEPTH`] segments; the
+/// `MAX_POINTER_LEN` (512) bytes and `MAX_POINTER_DEPTH` (32) segments; the
 /// empty pointer (the whole object) is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Pointer {

@@ -107,7 +107,7 @@ impl Record {
     }
 
     /// [`Record::load`], from the apply cache when it holds the Secret as
-    /// this process last read or wrote it ([`LiveCache::record`]).
+    /// this process last read or wrote it.
     ///
     /// # Errors
     /// As [`Record::load`].

@@ -1,6 +1,6 @@
 //! Owns the apply cache: the live objects the drift watches
 //! ([`super::drift`]) see, what capstan's last apply of each left (a
-//! digest of its inputs and the object's [`signature`]), and which
+//! digest of its inputs and the object's signature), and which
 //! watches are in step with the server. With it a re-apply knows,
 //! without a request, that an object is as capstan left it: the same
 //! inputs, the same uid, and capstan's own `managedFields` entry exactly

@@ -116,7 +116,13 @@ pub(crate) fn apply_chart(
         Ok(applied) => {
             let changed = applied.applied.len() > applied.unchanged || !applied.pruned.is_empty();
             record_release(job, &chart.release, changed.then_some(chart.revision))?;
-            crate::lifecycle::drift::follow(job, &chart.release, &applied.held, &options.fields);
+            crate::lifecycle::drifted::follow(
+                job.view(),
+                &job.app,
+                &chart.release,
+                &applied.held,
+                &options.fields,
+            );
         }
         Err(source) => {
             record_release_after_failure(job, &chart.release, Some(chart.revision));

@@ -634,7 +634,7 @@ impl Lifecycle {
             .filter(|d| !d.objects.is_empty())
             .map(|d| Drifted {
                 since: d.since,
-                message: super::drift::summary(&d.objects),
+                message: super::drifted::summary(&d.objects),
                 objects: d.objects.clone(),
             });
         Ok(AppDetails {
