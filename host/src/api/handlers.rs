@@ -380,14 +380,7 @@ pub(super) async fn pause(
     app: AppPath,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body = body_of(body)?;
-    let app = app_name(&path_of(app)?)?;
-    let request: wire::PauseRequest = parse_json(&body)?;
-    let by = caller(&api, &extensions);
-    let lc = api.lifecycle.clone();
-    let record: wire::AppRecord =
-        blocking(move || lc.pause_automatic(&app, &by, request.reason.as_deref())).await?;
-    json(StatusCode::OK, &record)
+    pause_or_resume(api, &extensions, app, body, true).await
 }
 
 pub(super) async fn resume(
@@ -396,13 +389,31 @@ pub(super) async fn resume(
     app: AppPath,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    pause_or_resume(api, &extensions, app, body, false).await
+}
+
+/// Pauses (`pause`) or resumes an app's automatic operations, naming
+/// the caller.
+async fn pause_or_resume(
+    api: Api,
+    extensions: &axum::http::Extensions,
+    app: AppPath,
+    body: Result<Bytes, BytesRejection>,
+    pause: bool,
+) -> ApiResult {
     let body = body_of(body)?;
     let app = app_name(&path_of(app)?)?;
     let request: wire::PauseRequest = parse_json(&body)?;
-    let by = caller(&api, &extensions);
+    let by = caller(&api, extensions);
     let lc = api.lifecycle.clone();
-    let record: wire::AppRecord =
-        blocking(move || lc.resume_automatic(&app, &by, request.reason.as_deref())).await?;
+    let record: wire::AppRecord = blocking(move || {
+        let reason = request.reason.as_deref();
+        match pause {
+            true => lc.pause_automatic(&app, &by, reason),
+            false => lc.resume_automatic(&app, &by, reason),
+        }
+    })
+    .await?;
     json(StatusCode::OK, &record)
 }
 

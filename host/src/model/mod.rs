@@ -24,6 +24,7 @@
 //! Everything here is a value with its validation; every other module uses
 //! these types and none redefines them.
 
+pub mod clock;
 mod contract;
 mod facts;
 mod failure;
