@@ -134,11 +134,20 @@ impl LiveCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A watch delivered `object` (keyed `key`, watched as `api_version`).
+    /// A watch delivered `object` (keyed `key`, watched as
+    /// `api_version`). A list's items carry no `apiVersion` and `kind`:
+    /// they are filled in, so readiness reads the object as its kind.
     pub(super) fn observe(&self, key: ObjectKey, api_version: &str, object: &Value) {
+        let mut object = object.clone();
+        if let Some(map) = object.as_object_mut() {
+            map.entry("apiVersion")
+                .or_insert_with(|| Value::String(api_version.to_string()));
+            map.entry("kind")
+                .or_insert_with(|| Value::String(key.kind.clone()));
+        }
         self.lock()
             .live
-            .insert(key, (api_version.to_string(), object.clone()));
+            .insert(key, (api_version.to_string(), object));
     }
 
     /// The object `key` is gone.
@@ -308,7 +317,14 @@ mod tests {
         // Not in step yet: read it.
         assert!(cache.unchanged(&kind, Some("shop"), &key("a"), d).is_none());
         cache.set_synced(&watch, true);
-        assert!(cache.unchanged(&kind, Some("shop"), &key("a"), d).is_some());
+        let answered = cache.unchanged(&kind, Some("shop"), &key("a"), d);
+        // A list item's kind is filled in, for readiness.
+        assert_eq!(
+            answered
+                .as_ref()
+                .map(|o| (o["apiVersion"].clone(), o["kind"].clone())),
+            Some((json!("v1"), json!("ConfigMap")))
+        );
         assert!(cache.holds_namespace("shop"));
         assert!(!cache.holds_namespace("other"));
         // A controller's status update changes nothing of capstan's.
