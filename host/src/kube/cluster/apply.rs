@@ -282,7 +282,7 @@ pub async fn apply_release(
             &namespaces,
             cache,
         )
-        .await?;
+        .await;
         let fetched = get_unknown(cluster, &prepared, &known).await;
         let mut lives = Vec::with_capacity(prepared.len());
         for (p, live) in prepared.iter().zip(fetched) {

@@ -232,7 +232,7 @@ impl Hub {
             .flat_map(|f| f.objects.values())
             .map(|t| {
                 (
-                    watch_key(&t.kind, t.id.namespace.as_deref()),
+                    WatchKey::new(&t.kind, t.id.namespace.as_deref()),
                     t.kind.clone(),
                 )
             })
@@ -240,7 +240,7 @@ impl Hub {
                 state
                     .releases
                     .values()
-                    .map(|f| (watch_key(&secrets, Some(&f.namespace)), secrets.clone())),
+                    .map(|f| (WatchKey::new(&secrets, Some(&f.namespace)), secrets.clone())),
             )
             .collect();
         let cache = &self.shared.cache;
@@ -278,10 +278,6 @@ fn lock(shared: &Shared) -> MutexGuard<'_, State> {
 fn bump(shared: &Shared, state: &mut State) {
     state.generation = state.generation.wrapping_add(1);
     shared.changed.notify_all();
-}
-
-fn watch_key(kind: &Kind, namespace: Option<&str>) -> WatchKey {
-    WatchKey::new(kind, namespace)
 }
 
 /// The key of `object` of `kind` (list items carry no kind).

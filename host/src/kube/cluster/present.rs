@@ -69,10 +69,8 @@ pub(super) enum Known {
 }
 
 /// What the cache, this apply's namespaces and the presence lists tell
-/// of each object, in `prepared`'s order.
-///
-/// # Errors
-/// None today: a failed list leaves its objects unknown.
+/// of each object, in `prepared`'s order; a failed list leaves its
+/// objects unknown.
 pub(super) async fn known(
     cluster: &Cluster,
     prepared: &[Prepared],
@@ -80,7 +78,7 @@ pub(super) async fn known(
     owned_before: &HashSet<ObjectKey>,
     namespaces: &Namespaces,
     cache: Option<&LiveCache>,
-) -> Result<Vec<Known>, Error> {
+) -> Vec<Known> {
     let mut known: Vec<Known> = prepared
         .iter()
         .zip(inputs)
@@ -122,7 +120,7 @@ pub(super) async fn known(
             }
         }
     }
-    Ok(known)
+    known
 }
 
 /// The names in `collection`, from metadata-only pages; `None` when the

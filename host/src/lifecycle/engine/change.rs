@@ -501,6 +501,20 @@ pub(super) fn undo_failed_change(job: &Job<'_>, undo: &Undo<'_>, error: &Error) 
     }
 }
 
+/// Drops the app's user overrides unless `keep_user` (an update that
+/// does not keep them); the ending when the store refuses.
+fn drop_user_layer(job: &Job<'_>, keep_user: bool) -> Option<Ending> {
+    if keep_user {
+        return None;
+    }
+    job.inner
+        .services
+        .store
+        .replace_layer(&job.app, &OverrideLayer::User, &[])
+        .err()
+        .map(|e| Ending::new(failed(AppState::ApplyFailed, &Error::Store(e))))
+}
+
 /// A failed update with `on_failure: keep`: the new version becomes the
 /// active one as far as it got, the app `apply-failed`, nothing rolled
 /// back; the old version stays kept for `app rollback`, and the message
@@ -512,14 +526,8 @@ pub(super) fn keep_failed_update(
     keep_user: bool,
     error: &Error,
 ) -> Ending {
-    if !keep_user
-        && let Err(e) = job
-            .inner
-            .services
-            .store
-            .replace_layer(&job.app, &OverrideLayer::User, &[])
-    {
-        return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+    if let Some(ending) = drop_user_layer(job, keep_user) {
+        return ending;
     }
     let reason = error.one_line();
     tracing::warn!(error = %reason, "update to {} failed; on_failure: keep, not rolled back", new.version);
@@ -544,14 +552,8 @@ pub(super) fn promote(
     new: &StoredVersion,
     keep_user: bool,
 ) -> Ending {
-    if !keep_user
-        && let Err(e) = job
-            .inner
-            .services
-            .store
-            .replace_layer(&job.app, &OverrideLayer::User, &[])
-    {
-        return Ending::new(failed(AppState::ApplyFailed, &Error::Store(e)));
+    if let Some(ending) = drop_user_layer(job, keep_user) {
+        return ending;
     }
     let mut note = format!("updated from {} to {}", old.version, new.version);
     if let Ok(record) = job.inner.services.store.version(&job.app, &new.version)
